@@ -1,0 +1,216 @@
+"""Projects, experiments, their feature flags and cohorts, and the paged list envelope."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+from uuid import UUID
+
+from pydantic import Field, field_validator, model_validator
+
+from ._base import RequestModel, ResponseModel
+
+__all__ = [
+    "Cohort",
+    "Experiment",
+    "ExperimentCreate",
+    "ExperimentParameters",
+    "ExperimentResults",
+    "ExperimentUpdate",
+    "FeatureFlag",
+    "FeatureFlagVariant",
+    "Paginated",
+    "Project",
+    "SecondaryMetric",
+    "User",
+]
+
+T = TypeVar("T")
+
+FLAG_KEY_PATTERN = r"^[a-zA-Z0-9_-]+$"
+MAX_VARIANTS = 10
+CONTROL_VARIANT_KEY = "control"
+DEFAULT_VARIANTS: tuple[dict[str, Any], ...] = (
+    {"key": "control", "name": "Control Group", "rollout_percentage": 50},
+    {"key": "test", "name": "Test Variant", "rollout_percentage": 50},
+)
+
+
+class Paginated(ResponseModel, Generic[T]):
+    """``{count, next, previous, results}``; ``next``/``previous`` are URLs carrying ``offset`` and ``limit``."""
+
+    count: int
+    next: str | None = None
+    previous: str | None = None
+    results: list[T]
+
+
+class User(ResponseModel):
+    id: int
+    uuid: UUID
+    distinct_id: str
+    first_name: str = ""
+    last_name: str = ""
+    email: str
+    is_email_verified: bool = False
+    hedgehog_config: dict[str, Any] | None = None
+
+
+class Project(ResponseModel):
+    """A project (PostHog's team): its events and metadata are isolated from every other project."""
+
+    id: int
+    uuid: UUID | None = None
+    name: str
+    api_token: str | None = None
+    timezone: str = "UTC"
+    created_at: datetime | None = None
+    test_account_filters: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class FeatureFlagVariant(RequestModel):
+    key: str = Field(min_length=1, max_length=200, pattern=FLAG_KEY_PATTERN)
+    name: str | None = Field(default=None, max_length=400)
+    rollout_percentage: float = Field(ge=0, le=100)
+
+
+class FeatureFlag(ResponseModel):
+    """The flag an experiment runs on, nested in the experiment."""
+
+    id: int
+    team_id: int
+    name: str
+    key: str
+    filters: dict[str, Any]
+    deleted: bool = False
+    active: bool
+    ensure_experience_continuity: bool | None = False
+
+
+class ExperimentParameters(RequestModel):
+    """``parameters`` of an experiment; keys PostHog's UI stores and hoglab doesn't read are kept."""
+
+    model_config = RequestModel.model_config | {"extra": "allow"}
+
+    feature_flag_variants: list[FeatureFlagVariant] | None = None
+    minimum_detectable_effect: float | None = Field(default=None, gt=0, le=100)
+    recommended_running_time: float | None = None
+    recommended_sample_size: float | None = None
+    custom_exposure_filter: dict[str, Any] | None = None
+    aggregation_group_type_index: int | None = None
+
+    @field_validator("feature_flag_variants")
+    @classmethod
+    def _variants_are_valid(cls, variants: list[FeatureFlagVariant] | None) -> list[FeatureFlagVariant] | None:
+        if variants is None:
+            return None
+        keys = [v.key for v in variants]
+        if CONTROL_VARIANT_KEY not in keys:
+            raise ValueError("Feature flag variants must contain a control variant")
+        if len(variants) > MAX_VARIANTS:
+            raise ValueError(f"Feature flag variants must be less than {MAX_VARIANTS + 1}")
+        if len(set(keys)) != len(keys):
+            raise ValueError("Feature flag variant keys must be unique")
+        total = sum(v.rollout_percentage for v in variants)
+        if abs(total - 100) > 1e-9:
+            raise ValueError(f"Invalid variant definitions: rollout percentages must sum to 100 (got {total:g}).")
+        return variants
+
+
+class SecondaryMetric(RequestModel):
+    """``{"name": "...", "filters": {legacy insight filter with "insight": "TRENDS"|"FUNNELS"}}``."""
+
+    model_config = RequestModel.model_config | {"extra": "allow"}
+
+    name: str | None = Field(default=None, max_length=400)
+    filters: dict[str, Any]
+
+
+class _ExperimentFields(RequestModel):
+    name: str | None = Field(default=None, min_length=1, max_length=400)
+    description: str | None = Field(default=None, max_length=400)
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+    parameters: ExperimentParameters | None = None
+    secondary_metrics: list[SecondaryMetric] | None = None
+    filters: dict[str, Any] | None = None
+    archived: bool | None = None
+
+    @field_validator("start_date", "end_date")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        # The contract's dates are UTC; a naive datetime is read as UTC rather than rejected.
+        if value is not None and value.tzinfo is None:
+            from datetime import UTC
+
+            return value.replace(tzinfo=UTC)
+        return value
+
+    @model_validator(mode="after")
+    def _dates_in_order(self) -> _ExperimentFields:
+        if self.start_date and self.end_date and self.end_date <= self.start_date:
+            raise ValueError("End date must be after start date")
+        if self.filters and self.filters.get("properties"):
+            raise ValueError("Experiments do not support global filter properties")
+        return self
+
+
+class ExperimentCreate(_ExperimentFields):
+    """The body of a create: ``name`` and ``feature_flag_key`` are required."""
+
+    name: str = Field(min_length=1, max_length=400)
+    feature_flag_key: str = Field(min_length=1, max_length=400, pattern=FLAG_KEY_PATTERN)
+    archived: bool | None = False
+
+
+class ExperimentUpdate(_ExperimentFields):
+    """The body of a PATCH: any subset of the accepted fields (``feature_flag_key`` is fixed once created)."""
+
+    feature_flag_key: str | None = Field(default=None, min_length=1, max_length=400, pattern=FLAG_KEY_PATTERN)
+
+
+class Experiment(ResponseModel):
+    id: int
+    name: str
+    description: str | None = None
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+    feature_flag_key: str
+    feature_flag: FeatureFlag | None = None
+    exposure_cohort: int | None = None
+    parameters: dict[str, Any] | None = None
+    secondary_metrics: list[dict[str, Any]] | None = None
+    filters: dict[str, Any] | None = None
+    archived: bool = False
+    created_by: User | None = None
+    created_at: datetime
+    updated_at: datetime
+    type: Literal["product", "web"] | None = "product"
+
+    @property
+    def status(self) -> Literal["draft", "running", "complete"]:
+        """``draft`` until started, ``running`` until it has an end date, then ``complete``."""
+        if self.start_date is None:
+            return "draft"
+        return "running" if self.end_date is None else "complete"
+
+
+class Cohort(ResponseModel):
+    id: int
+    name: str
+    description: str | None = ""
+    filters: dict[str, Any] | None = None
+    groups: list[dict[str, Any]] | None = None
+    is_static: bool = False
+    is_calculating: bool = False
+    count: int | None = None
+    created_at: datetime | None = None
+    deleted: bool = False
+
+
+class ExperimentResults(ResponseModel):
+    """``GET .../experiments/:id/results``: ``{"result": {...}, "last_refresh": ..., "is_cached": ...}``."""
+
+    result: dict[str, Any]
+    last_refresh: datetime | None = None
+    is_cached: bool = False

@@ -1,0 +1,290 @@
+"""The query kinds of ``POST /api/projects/:project_id/query`` and the request around them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter, model_validator
+
+from ._base import RequestModel, SettingsModel
+from .filters import (
+    AnyPropertyFilter,
+    BreakdownFilter,
+    CompareFilter,
+    DateRange,
+    PropertyFilters,
+)
+from .nodes import EventsNode, FunnelExclusion
+
+__all__ = [
+    "ActorsQuery",
+    "AnyQuery",
+    "ChartDisplayType",
+    "EventsQuery",
+    "FormulaNode",
+    "FunnelsActorsQuery",
+    "FunnelsFilter",
+    "FunnelsQuery",
+    "HogQLFilters",
+    "HogQLQuery",
+    "InsightActorsQuery",
+    "IntervalType",
+    "QueryRequest",
+    "RefreshType",
+    "TrendsFilter",
+    "TrendsQuery",
+    "parse_query",
+]
+
+IntervalType = Literal["minute", "hour", "day", "week", "month"]
+ChartDisplayType = Literal[
+    "ActionsLineGraph",
+    "ActionsBar",
+    "ActionsUnstackedBar",
+    "ActionsStackedBar",
+    "ActionsAreaGraph",
+    "ActionsLineGraphCumulative",
+    "BoldNumber",
+    "ActionsPie",
+    "ActionsBarValue",
+    "ActionsTable",
+    "WorldMap",
+    "CalendarHeatmap",
+]
+TOTAL_VALUE_DISPLAYS: frozenset[str] = frozenset(
+    {"BoldNumber", "ActionsPie", "ActionsBarValue", "ActionsTable", "WorldMap"}
+)
+RefreshType = (
+    Literal[
+        "blocking",
+        "async",
+        "lazy_async",
+        "force_blocking",
+        "force_async",
+        "force_cache",
+        "async_except_on_cache_miss",
+    ]
+    | bool
+)
+
+
+class _QueryBase(RequestModel):
+    # Fields PostHog's clients send with any query; accepted so existing clients keep working.
+    modifiers: dict[str, Any] | None = None
+    tags: dict[str, Any] | None = None
+    version: int | None = None
+    response: dict[str, Any] | None = None
+
+
+class _InsightBase(_QueryBase):
+    dateRange: DateRange | None = None
+    properties: PropertyFilters | None = None
+    filterTestAccounts: bool | None = False
+    samplingFactor: float | None = None
+    aggregation_group_type_index: int | None = None
+    dataColorTheme: float | None = None
+
+    @model_validator(mode="after")
+    def _no_groups(self) -> _InsightBase:
+        if self.aggregation_group_type_index is not None:
+            raise ValueError("Aggregating by groups (aggregation_group_type_index) is not supported by hoglab.")
+        return self
+
+
+class HogQLFilters(RequestModel):
+    """What ``{filters}`` in a HogQL statement expands to."""
+
+    properties: list[AnyPropertyFilter] | None = None
+    dateRange: DateRange | None = None
+    filterTestAccounts: bool | None = None
+
+
+class HogQLQuery(_QueryBase):
+    """A HogQL statement: ClickHouse SQL over the project's ``events``, ``persons`` and friends.
+
+    >>> HogQLQuery(query="select event, count() from events group by event").kind
+    'HogQLQuery'
+    """
+
+    kind: Literal["HogQLQuery"] = "HogQLQuery"
+    query: str = Field(min_length=1, max_length=100_000)
+    values: dict[str, Any] | None = None
+    variables: dict[str, Any] | None = None
+    filters: HogQLFilters | None = None
+    name: str | None = Field(default=None, max_length=128)
+    explain: bool | None = None
+
+
+class FormulaNode(RequestModel):
+    """A formula over the series, letters in series order: ``{"formula": "A/B"}``."""
+
+    formula: str = Field(min_length=1, max_length=400)
+    custom_name: str | None = None
+
+
+class TrendsFilter(SettingsModel):
+    """How a trend is displayed and combined (``display``, ``formulaNodes``); UI-only keys are kept as sent."""
+
+    display: ChartDisplayType | None = "ActionsLineGraph"
+    formula: str | None = None
+    formulas: list[str] | None = None
+    formulaNodes: list[FormulaNode] | None = None
+    smoothingIntervals: int | None = Field(default=1, ge=1, le=365)
+
+
+class TrendsQuery(_InsightBase):
+    """Counts of events over time, one line per series (and breakdown value).
+
+    >>> TrendsQuery(series=[EventsNode(event="$pageview", math="dau")], interval="week").interval
+    'week'
+    """
+
+    kind: Literal["TrendsQuery"] = "TrendsQuery"
+    series: list[EventsNode] = Field(min_length=1, max_length=50)
+    interval: IntervalType | None = "day"
+    breakdownFilter: BreakdownFilter | None = None
+    compareFilter: CompareFilter | None = None
+    trendsFilter: TrendsFilter | None = None
+    conversionGoal: dict[str, Any] | None = None
+
+
+class FunnelsFilter(SettingsModel):
+    """Funnel settings, with PostHog's defaults (14-day window, ordered steps, step counts)."""
+
+    funnelWindowInterval: int | None = Field(default=14, ge=1, le=10_000)
+    funnelWindowIntervalUnit: Literal["second", "minute", "hour", "day", "week", "month"] | None = "day"
+    funnelOrderType: Literal["strict", "unordered", "ordered"] | None = "ordered"
+    funnelVizType: Literal["steps", "time_to_convert", "trends"] | None = "steps"
+    funnelStepReference: Literal["total", "previous"] | None = "total"
+    breakdownAttributionType: Literal["first_touch", "last_touch", "all_events", "step"] | None = "first_touch"
+    breakdownAttributionValue: int | None = Field(default=None, ge=0)
+    exclusions: list[FunnelExclusion] | None = None
+    funnelFromStep: int | None = Field(default=None, ge=0)
+    funnelToStep: int | None = Field(default=None, ge=1)
+    binCount: int | None = Field(default=None, ge=1, le=90)
+    funnelAggregateByHogQL: str | None = None
+
+
+class FunnelsQuery(_InsightBase):
+    """How many people go through 2 to 20 steps, in order, within a window.
+
+    >>> FunnelsQuery(series=[EventsNode(event="$pageview"), EventsNode(event="signup")]).kind
+    'FunnelsQuery'
+    """
+
+    kind: Literal["FunnelsQuery"] = "FunnelsQuery"
+    series: list[EventsNode] = Field(min_length=2, max_length=20)
+    interval: Literal["hour", "day", "week", "month"] | None = "day"
+    breakdownFilter: BreakdownFilter | None = None
+    funnelsFilter: FunnelsFilter | None = None
+
+    @model_validator(mode="after")
+    def _steps_refer_to_series(self) -> FunnelsQuery:
+        steps = len(self.series)
+        ff = self.funnelsFilter
+        for exclusion in (ff.exclusions or []) if ff else []:
+            if exclusion.funnelToStep >= steps:
+                raise ValueError(f"An exclusion's funnelToStep must be below the number of steps ({steps}).")
+        return self
+
+
+class EventsQuery(_QueryBase):
+    """Raw events as a table of HogQL expressions (``*``, ``person``, ``properties.$browser``, ...)."""
+
+    kind: Literal["EventsQuery"] = "EventsQuery"
+    select: list[str] = Field(min_length=1, max_length=100)
+    where: list[str] | None = None
+    properties: list[AnyPropertyFilter] | None = None
+    fixedProperties: list[AnyPropertyFilter] | None = None
+    event: str | None = None
+    personId: str | None = None
+    after: str | None = None
+    before: str | None = None
+    orderBy: list[str] | None = None
+    limit: int | None = Field(default=None, ge=1)
+    offset: int | None = Field(default=None, ge=0)
+    filterTestAccounts: bool | None = None
+
+
+class InsightActorsQuery(RequestModel):
+    """The persons behind one data point of a trend (series, day, breakdown) or a funnel."""
+
+    kind: Literal["InsightActorsQuery"] = "InsightActorsQuery"
+    source: Annotated[TrendsQuery | FunnelsQuery, Field(discriminator="kind")]
+    day: str | int | None = None
+    series: int | None = Field(default=None, ge=0)
+    breakdown: str | int | list[str | int] | None = None
+    compare: Literal["current", "previous"] | None = None
+    interval: int | None = None
+    status: str | None = None
+    includeRecordings: bool | None = None
+    modifiers: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
+
+
+class FunnelsActorsQuery(RequestModel):
+    """The persons at a funnel step: positive ``funnelStep`` converted to it, negative dropped off before it."""
+
+    kind: Literal["FunnelsActorsQuery"] = "FunnelsActorsQuery"
+    source: FunnelsQuery
+    funnelStep: int | None = None
+    funnelStepBreakdown: str | int | float | list[str | int | float] | None = None
+    funnelTrendsDropOff: bool | None = None
+    funnelTrendsEntrancePeriodStart: str | None = None
+    includeRecordings: bool | None = None
+    modifiers: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _step_not_zero(self) -> FunnelsActorsQuery:
+        if self.funnelStep == 0:
+            raise ValueError("funnelStep is 1-based: positive for converted, negative for dropped off.")
+        return self
+
+
+class ActorsQuery(_QueryBase):
+    """Persons as a table: the default columns are ``person, id, created_at``."""
+
+    kind: Literal["ActorsQuery"] = "ActorsQuery"
+    select: list[str] | None = Field(default=None, max_length=100)
+    search: str | None = Field(default=None, max_length=400)
+    properties: list[AnyPropertyFilter] | None = None
+    fixedProperties: list[AnyPropertyFilter] | None = None
+    orderBy: list[str] | None = None
+    limit: int | None = Field(default=None, ge=1)
+    offset: int | None = Field(default=None, ge=0)
+    source: Annotated[
+        InsightActorsQuery | FunnelsActorsQuery | HogQLQuery, Field(discriminator="kind")
+    ] | None = None
+
+
+AnyQuery = Annotated[
+    HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery,
+    Field(discriminator="kind"),
+]
+"""Any query the endpoint runs, told apart by ``kind``."""
+
+QUERY_KINDS: tuple[str, ...] = ("HogQLQuery", "TrendsQuery", "FunnelsQuery", "EventsQuery", "ActorsQuery")
+
+_any_query: TypeAdapter[Any] = TypeAdapter(AnyQuery)
+
+
+def parse_query(data: dict[str, Any]) -> HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery:
+    """Validate a query dict into its model (raises ``pydantic.ValidationError``)."""
+    result: HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery = _any_query.validate_python(data)
+    return result
+
+
+class QueryRequest(RequestModel):
+    """The body of ``POST /api/projects/:project_id/query``.
+
+    ``async`` is a Python keyword, so the field is ``async_`` with the alias ``async``.
+    """
+
+    query: AnyQuery
+    async_: bool | None = Field(default=None, alias="async")
+    client_query_id: str | None = Field(default=None, min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:-]+$")
+    refresh: RefreshType | None = None
+    name: str | None = Field(default=None, max_length=128)
+    filters_override: dict[str, Any] | None = None
+    variables_override: dict[str, Any] | None = None

@@ -1,0 +1,164 @@
+"""Answers of the Query endpoint: one response model per kind, plus the async ``query_status``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from ._base import ResponseModel
+
+__all__ = [
+    "ActorsQueryResponse",
+    "EventsQueryResponse",
+    "FunnelStepResult",
+    "FunnelsQueryResponse",
+    "HogQLQueryResponse",
+    "QueryStatus",
+    "QueryStatusResponse",
+    "ResolvedDateRange",
+    "Timing",
+    "TrendsQueryResponse",
+    "TrendsResultItem",
+]
+
+MAX_SELECT_RETURNED_ROWS = 10_000
+"""The row cap of one answer (the contract's limit; PostHog Cloud has since raised its own to 50,000)."""
+DEFAULT_RETURNED_ROWS = 100
+"""Rows of a HogQL ``SELECT`` without ``LIMIT``; it runs as ``LIMIT 101`` to fill ``hasMore``."""
+
+
+class Timing(ResponseModel):
+    """One phase of the work, in seconds: ``{"k": "./compile", "t": 0.0012}``."""
+
+    k: str
+    t: float
+
+
+class ResolvedDateRange(ResponseModel):
+    date_from: datetime
+    date_to: datetime
+
+
+class QueryStatus(ResponseModel):
+    """The state of an asynchronous query; ``results`` holds the whole response once complete."""
+
+    id: str
+    team_id: int
+    query_async: bool = True
+    complete: bool = False
+    error: bool = False
+    error_message: str | None = None
+    results: Any = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    pickup_time: datetime | None = None
+    expiration_time: datetime | None = None
+    query_progress: dict[str, Any] | None = None
+    task_id: str | None = None
+    dashboard_id: int | None = None
+    insight_id: int | None = None
+    labels: list[str] | None = None
+
+
+class QueryStatusResponse(ResponseModel):
+    query_status: QueryStatus
+
+
+class _CachedResponse(ResponseModel):
+    # The cache fields PostHog adds to every query answer.
+    is_cached: bool = False
+    last_refresh: datetime | None = None
+    cache_key: str | None = None
+    next_allowed_client_refresh: datetime | None = None
+    cache_target_age: datetime | None = None
+    timezone: str | None = None
+    query_status: QueryStatus | None = None
+    calculation_trigger: str | None = None
+    timings: list[Timing] | None = None
+    hogql: str | None = None
+    error: str | None = None
+    modifiers: dict[str, Any] | None = None
+    resolved_date_range: ResolvedDateRange | None = None
+
+
+class HogQLQueryResponse(_CachedResponse):
+    """``results`` rows with ``columns`` and ``types`` (``[name, ClickHouse type]`` pairs)."""
+
+    results: list[list[Any]] = Field(default_factory=list)
+    columns: list[str] | None = None
+    types: list[tuple[str, str]] | None = None
+    clickhouse: str | None = None
+    query: str | None = None
+    hasMore: bool | None = None
+    limit: int | None = None
+    offset: int | None = None
+    explain: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TrendsResultItem(ResponseModel):
+    """One line of a trend: a series (and breakdown value) over the intervals."""
+
+    data: list[float] = Field(default_factory=list)
+    labels: list[str] = Field(default_factory=list)
+    days: list[str] = Field(default_factory=list)
+    count: float = 0
+    label: str = ""
+    breakdown_value: Any = None
+    action: dict[str, Any] | None = None
+    filter: dict[str, Any] | None = None
+    aggregated_value: float | None = None
+    compare: bool | None = None
+    compare_label: str | None = None
+    persons_urls: list[dict[str, Any]] | None = None
+
+
+class TrendsQueryResponse(_CachedResponse):
+    results: list[TrendsResultItem] = Field(default_factory=list)
+    hasMore: bool | None = None
+
+
+class FunnelStepResult(ResponseModel):
+    """One step of a funnel (conversion times in seconds; breakdown values are lists for properties)."""
+
+    action_id: str | int | None = None
+    name: str | None = None
+    custom_name: str | None = None
+    order: int
+    count: int
+    type: str = "events"
+    people: list[Any] = Field(default_factory=list)
+    average_conversion_time: float | None = None
+    median_conversion_time: float | None = None
+    breakdown: Any = None
+    breakdown_value: Any = None
+    converted_people_url: str | None = None
+    dropped_people_url: str | None = None
+
+
+class FunnelsQueryResponse(_CachedResponse):
+    """``results``: steps, or a list of steps per breakdown value, or the time-to-convert/trends shapes."""
+
+    results: Any = None
+    isUdf: bool | None = None
+
+
+class EventsQueryResponse(_CachedResponse):
+    results: list[list[Any]] = Field(default_factory=list)
+    columns: list[Any] = Field(default_factory=list)
+    types: list[str] | None = None
+    hasMore: bool | None = None
+    limit: int | None = None
+    offset: int | None = None
+
+
+class ActorsQueryResponse(_CachedResponse):
+    results: list[list[Any]] = Field(default_factory=list)
+    columns: list[Any] = Field(default_factory=list)
+    types: list[str] | None = None
+    hasMore: bool | None = None
+    limit: int | None = None
+    offset: int | None = None
+    missing_actors_count: int | None = None

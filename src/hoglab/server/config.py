@@ -1,0 +1,75 @@
+"""The service's settings, from command-line arguments and ``HOGLAB_*`` environment variables."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ServerConfig", "default_data_dir"]
+
+
+def default_data_dir() -> Path:
+    """``$HOGLAB_DATA_DIR``, else the per-user data directory (``~/.local/share/hoglab`` on Linux)."""
+    env = os.environ.get("HOGLAB_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    try:
+        from platformdirs import user_data_dir
+    except ImportError:  # pragma: no cover - platformdirs ships with the [server] extra
+        return Path.home() / ".local" / "share" / "hoglab"
+    return Path(user_data_dir("hoglab", appauthor=False))
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything the service needs to start. Rates are ``"<n>/<second|minute|hour|day>"`` strings."""
+
+    data_dir: Path = field(default_factory=default_data_dir)
+    clickhouse_url: str | None = None
+    # Per personal API key, as PostHog: every endpoint (burst + sustained) and Create query on top.
+    rate_limit_burst: str = "480/minute"
+    rate_limit_sustained: str = "4800/hour"
+    query_rate_limit: str = "120/hour"
+    rate_limits_enabled: bool = True
+    # Engine guard rails applied to every user query.
+    max_execution_time: int = 60
+    max_memory_usage: int = 4 * 1024**3
+    # Async queries: worker threads in this process, and how long a status is kept.
+    query_workers: int = 4
+    query_status_ttl_seconds: int = 20 * 60
+    experiment_results_ttl_seconds: int = 60 * 60
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> ServerConfig:
+        """Defaults, then ``HOGLAB_*`` variables, then explicit ``overrides`` (``None`` values are skipped)."""
+        env: dict[str, Any] = {}
+        if url := os.environ.get("HOGLAB_CLICKHOUSE_URL"):
+            env["clickhouse_url"] = url
+        for name, key in (
+            ("HOGLAB_RATE_LIMIT_BURST", "rate_limit_burst"),
+            ("HOGLAB_RATE_LIMIT_SUSTAINED", "rate_limit_sustained"),
+            ("HOGLAB_QUERY_RATE_LIMIT", "query_rate_limit"),
+        ):
+            if value := os.environ.get(name):
+                env[key] = value
+        if os.environ.get("HOGLAB_RATE_LIMITS", "").lower() in {"0", "off", "false", "no"}:
+            env["rate_limits_enabled"] = False
+        env["max_execution_time"] = _env_int("HOGLAB_MAX_EXECUTION_TIME", cls.max_execution_time)
+        env["query_workers"] = _env_int("HOGLAB_QUERY_WORKERS", cls.query_workers)
+        config = cls(**env)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "data_dir" in given:
+            given["data_dir"] = Path(given["data_dir"]).expanduser()
+        return replace(config, **given)

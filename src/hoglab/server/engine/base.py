@@ -1,0 +1,81 @@
+"""The Engine protocol: the only door to chDB or a ClickHouse server.
+
+Everything above this package hands over ClickHouse SQL (printed by ``hogql/``) and gets Arrow back. The same
+SQL and DDL run on both engines; only how bytes move differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "Engine",
+    "EngineError",
+    "MemoryLimitExceeded",
+    "QueryCancelled",
+    "QueryError",
+    "QueryTimeout",
+    "TooManyRows",
+]
+
+
+class EngineError(Exception):
+    """A failure reported by the engine. ``code``/``name`` are ClickHouse's (e.g. 62 ``SYNTAX_ERROR``)."""
+
+    def __init__(self, message: str, *, code: int | None = None, name: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.name = name
+
+
+class QueryError(EngineError):
+    """The statement is wrong (syntax, unknown column, type mismatch): the user's mistake, a 400."""
+
+
+class QueryTimeout(EngineError):
+    """``max_execution_time`` was reached."""
+
+
+class MemoryLimitExceeded(EngineError):
+    """``max_memory_usage`` was reached."""
+
+
+class TooManyRows(EngineError):
+    """``max_result_rows`` was reached."""
+
+
+class QueryCancelled(EngineError):
+    """Cancelled by ``cancel(tag)`` (``KILL QUERY``)."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What the service needs from an engine. Implementations are safe to call from several threads."""
+
+    name: str
+
+    def execute(self, sql: str, *, settings: Mapping[str, Any] | None = None, tag: str | None = None) -> pa.Table:
+        """Run one read query and return its result as an Arrow table (column names and ClickHouse types kept).
+
+        ``tag`` is set as the query's ``log_comment`` so ``cancel(tag)`` can find it.
+        """
+        ...
+
+    def command(self, sql: str, *, settings: Mapping[str, Any] | None = None) -> None:
+        """Run DDL or a write (never user input)."""
+        ...
+
+    def insert_arrow(self, table: str, data: pa.Table) -> None:
+        """Append rows to ``table`` (a name from ``ddl.py``) from an Arrow table whose columns match it."""
+        ...
+
+    def cancel(self, tag: str) -> bool:
+        """Kill the running query tagged ``tag``; ``True`` if one was running."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,70 @@
+"""Tables of event data, the same DDL on chDB and on a ClickHouse server.
+
+Every table leads its sort key with ``team_id`` so a project's scan reads only its own parts, and every
+HogQL table reference is guarded with ``team_id = <project>`` by the compiler.
+Persons and distinct ids are versioned (``ReplacingMergeTree``): the newest version of a row wins, and readers
+go through the compiler's view of them (argMax by version), never the raw table.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DATABASE", "TABLES", "create_statements"]
+
+DATABASE = "hoglab"
+
+TABLES: dict[str, str] = {
+    "events": """
+        CREATE TABLE IF NOT EXISTS {db}.events (
+            team_id Int64,
+            uuid UUID,
+            event LowCardinality(String),
+            distinct_id String,
+            person_id UUID,
+            timestamp DateTime64(6, 'UTC'),
+            properties String CODEC(ZSTD(3)),
+            elements_chain String CODEC(ZSTD(3)),
+            created_at DateTime64(6, 'UTC'),
+            `$session_id` String MATERIALIZED JSONExtractString(properties, '$session_id')
+        ) ENGINE = MergeTree
+        PARTITION BY toYYYYMM(timestamp)
+        ORDER BY (team_id, toDate(timestamp), event, cityHash64(distinct_id), cityHash64(uuid))
+    """,
+    "persons": """
+        CREATE TABLE IF NOT EXISTS {db}.persons (
+            team_id Int64,
+            id UUID,
+            created_at DateTime64(6, 'UTC'),
+            properties String CODEC(ZSTD(3)),
+            is_identified UInt8,
+            is_deleted UInt8,
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY (team_id, id)
+    """,
+    "person_distinct_ids": """
+        CREATE TABLE IF NOT EXISTS {db}.person_distinct_ids (
+            team_id Int64,
+            distinct_id String,
+            person_id UUID,
+            is_deleted UInt8,
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY (team_id, distinct_id)
+    """,
+    "cohort_people": """
+        CREATE TABLE IF NOT EXISTS {db}.cohort_people (
+            team_id Int64,
+            cohort_id Int64,
+            person_id UUID,
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY (team_id, cohort_id, person_id)
+    """,
+}
+
+
+def create_statements(database: str = DATABASE) -> list[str]:
+    """``CREATE DATABASE`` and every ``CREATE TABLE``, idempotent."""
+    return [f"CREATE DATABASE IF NOT EXISTS {database}"] + [
+        " ".join(sql.split()).format(db=database) for sql in TABLES.values()
+    ]
