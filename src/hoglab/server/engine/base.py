@@ -7,6 +7,7 @@ SQL and DDL run on both engines; only how bytes move differs.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Engine",
     "EngineError",
+    "JsonResult",
     "MemoryLimitExceeded",
     "QueryCancelled",
     "QueryError",
@@ -53,6 +55,23 @@ class QueryCancelled(EngineError):
     """Cancelled by ``cancel(tag)`` (``KILL QUERY``)."""
 
 
+@dataclass(frozen=True)
+class JsonResult:
+    """A result as ClickHouse's ``JSONCompact`` parts: rows stay JSON bytes so they go to HTTP unparsed.
+
+    ``types`` are ClickHouse's own type names (``DateTime64(6, 'UTC')``, ``Nullable(String)``), which is what the
+    Query API's ``types`` field carries. ``data`` is the JSON array of row arrays, e.g. ``b'[["a",1],["b",2]]'``.
+    """
+
+    columns: list[str]
+    types: list[str]
+    data: bytes
+    rows: int
+    elapsed: float = 0.0
+    rows_read: int = 0
+    bytes_read: int = 0
+
+
 @runtime_checkable
 class Engine(Protocol):
     """What the service needs from an engine. Implementations are safe to call from several threads."""
@@ -64,6 +83,12 @@ class Engine(Protocol):
 
         ``tag`` is set as the query's ``log_comment`` so ``cancel(tag)`` can find it.
         """
+        ...
+
+    def execute_json(
+        self, sql: str, *, settings: Mapping[str, Any] | None = None, tag: str | None = None
+    ) -> JsonResult:
+        """Run one read query and return its rows as JSON (ISO 8601 datetimes, 64-bit integers unquoted)."""
         ...
 
     def command(self, sql: str, *, settings: Mapping[str, Any] | None = None) -> None:
