@@ -188,7 +188,9 @@ def update_experiment(request: Request, auth: Write, state: State, id: Experimen
     given = payload.model_fields_set
     changes: dict[str, Any] = {}
     for field in ("name", "archived"):
-        if field in given and getattr(payload, field) is not None:
+        if field in given:
+            if getattr(payload, field) is None:
+                raise ValidationFailed("This field may not be null.", attr=field)
             changes[field] = getattr(payload, field)
     if "description" in given:
         changes["description"] = payload.description or ""

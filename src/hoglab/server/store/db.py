@@ -73,12 +73,12 @@ class Database:
 
     def open(self) -> None:
         """Create the data dir and the file if needed and switch the file to WAL mode."""
+        if self.data_dir.exists() and not self.data_dir.is_dir():
+            raise StoreError(f"the data dir {self.data_dir} is a file, not a directory")
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the data dir {self.data_dir}: {exc.strerror or exc}") from exc
-        if not self.data_dir.is_dir():
-            raise StoreError(f"the data dir {self.data_dir} is not a directory")
         self._open = True
         try:
             conn = self._connection().connection
