@@ -14,6 +14,7 @@ line on stderr and exit status 2; a failure while running gets one line and stat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -225,7 +226,9 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
         print(f"personal API key: {credentials.api_key}  (scope *, every project)")
         print(f"try: curl -H 'Authorization: Bearer {credentials.api_key}' {url}/api/projects/", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="info", workers=1, reload=False, lifespan="on"))
-    server.run(sockets=[sock])
+    # uvicorn re-raises Ctrl-C after a graceful shutdown; stopping the service that way is a normal end.
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=[sock])
     return 0
 
 

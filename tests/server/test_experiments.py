@@ -182,12 +182,19 @@ def test_variants_change_while_draft_and_are_frozen_once_launched(make_project):
     ]
     draft = project.http.patch(url, json={"parameters": {"feature_flag_variants": three}})
     assert draft.status_code == 200
-    assert [v["key"] for v in draft.json()["feature_flag"]["filters"]["multivariate"]["variants"]] == ["control", "a", "b"]
+    assert [v["key"] for v in draft.json()["feature_flag"]["filters"]["multivariate"]["variants"]] == [
+        "control",
+        "a",
+        "b",
+    ]
     assert project.http.patch(url, json={"start_date": "2024-03-01T00:00:00Z"}).status_code == 200
-    frozen = project.http.patch(url, json={"parameters": {"feature_flag_variants": three[:1] + [three[1] | {"rollout_percentage": 50}]}})
+    moved = [three[0], three[1] | {"rollout_percentage": 50}]
+    frozen = project.http.patch(url, json={"parameters": {"feature_flag_variants": moved}})
     assert frozen.status_code == 400
     assert frozen.json()["detail"] == "Can't update feature_flag_variants on Experiment"
-    same = project.http.patch(url, json={"parameters": {"feature_flag_variants": three, "minimum_detectable_effect": 2}})
+    same = project.http.patch(
+        url, json={"parameters": {"feature_flag_variants": three, "minimum_detectable_effect": 2}}
+    )
     assert same.status_code == 200
 
 

@@ -37,7 +37,7 @@ Read = Annotated[AuthContext, Depends(require_scope("experiment:read"))]
 Write = Annotated[AuthContext, Depends(require_scope("experiment:write"))]
 State = Annotated[ServiceState, Depends(get_state)]
 Body = Annotated[bytes, Depends(raw_body)]
-ExperimentId = Annotated[int, Path(le=MAX_ID, description="The experiment's id.")]
+ExperimentId = Annotated[int, Path(ge=1, le=MAX_ID, description="The experiment's id.")]
 
 
 def _duplicate_key() -> ValidationFailed:
