@@ -103,6 +103,29 @@ def test_bad_arguments_get_one_clear_line(capsys, tmp_path, argv, status, needle
     assert needle in _one_clear_line(err)
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "needle"),
+    [("HOGLAB_RATE_LIMIT_BURST", "lots", "rate looks like"), ("HOGLAB_MAX_EXECUTION_TIME", "soon", "integer")],
+)
+def test_bad_environment_is_one_line_and_status_2(capsys, tmp_path, monkeypatch, variable, value, needle):
+    monkeypatch.setenv(variable, value)
+    status, _, err = _run(capsys, "project", "list", "--data-dir", str(tmp_path))
+    assert status == 2
+    assert needle in _one_clear_line(err)
+
+
+def test_key_made_by_the_cli_works_on_a_running_service(hoglab_service):
+    # Another process writes the key into the running service's data dir; the service sees it at once (WAL).
+    result = subprocess.run(
+        [*_hoglab(), "key", "create", "--project", "all", "--scopes", "experiment:read",
+         "--data-dir", str(hoglab_service.data_dir)],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    key = result.stdout.strip()
+    answer = httpx.get(f"{hoglab_service.url}/api/projects/", headers={"Authorization": f"Bearer {key}"})
+    assert answer.status_code == 200 and answer.json()["count"] >= 1
+
+
 def test_unusable_data_dir_is_one_line_and_status_1(capsys, tmp_path):
     afile = tmp_path / "file"
     afile.write_text("not a dir")

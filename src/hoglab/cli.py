@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NoReturn
 from hoglab import __version__
 
 if TYPE_CHECKING:
+    from hoglab.server.config import ServerConfig
     from hoglab.server.store import Store
 
 __all__ = ["CommandError", "main"]
@@ -99,11 +100,23 @@ def _build_parser() -> _Parser:
     return parser
 
 
-def _open_store(data_dir: Path | None) -> Store:
+def _config(data_dir: Path | None, clickhouse_url: str | None = None) -> ServerConfig:
+    """The service settings from the arguments and ``HOGLAB_*`` variables; a bad variable is one line, status 2."""
     from hoglab.server.config import ServerConfig
+    from hoglab.server.ratelimit import RateLimiter
+
+    try:
+        config = ServerConfig.from_env(data_dir=data_dir, clickhouse_url=clickhouse_url)
+        RateLimiter.from_config(config)  # reads the rate strings: a typo in HOGLAB_RATE_LIMIT_* is caught here
+    except ValueError as exc:
+        raise CommandError(str(exc), status=2) from None
+    return config
+
+
+def _open_store(data_dir: Path | None) -> Store:
     from hoglab.server.store import Store, StoreError
 
-    directory = ServerConfig.from_env(data_dir=data_dir).data_dir
+    directory = _config(data_dir).data_dir
     try:
         return Store.open_at(directory)
     except StoreError as exc:
@@ -175,12 +188,10 @@ def _load(args: argparse.Namespace) -> int:
         open_engine = engine_module.open_engine
     except (ModuleNotFoundError, AttributeError):
         raise CommandError("event loading is not available yet (hoglab.server.ingest is missing)", status=2) from None
-    from hoglab.server.config import ServerConfig
-
     with _open_store(args.data_dir) as store:
         if store.projects.get(args.project) is None:
             raise CommandError(f"no project with id {args.project} (see: hoglab project list)", status=2)
-    config = ServerConfig.from_env(data_dir=args.data_dir)
+    config = _config(args.data_dir)
     try:
         engine = open_engine(config)
     except Exception as exc:
@@ -203,13 +214,9 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
 
     from hoglab.local import _bind
     from hoglab.server.app import create_app, seed_demo_hook
-    from hoglab.server.config import ServerConfig
     from hoglab.server.store.bootstrap import ensure_local_credentials
 
-    try:
-        config = ServerConfig.from_env(data_dir=args.data_dir, clickhouse_url=getattr(args, "clickhouse_url", None))
-    except ValueError as exc:
-        raise CommandError(str(exc), status=2) from None
+    config = _config(args.data_dir, getattr(args, "clickhouse_url", None))
     with _open_store(config.data_dir) as store:
         credentials = ensure_local_credentials(store, demo=True) if demo else None
     hooks = [seed_demo_hook(credentials.project.id)] if credentials is not None else []
