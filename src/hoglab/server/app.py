@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,7 @@ from .api.common import REQUEST_MODELS
 from .config import ServerConfig
 from .errors import install_error_handlers
 from .ratelimit import RateLimiter
-from .state import ServiceState, get_state
+from .state import ServiceState, StartupHook, get_state
 from .store import Store
 
 if TYPE_CHECKING:
@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["ServiceState", "StartupHook", "create_app", "get_state", "seed_demo_hook"]
 
 log = logging.getLogger("hoglab.server")
-
-# Runs once the store is open, before the first request (e.g. seeding the demo project's events).
-StartupHook = Callable[[ServiceState], None]
 
 OPENAPI_PATH = "/api/schema/"
 _ERROR_STATUSES = {
@@ -55,7 +52,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     state: ServiceState = app.state.hoglab
     state.store.open()
     try:
-        for hook in state.extras.get("startup_hooks", ()):
+        for hook in state.startup_hooks:
             try:
                 hook(state)
             except Exception:
@@ -89,7 +86,7 @@ def create_app(
         store=Store(config.data_dir),
         limiter=RateLimiter.from_config(config),
         engine=engine,
-        extras={"startup_hooks": tuple(startup_hooks)},
+        startup_hooks=tuple(startup_hooks),
     )
     install_error_handlers(app)
     for router in load_routers():

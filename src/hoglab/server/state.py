@@ -15,7 +15,14 @@ from .store import ExperimentRecord, ProjectRecord, Store
 if TYPE_CHECKING:
     from .engine.base import Engine
 
-__all__ = ["EventPropertySampler", "ExperimentResultsProvider", "ServiceState", "get_state", "no_event_properties"]
+__all__ = [
+    "EventPropertySampler",
+    "ExperimentResultsProvider",
+    "ServiceState",
+    "StartupHook",
+    "get_state",
+    "no_event_properties",
+]
 
 # (state, project, event names or empty for any event) -> property sets of recent events, at most ~20.
 EventPropertySampler = Callable[["ServiceState", ProjectRecord, Sequence[str]], Sequence[Mapping[str, Any]]]
@@ -23,6 +30,8 @@ EventPropertySampler = Callable[["ServiceState", ProjectRecord, Sequence[str]], 
 ExperimentResultsProvider = Callable[
     ["ServiceState", ProjectRecord, ExperimentRecord, "int | None", bool], Mapping[str, Any]
 ]
+# Runs once the store is open, before the first request (e.g. seeding the demo project's events).
+StartupHook = Callable[["ServiceState"], None]
 
 
 def no_event_properties(
@@ -48,6 +57,7 @@ class ServiceState:
     owns_engine: bool = False
     sample_event_properties: EventPropertySampler = no_event_properties
     experiment_results: ExperimentResultsProvider | None = None
+    startup_hooks: tuple[StartupHook, ...] = ()
     extras: dict[str, Any] = field(default_factory=dict)
 
 
