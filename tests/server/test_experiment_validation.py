@@ -73,10 +73,17 @@ def test_control_variant_is_required_with_posthog_wording(make_project):
         (b'{"name": "A", "feature_flag_key": ', "application/json", 400, "parse_error"),
         (b'{"name": NaN, "feature_flag_key": "a"}', "application/json", 400, "parse_error"),
         (b'{"name": "\\ud800", "feature_flag_key": "a"}', "application/json", 400, "parse_error"),
+        (b'{"name": "A", "feature_flag_key": "a", "filters": {"x": [1e400]}}', "application/json", 400, "parse_error"),
         (b"[1, 2]", "application/json", 400, "invalid_input"),
         (b'"text"', "application/json", 400, "invalid_input"),
         (b"\xff\xfe", "application/json", 400, "parse_error"),
         (b"[" * 100_000, "application/json", 400, "parse_error"),
+        (
+            b'{"name": "A", "feature_flag_key": "a", "filters": ' + b'{"a": ' * 300 + b"1" + b"}" * 301,
+            "application/json",
+            400,
+            "parse_error",
+        ),
         (b"<xml/>", "application/xml", 415, "unsupported_media_type"),
     ],
 )

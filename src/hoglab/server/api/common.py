@@ -21,10 +21,12 @@ from ..errors import InvalidRequest, UnsupportedMediaType, ValidationFailed
 __all__ = [
     "DEFAULT_PAGE_LIMIT",
     "MAX_BODY_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_PAGE_LIMIT",
     "REQUEST_MODELS",
     "clamp_page",
     "json_body_openapi",
+    "json_depth",
     "page_links",
     "parse_json_object",
     "raw_body",
@@ -37,6 +39,9 @@ MAX_BODY_BYTES = 5 * 1024 * 1024
 DEFAULT_PAGE_LIMIT = 100
 MAX_PAGE_LIMIT = 1000
 MAX_OFFSET = 2**62
+# Deeper values would parse and store, then fail when the answer is serialised (pydantic stops near 255 levels):
+# refuse them on the way in. PostHog's filters and parameters stay within a dozen levels.
+MAX_JSON_DEPTH = 100
 # Request models named in OpenAPI bodies; app.py adds their JSON schemas to the document's components.
 REQUEST_MODELS: dict[str, type[BaseModel]] = {}
 # curl -d sends form encoding by default; such a body is still read as JSON, as people mean it.
@@ -58,6 +63,27 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def json_depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and objects (a scalar is 0), without recursion.
+
+    >>> json_depth({"a": [1, {"b": 2}]}), json_depth(3)
+    (3, 0)
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def parse_json_object(raw: bytes, content_type: str | None) -> dict[str, Any]:
     """The body as a JSON object (``{}`` when empty), without ``personal_api_key``.
 
@@ -71,12 +97,15 @@ def parse_json_object(raw: bytes, content_type: str | None) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(raw, parse_constant=_refuse_constant)
-        # Lone surrogates ("\ud800") parse but can't be written back as UTF-8: refuse them now.
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
+        # Some values parse but can't be written back: lone surrogates ("\ud800") aren't UTF-8, and 1e400 reads
+        # as infinity, which JSON has no word for. Refuse them now rather than after storing them.
+        json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (ValueError, UnicodeError) as exc:
         raise InvalidRequest(f"Malformed JSON in request body: {str(exc)[:200]}") from None
     except RecursionError:
         raise InvalidRequest("Malformed JSON in request body: nested too deeply.") from None
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise InvalidRequest(f"Malformed JSON in request body: nested deeper than {MAX_JSON_DEPTH} levels.")
     if not isinstance(data, dict):
         raise ValidationFailed(f"Invalid data. Expected a dictionary, but got {type(data).__name__}.")
     data.pop("personal_api_key", None)
