@@ -92,13 +92,14 @@ def start_local_service(
     port: int = 0,
     config_overrides: Mapping[str, Any] | None = None,
     engine: Engine | None = None,
-    timeout: float = 60.0,
+    timeout: float = 300.0,
 ) -> LocalService:
     """Start the service in a background thread of this process and wait until it answers.
 
     ``data_dir`` defaults to ``$HOGLAB_DATA_DIR`` or the per-user data dir; ``port=0`` picks a free port.
     ``demo=True`` uses (and creates) the demo project. The returned key has scope ``*`` on every project.
-    ``config_overrides`` are ``ServerConfig`` fields (e.g. ``{"rate_limit_burst": "5/minute"}``).
+    ``config_overrides`` are ``ServerConfig`` fields (e.g. ``{"rate_limit_burst": "5/minute"}``). ``timeout``
+    bounds the start, demo seeding included.
 
     >>> service = start_local_service("/tmp/hoglab-notebook")  # doctest: +SKIP
     >>> service.stop()  # doctest: +SKIP

@@ -1,7 +1,9 @@
 """The service's routers. ``app.py`` mounts every router of ``ROUTERS``; a new one is a line here.
 
 Routers are :class:`SlashRouter` (every path with and without the trailing slash) and use the dependencies of
-``hoglab.server.auth`` (``require_scope``) and ``hoglab.server.ratelimit`` (``query_rate_limited``).
+``hoglab.server.auth`` (``require_scope``) and ``hoglab.server.ratelimit`` (``query_rate_limited``). OpenAPI
+operation ids are the endpoint functions' names, so keep those unique across routers. A route that reads its
+JSON body itself documents it with ``common.json_body_openapi(Model)``.
 """
 
 from __future__ import annotations
