@@ -29,6 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hoglab.schema import ErrorBody, ErrorType, validation_error_body
 
@@ -204,7 +205,34 @@ def install_error_handlers(app: FastAPI) -> None:
             headers=dict(exc.headers or {}),
         )
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(ServerError())
+    app.add_middleware(_UnexpectedErrors)
+
+
+class _UnexpectedErrors:
+    """Answer an unexpected exception with the 500 body, and keep the connection usable.
+
+    (An ``exception_handler(Exception)`` would run in Starlette's outermost middleware, which re-raises after
+    answering, so the server drops the keep-alive connection and the client's next request on it fails.)
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            await error_response(ServerError())(scope, receive, send)

@@ -1,0 +1,270 @@
+"""``hoglab``: run the service and manage its projects and keys from a shell.
+
+    hoglab serve [--host 127.0.0.1] [--port 8000] [--data-dir DIR] [--demo] [--clickhouse-url URL]
+    hoglab demo [--port 8000] [--data-dir DIR] [--out DIR]
+    hoglab project create NAME [--timezone TZ] [--data-dir DIR]
+    hoglab project list [--data-dir DIR]
+    hoglab key create --project ID[,ID...]|all --scopes experiment:read,query:read [--label L] [--data-dir DIR]
+    hoglab load --project ID FILE [--data-dir DIR]
+
+``--data-dir`` defaults to ``$HOGLAB_DATA_DIR``, else the per-user data dir. A mistake in the arguments gets one
+line on stderr and exit status 2; a failure while running gets one line and status 1. Never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from hoglab import __version__
+
+if TYPE_CHECKING:
+    from hoglab.server.config import ServerConfig
+    from hoglab.server.store import Store
+
+__all__ = ["CommandError", "main"]
+
+
+class CommandError(Exception):
+    """A failure to report as one line; ``status`` is the exit status."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # argparse prints the whole usage first; one line that names the command and points at --help is clearer.
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is between 0 and 65535, got {value}")
+    return value
+
+
+def _project_id(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) == 0 or int(text) >= 2**63:
+        raise argparse.ArgumentTypeError(f"a project id is a positive integer, got {text!r}")
+    return int(text)
+
+
+def _build_parser() -> _Parser:
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--data-dir", type=Path, default=None, metavar="DIR", help="default: $HOGLAB_DATA_DIR, else the user data dir"
+    )
+    parser = _Parser(prog="hoglab", description="PostHog's Experiments and Query API, locally.")
+    parser.add_argument("--version", action="version", version=f"hoglab {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    serve = commands.add_parser("serve", parents=[common], help="run the HTTP service")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=_port, default=8000)
+    serve.add_argument("--demo", action="store_true", help="make sure a demo project and a * key exist; print them")
+    serve.add_argument("--clickhouse-url", default=None, metavar="URL", help="use a ClickHouse server for events")
+
+    demo = commands.add_parser("demo", parents=[common], help="the demo: service, demo project and key")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=_port, default=8000)
+    demo.add_argument("--out", type=Path, default=None, metavar="DIR", help="where the analysis report will go")
+
+    project = commands.add_parser("project", help="manage projects")
+    project_commands = project.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=_Parser)
+    create_project = project_commands.add_parser("create", parents=[common], help="create a project")
+    create_project.add_argument("name", metavar="NAME")
+    create_project.add_argument("--timezone", default="UTC", metavar="TZ", help="IANA name, e.g. Europe/Berlin")
+    project_commands.add_parser("list", parents=[common], help="list projects")
+
+    key = commands.add_parser("key", help="manage personal API keys")
+    key_commands = key.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=_Parser)
+    create_key = key_commands.add_parser("create", parents=[common], help="create a personal API key")
+    create_key.add_argument("--project", required=True, metavar="ID[,ID...]|all", help="projects the key reaches")
+    create_key.add_argument("--scopes", required=True, metavar="SCOPES", help="comma-separated, e.g. query:read")
+    create_key.add_argument("--label", default="", metavar="LABEL")
+
+    load = commands.add_parser("load", parents=[common], help="load events from a JSONL, CSV or Parquet file")
+    load.add_argument("--project", required=True, type=_project_id, metavar="ID")
+    load.add_argument("file", type=Path, metavar="FILE")
+    return parser
+
+
+def _config(data_dir: Path | None, clickhouse_url: str | None = None) -> ServerConfig:
+    """The service settings from the arguments and ``HOGLAB_*`` variables; a bad variable is one line, status 2."""
+    from hoglab.server.config import ServerConfig
+    from hoglab.server.ratelimit import RateLimiter
+
+    try:
+        config = ServerConfig.from_env(data_dir=data_dir, clickhouse_url=clickhouse_url)
+        RateLimiter.from_config(config)  # reads the rate strings: a typo in HOGLAB_RATE_LIMIT_* is caught here
+    except ValueError as exc:
+        raise CommandError(str(exc), status=2) from None
+    return config
+
+
+def _open_store(data_dir: Path | None) -> Store:
+    from hoglab.server.store import Store, StoreError
+
+    directory = _config(data_dir).data_dir
+    try:
+        return Store.open_at(directory)
+    except StoreError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _project_create(args: argparse.Namespace) -> int:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    name = args.name.strip()
+    if not name or len(name) > 200:
+        raise CommandError("a project name has 1 to 200 characters", status=2)
+    try:
+        ZoneInfo(args.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise CommandError(f"unknown time zone {args.timezone!r} (use an IANA name such as Europe/Berlin)", 2) from None
+    with _open_store(args.data_dir) as store:
+        project = store.projects.create(name, timezone=args.timezone)
+    print(f"project id: {project.id}")
+    print(f"project API key (for capture): {project.api_token}")
+    print(f"name: {project.name}  timezone: {project.timezone}  data dir: {store.data_dir}")
+    return 0
+
+
+def _project_list(args: argparse.Namespace) -> int:
+    with _open_store(args.data_dir) as store:
+        projects = store.projects.list()
+    for project in projects:
+        print(f"{project.id}\t{project.name}\t{project.timezone}\t{project.api_token}")
+    if not projects:
+        print("no projects yet: hoglab project create NAME", file=sys.stderr)
+    return 0
+
+
+def _key_create(args: argparse.Namespace) -> int:
+    from hoglab.server.store import validate_scopes
+
+    try:
+        scopes = validate_scopes(part for part in args.scopes.split(",") if part.strip())
+    except ValueError as exc:
+        raise CommandError(str(exc), status=2) from None
+    project_ids: list[int] | None = None
+    if args.project.strip().lower() != "all":
+        try:
+            project_ids = [_project_id(part.strip()) for part in args.project.split(",")]
+        except argparse.ArgumentTypeError as exc:
+            raise CommandError(str(exc), status=2) from None
+    with _open_store(args.data_dir) as store:
+        if project_ids is not None:
+            known = {p.id for p in store.projects.list(project_ids)}
+            missing = [p for p in project_ids if p not in known]
+            if missing:
+                raise CommandError(f"no project with id {missing[0]} (see: hoglab project list)", status=2)
+        user = store.users.default()
+        _, plaintext = store.keys.create(user.id, scopes, project_ids, label=args.label)
+    reach = "all projects" if project_ids is None else "project " + ", ".join(map(str, project_ids))
+    print(plaintext)
+    print(f"personal API key for {reach}, scopes {','.join(scopes)}: shown only this once", file=sys.stderr)
+    return 0
+
+
+def _load(args: argparse.Namespace) -> int:
+    path: Path = args.file
+    if not path.is_file():
+        raise CommandError(f"cannot read {path}: no such file", status=2)
+    try:
+        ingest = importlib.import_module("hoglab.server.ingest")
+        engine_module = importlib.import_module("hoglab.server.engine")
+        open_engine = engine_module.open_engine
+    except (ModuleNotFoundError, AttributeError):
+        raise CommandError("event loading is not available yet (hoglab.server.ingest is missing)", status=2) from None
+    with _open_store(args.data_dir) as store:
+        if store.projects.get(args.project) is None:
+            raise CommandError(f"no project with id {args.project} (see: hoglab project list)", status=2)
+    config = _config(args.data_dir)
+    try:
+        engine = open_engine(config)
+    except Exception as exc:
+        raise CommandError(
+            f"cannot open the events engine on {config.data_dir} ({exc}); if `hoglab serve` runs on this data dir, "
+            "stop it first or send the events to its /batch/ endpoint"
+        ) from None
+    try:
+        result = ingest.load_file(engine, args.project, path)
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"cannot load {path}: {exc}") from None
+    finally:
+        engine.close()
+    print(f"loaded {path} into project {args.project}: {result}")
+    return 0
+
+
+def _serve(args: argparse.Namespace, *, demo: bool) -> int:
+    import uvicorn
+
+    from hoglab.local import _bind
+    from hoglab.server.app import create_app, seed_demo_hook
+    from hoglab.server.store.bootstrap import ensure_local_credentials
+
+    config = _config(args.data_dir, getattr(args, "clickhouse_url", None))
+    with _open_store(config.data_dir) as store:
+        credentials = ensure_local_credentials(store, demo=True) if demo else None
+    hooks = [seed_demo_hook(credentials.project.id)] if credentials is not None else []
+    app = create_app(config, startup_hooks=hooks)
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{host}:{sock.getsockname()[1]}"
+    print(f"hoglab {__version__} serving {config.data_dir} at {url}  (API schema: {url}/api/schema/)", flush=True)
+    if credentials is not None:
+        print(f"project id:       {credentials.project.id} ({credentials.project.name})")
+        print(f"personal API key: {credentials.api_key}  (scope *, every project)")
+        print(f"try: curl -H 'Authorization: Bearer {credentials.api_key}' {url}/api/projects/", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="info", workers=1, reload=False, lifespan="on"))
+    # uvicorn re-raises Ctrl-C after a graceful shutdown; stopping the service that way is a normal end.
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=[sock])
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``hoglab`` command; returns the exit status.
+
+    >>> main(["project", "create", "Shop", "--data-dir", "/tmp/hoglab-doc"])  # doctest: +SKIP
+    project id: 1
+    ...
+    """
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    prog = f"hoglab {args.command}" + (f" {args.action}" if getattr(args, "action", None) else "")
+    try:
+        if args.command == "serve":
+            return _serve(args, demo=args.demo)
+        if args.command == "demo":
+            return _serve(args, demo=True)
+        if args.command == "project":
+            return _project_create(args) if args.action == "create" else _project_list(args)
+        if args.command == "key":
+            return _key_create(args)
+        return _load(args)
+    except CommandError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return exc.status
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""The FastAPI app factory: routers, PostHog-shaped errors, OpenAPI at ``/api/schema/``, a lifespan that opens
+the metadata store (and closes it, and the engine when the app opened it).
+
+>>> from hoglab.server.config import ServerConfig
+>>> app = create_app(ServerConfig(data_dir="/tmp/hoglab-doc"))
+>>> app.state.hoglab.engine is None
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from pydantic.json_schema import models_json_schema
+
+from hoglab import __version__
+from hoglab.schema import ErrorBody
+
+from .api import load_routers
+from .api.common import REQUEST_MODELS
+from .config import ServerConfig
+from .errors import install_error_handlers
+from .ratelimit import RateLimiter
+from .state import ServiceState, StartupHook, get_state
+from .store import Store
+
+if TYPE_CHECKING:
+    from .engine.base import Engine
+
+__all__ = ["ServiceState", "StartupHook", "create_app", "get_state", "seed_demo_hook"]
+
+log = logging.getLogger("hoglab.server")
+
+OPENAPI_PATH = "/api/schema/"
+_ERROR_STATUSES = {
+    "400": "Invalid input: the body names the field in attr.",
+    "401": "No key, or an unknown key.",
+    "403": "The key lacks the scope, or access to the project.",
+    "404": "No such project or object.",
+    "429": "Rate limit hit; Retry-After says when to come back.",
+}
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    state: ServiceState = app.state.hoglab
+    state.store.open()
+    try:
+        for hook in state.startup_hooks:
+            try:
+                hook(state)
+            except Exception:
+                # A failed optional step (demo data) must not take the whole service down; say so loudly.
+                log.exception("startup step %s failed; the service runs without it", getattr(hook, "__name__", hook))
+        yield
+    finally:
+        state.store.close()
+        if state.owns_engine and state.engine is not None:
+            state.engine.close()
+
+
+def create_app(
+    config: ServerConfig, *, engine: Engine | None = None, startup_hooks: Sequence[StartupHook] = ()
+) -> FastAPI:
+    """The service over ``config.data_dir``. Serve it with uvicorn in one process (chDB can't be forked).
+
+    ``engine``: the events engine to use, owned by the caller (it is not closed with the app).
+    ``startup_hooks``: run in order when the app starts, after the store is open.
+    """
+    app = FastAPI(
+        title="hoglab",
+        version=__version__,
+        description="PostHog's Experiments and Query API over events in chDB or ClickHouse.",
+        lifespan=_lifespan,
+        openapi_url="/openapi.json",
+        generate_unique_id_function=lambda route: route.name,
+    )
+    app.state.hoglab = ServiceState(
+        config=config,
+        store=Store(config.data_dir),
+        limiter=RateLimiter.from_config(config),
+        engine=engine,
+        startup_hooks=tuple(startup_hooks),
+    )
+    install_error_handlers(app)
+    for router in load_routers():
+        app.include_router(router)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _complete_openapi(FastAPI.openapi(app))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+    @app.get(OPENAPI_PATH, include_in_schema=False)
+    @app.get(OPENAPI_PATH.rstrip("/"), include_in_schema=False)
+    def openapi_document() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    return app
+
+
+def seed_demo_hook(project_id: int) -> StartupHook:
+    """A startup hook filling the demo project through ``hoglab.demo.seed(state, project)``, when that exists.
+
+    The demo data set belongs to the engine work; until ``hoglab.demo`` exists the demo project is empty.
+    """
+
+    def seed_demo(state: ServiceState) -> None:
+        try:
+            demo = importlib.import_module("hoglab.demo")
+        except ModuleNotFoundError as exc:
+            if exc.name != "hoglab.demo":
+                raise
+            log.info("hoglab.demo is not available: the demo project has no events yet")
+            return
+        seed = getattr(demo, "seed", None)
+        project = state.store.projects.get(project_id)
+        if seed is not None and project is not None:
+            seed(state, project)
+
+    return seed_demo
+
+
+def _complete_openapi(document: dict[str, Any]) -> dict[str, Any]:
+    """Add what FastAPI can't infer: bodies read by the routes themselves, PostHog's error answers, the key."""
+    components = document.setdefault("components", {})
+    schemas = components.setdefault("schemas", {})
+    if REQUEST_MODELS:
+        _, definitions = models_json_schema(
+            [(model, "validation") for model in REQUEST_MODELS.values()],
+            ref_template="#/components/schemas/{model}",
+        )
+        for name, schema in definitions.get("$defs", {}).items():
+            schemas.setdefault(name, schema)
+    schemas.setdefault("ErrorBody", ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}"))
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    components["securitySchemes"] = {
+        "PersonalAPIKey": {"type": "http", "scheme": "bearer", "description": "A personal API key, phx_..."}
+    }
+    document["security"] = [{"PersonalAPIKey": []}]
+    error_ref = {"$ref": "#/components/schemas/ErrorBody"}
+    for path_item in document.get("paths", {}).values():
+        for operation in path_item.values():
+            responses = operation.setdefault("responses", {})
+            responses.pop("422", None)
+            for status, description in _ERROR_STATUSES.items():
+                responses.setdefault(
+                    status, {"description": description, "content": {"application/json": {"schema": error_ref}}}
+                )
+    return document

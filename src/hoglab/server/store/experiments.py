@@ -1,0 +1,160 @@
+"""Experiments. Each one points at its feature flag; callers write both inside one ``store.transaction()``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from .db import Database, to_db_time, utcnow
+from .records import ExperimentRecord, dump_json
+
+__all__ = ["ExperimentPage", "ExperimentRepository", "ExperimentStatus"]
+
+ExperimentStatus = Literal["draft", "running", "complete", "all"]
+
+_JSON_COLUMNS = frozenset({"parameters", "secondary_metrics", "filters"})
+_TIME_COLUMNS = frozenset({"start_date", "end_date"})
+_UPDATABLE = frozenset(
+    {"name", "description", "archived", "exposure_cohort_id", "type"} | _JSON_COLUMNS | _TIME_COLUMNS
+)
+_STATUS_SQL: dict[str, str] = {
+    "draft": " AND start_date IS NULL",
+    "running": " AND start_date IS NOT NULL AND end_date IS NULL",
+    "complete": " AND end_date IS NOT NULL",
+    "all": "",
+}
+
+
+@dataclass(frozen=True)
+class ExperimentPage:
+    total: int
+    results: list[ExperimentRecord]
+
+
+def _column_value(column: str, value: Any) -> Any:
+    if column in _JSON_COLUMNS:
+        return dump_json(value)
+    if column in _TIME_COLUMNS:
+        return None if value is None else to_db_time(value)
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+class ExperimentRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def create(
+        self,
+        team_id: int,
+        *,
+        name: str,
+        feature_flag_id: int,
+        description: str = "",
+        parameters: Mapping[str, Any] | None = None,
+        secondary_metrics: list[dict[str, Any]] | None = None,
+        filters: Mapping[str, Any] | None = None,
+        start_date: datetime | None = None,
+        end_date: datetime | None = None,
+        archived: bool = False,
+        created_by_id: int | None = None,
+    ) -> ExperimentRecord:
+        """A new experiment on an existing flag.
+
+        >>> with store.transaction():  # doctest: +SKIP
+        ...     flag = store.flags.create(project.id, "checkout", filters=...)
+        ...     store.experiments.create(project.id, name="Checkout", feature_flag_id=flag.id)
+        """
+        now = to_db_time(utcnow())
+        values = {
+            "team_id": team_id,
+            "name": name,
+            "description": description,
+            "feature_flag_id": feature_flag_id,
+            "parameters": _column_value("parameters", None if parameters is None else dict(parameters)),
+            "secondary_metrics": _column_value("secondary_metrics", secondary_metrics),
+            "filters": _column_value("filters", None if filters is None else dict(filters)),
+            "start_date": _column_value("start_date", start_date),
+            "end_date": _column_value("end_date", end_date),
+            "archived": int(archived),
+            "created_by_id": created_by_id,
+            "created_at": now,
+            "updated_at": now,
+        }
+        columns = ", ".join(values)
+        marks = ", ".join("?" * len(values))
+        with self._db.write() as conn:
+            cursor = conn.execute(f"INSERT INTO experiments ({columns}) VALUES ({marks})", tuple(values.values()))
+            row = conn.execute("SELECT * FROM experiments WHERE id = ?", (cursor.lastrowid,)).fetchone()
+        return ExperimentRecord.from_row(row)
+
+    def get(self, team_id: int, experiment_id: int) -> ExperimentRecord | None:
+        """The project's experiment, or ``None`` (also for another project's experiment)."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT * FROM experiments WHERE id = ? AND team_id = ?", (experiment_id, team_id)
+            ).fetchone()
+        return None if row is None else ExperimentRecord.from_row(row)
+
+    def list(
+        self,
+        team_id: int,
+        *,
+        archived: bool | None = False,
+        status: ExperimentStatus = "all",
+        search: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> ExperimentPage:
+        """A page of the project's experiments, newest first, and how many match in all.
+
+        ``archived=None`` lists archived and live experiments together.
+        """
+        where = "team_id = ?"
+        params: list[Any] = [team_id]
+        if archived is not None:
+            where += " AND archived = ?"
+            params.append(int(archived))
+        where += _STATUS_SQL[status]
+        if search:
+            where += " AND instr(lower(name), lower(?)) > 0"
+            params.append(search)
+        with self._db.read() as conn:
+            total = conn.execute(f"SELECT count(*) FROM experiments WHERE {where}", params).fetchone()[0]
+            rows = conn.execute(
+                f"SELECT * FROM experiments WHERE {where} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+                (*params, limit, offset),
+            ).fetchall()
+        return ExperimentPage(int(total), [ExperimentRecord.from_row(row) for row in rows])
+
+    def update(self, team_id: int, experiment_id: int, fields: Mapping[str, Any]) -> ExperimentRecord | None:
+        """Set some columns (``updated_at`` follows); ``None`` if there is no such experiment."""
+        unknown = set(fields) - _UPDATABLE
+        if unknown:
+            raise ValueError(f"cannot update experiment fields {sorted(unknown)}")
+        values = {column: _column_value(column, value) for column, value in fields.items()}
+        values["updated_at"] = to_db_time(utcnow())
+        assignments = ", ".join(f"{column} = ?" for column in values)
+        with self._db.write() as conn:
+            conn.execute(
+                f"UPDATE experiments SET {assignments} WHERE id = ? AND team_id = ?",
+                (*values.values(), experiment_id, team_id),
+            )
+            row = conn.execute(
+                "SELECT * FROM experiments WHERE id = ? AND team_id = ?", (experiment_id, team_id)
+            ).fetchone()
+        return None if row is None else ExperimentRecord.from_row(row)
+
+    def delete(self, team_id: int, experiment_id: int) -> ExperimentRecord | None:
+        """Remove the experiment for good; returns what was removed, or ``None``."""
+        with self._db.write() as conn:
+            row = conn.execute(
+                "SELECT * FROM experiments WHERE id = ? AND team_id = ?", (experiment_id, team_id)
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("DELETE FROM experiments WHERE id = ?", (experiment_id,))
+        return ExperimentRecord.from_row(row)

@@ -1,0 +1,276 @@
+"""What the repositories hand out: frozen dataclasses, JSON columns already parsed, times as aware datetimes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .db import from_db_time
+
+__all__ = [
+    "CohortRecord",
+    "ExperimentRecord",
+    "FlagRecord",
+    "KeyRecord",
+    "ProjectRecord",
+    "UserRecord",
+    "dump_json",
+    "load_json",
+]
+
+
+def dump_json(value: Any) -> str | None:
+    # ensure_ascii keeps the column plain ASCII whatever the input held; NaN is refused like in HTTP bodies.
+    return None if value is None else json.dumps(value, allow_nan=False, separators=(",", ":"))
+
+
+def load_json(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+def _time(row: sqlite3.Row, column: str) -> datetime:
+    value = from_db_time(row[column])
+    assert value is not None, f"{column} is NOT NULL"
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectRecord:
+    id: int
+    uuid: str
+    name: str
+    api_token: str
+    timezone: str
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> ProjectRecord:
+        return cls(row["id"], row["uuid"], row["name"], row["api_token"], row["timezone"], _time(row, "created_at"))
+
+    def to_api(self) -> dict[str, Any]:
+        """The ``Project`` body of ``GET /api/projects/:id/``."""
+        return {
+            "id": self.id,
+            "uuid": self.uuid,
+            "name": self.name,
+            "api_token": self.api_token,
+            "timezone": self.timezone,
+            "created_at": self.created_at,
+            "test_account_filters": [],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class UserRecord:
+    id: int
+    uuid: str
+    distinct_id: str
+    first_name: str
+    last_name: str
+    email: str
+    is_email_verified: bool
+    hedgehog_config: dict[str, Any] | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> UserRecord:
+        return cls(
+            row["id"],
+            row["uuid"],
+            row["distinct_id"],
+            row["first_name"],
+            row["last_name"],
+            row["email"],
+            bool(row["is_email_verified"]),
+            load_json(row["hedgehog_config"]),
+            _time(row, "created_at"),
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        """The nested ``created_by`` object of an experiment (PostHog's UserBasicSerializer fields)."""
+        return {
+            "id": self.id,
+            "uuid": self.uuid,
+            "distinct_id": self.distinct_id,
+            "first_name": self.first_name,
+            "last_name": self.last_name,
+            "email": self.email,
+            "is_email_verified": self.is_email_verified,
+            "hedgehog_config": self.hedgehog_config,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """A personal API key without its secret. ``project_ids`` is ``None`` when the key reaches every project."""
+
+    id: int
+    user_id: int
+    label: str
+    mask_value: str
+    scopes: tuple[str, ...]
+    project_ids: tuple[int, ...] | None
+    created_at: datetime
+    last_used_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> KeyRecord:
+        project_ids = load_json(row["project_ids"])
+        return cls(
+            row["id"],
+            row["user_id"],
+            row["label"],
+            row["mask_value"],
+            tuple(load_json(row["scopes"])),
+            None if project_ids is None else tuple(int(p) for p in project_ids),
+            _time(row, "created_at"),
+            from_db_time(row["last_used_at"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FlagRecord:
+    id: int
+    team_id: int
+    key: str
+    name: str
+    filters: dict[str, Any]
+    active: bool
+    deleted: bool
+    ensure_experience_continuity: bool
+    created_by_id: int | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> FlagRecord:
+        return cls(
+            row["id"],
+            row["team_id"],
+            row["key"],
+            row["name"],
+            load_json(row["filters"]),
+            bool(row["active"]),
+            bool(row["deleted"]),
+            bool(row["ensure_experience_continuity"]),
+            row["created_by_id"],
+            _time(row, "created_at"),
+            _time(row, "updated_at"),
+        )
+
+    @property
+    def variants(self) -> list[dict[str, Any]]:
+        """The multivariate variants (``[{"key", "name", "rollout_percentage"}, ...]``), empty for a boolean flag."""
+        multivariate = self.filters.get("multivariate") or {}
+        return list(multivariate.get("variants") or [])
+
+    def to_api(self) -> dict[str, Any]:
+        """The ``feature_flag`` object nested in an experiment (the seed's FeatureFlag fields)."""
+        return {
+            "id": self.id,
+            "team_id": self.team_id,
+            "name": self.name,
+            "key": self.key,
+            "filters": self.filters,
+            "deleted": self.deleted,
+            "active": self.active,
+            "ensure_experience_continuity": self.ensure_experience_continuity,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CohortRecord:
+    id: int
+    team_id: int
+    name: str
+    description: str
+    filters: dict[str, Any]
+    is_static: bool
+    is_calculating: bool
+    count: int | None
+    deleted: bool
+    created_by_id: int | None
+    created_at: datetime
+    last_calculation: datetime | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> CohortRecord:
+        return cls(
+            row["id"],
+            row["team_id"],
+            row["name"],
+            row["description"],
+            load_json(row["filters"]),
+            bool(row["is_static"]),
+            bool(row["is_calculating"]),
+            row["count"],
+            bool(row["deleted"]),
+            row["created_by_id"],
+            _time(row, "created_at"),
+            from_db_time(row["last_calculation"]),
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        """PostHog's cohort body: the ``filters`` definition, legacy ``groups`` empty."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "groups": [],
+            "filters": self.filters,
+            "query": None,
+            "is_static": self.is_static,
+            "is_calculating": self.is_calculating,
+            "count": self.count,
+            "created_at": self.created_at,
+            "last_calculation": self.last_calculation,
+            "deleted": self.deleted,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ExperimentRecord:
+    id: int
+    team_id: int
+    name: str
+    description: str
+    feature_flag_id: int
+    exposure_cohort_id: int | None
+    parameters: dict[str, Any] | None
+    secondary_metrics: list[dict[str, Any]] | None
+    filters: dict[str, Any] | None
+    start_date: datetime | None
+    end_date: datetime | None
+    archived: bool
+    type: str
+    created_by_id: int | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> ExperimentRecord:
+        return cls(
+            row["id"],
+            row["team_id"],
+            row["name"],
+            row["description"],
+            row["feature_flag_id"],
+            row["exposure_cohort_id"],
+            load_json(row["parameters"]),
+            load_json(row["secondary_metrics"]),
+            load_json(row["filters"]),
+            from_db_time(row["start_date"]),
+            from_db_time(row["end_date"]),
+            bool(row["archived"]),
+            row["type"],
+            row["created_by_id"],
+            _time(row, "created_at"),
+            _time(row, "updated_at"),
+        )
+
+    @property
+    def is_draft(self) -> bool:
+        return self.start_date is None

@@ -1,0 +1,102 @@
+"""Shared fixtures: one real hoglab service per test session, and an isolated project per test.
+
+chDB serves one data path per process, so every test of a session shares one running service (uvicorn on
+127.0.0.1, a random free port, a temporary data dir) and gets isolation from its own project:
+
+    def test_something(make_project):
+        project = make_project(scopes=["experiment:read"])
+        answer = project.http.get(f"/api/projects/{project.id}/experiments/")
+
+Services started by tests for other reasons (a tiny rate limit, a restart) use the same data dir
+(``hoglab_service.data_dir``): a second data dir in one process would not work once events live in chDB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import httpx
+import pytest
+
+from hoglab.local import LocalService, start_local_service
+from hoglab.server.store import ProjectRecord
+
+# Generous limits: tests share nothing but the service, and rate limiting has its own tests and services.
+SESSION_LIMITS = {
+    "rate_limit_burst": "1000000/minute",
+    "rate_limit_sustained": "10000000/hour",
+    "query_rate_limit": "1000000/hour",
+}
+
+
+@pytest.fixture(scope="session")
+def hoglab_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalService]:
+    """The session's running service (``.url``, ``.state.store``, ``.state.engine``, ``.data_dir``)."""
+    service = start_local_service(tmp_path_factory.mktemp("hoglab-data"), config_overrides=SESSION_LIMITS)
+    yield service
+    service.stop()
+
+
+@dataclass
+class TestProject:
+    """A project of its own on the shared service, with a personal API key and an HTTP client using it."""
+
+    __test__ = False  # not a test class, despite the name
+
+    id: int
+    api_token: str
+    key: str
+    http: httpx.Client
+    record: ProjectRecord
+    service: LocalService
+    _clients: list[httpx.Client] = field(default_factory=list, repr=False)
+
+    def new_key(self, scopes: Sequence[str], projects: Sequence[int] | Literal["all"] | None = None) -> str:
+        """Another key of the local user: ``projects`` defaults to this project, ``"all"`` reaches every one."""
+        store = self.service.state.store
+        project_ids = None if projects == "all" else list(projects or [self.id])
+        _, plaintext = store.keys.create(store.users.default().id, scopes, project_ids, label="test")
+        return plaintext
+
+    def client(self, key: str | None = None) -> httpx.Client:
+        """An HTTP client on the service: Bearer ``key`` (none when ``key`` is None)."""
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        client = httpx.Client(base_url=self.service.url, headers=headers, timeout=30)
+        self._clients.append(client)
+        return client
+
+    def close(self) -> None:
+        for client in self._clients:
+            client.close()
+
+
+@pytest.fixture
+def make_project(hoglab_service: LocalService) -> Iterator[Callable[..., TestProject]]:
+    """``make_project(scopes=("*",), projects=None, name=None, timezone="UTC") -> TestProject``.
+
+    ``projects``: what the key reaches: ``None`` this project only, ``"all"`` every project, or a list of other
+    project ids (this project is added).
+    """
+    made: list[TestProject] = []
+
+    def make(
+        scopes: Sequence[str] = ("*",),
+        *,
+        projects: Sequence[int] | Literal["all"] | None = None,
+        name: str | None = None,
+        timezone: str = "UTC",
+    ) -> TestProject:
+        store = hoglab_service.state.store
+        record = store.projects.create(name or f"test project {len(made) + 1}", timezone=timezone)
+        reach: list[int] | None = None if projects == "all" else [record.id, *(projects or [])]
+        _, key = store.keys.create(store.users.default().id, scopes, reach, label="test")
+        http = httpx.Client(base_url=hoglab_service.url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+        project = TestProject(record.id, record.api_token, key, http, record, hoglab_service, _clients=[http])
+        made.append(project)
+        return project
+
+    yield make
+    for project in made:
+        project.close()

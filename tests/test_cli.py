@@ -1,0 +1,196 @@
+"""The ``hoglab`` command line: in-process ``main([...])`` for each command, and real subprocesses."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hoglab.cli import main
+from hoglab.server.store import Store
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _one_clear_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert "error:" in lines[0]
+    return lines[0]
+
+
+def test_project_create_prints_id_and_capture_key(capsys, tmp_path):
+    status, out, _ = _run(
+        capsys, "project", "create", "Shop", "--timezone", "Europe/Berlin", "--data-dir", str(tmp_path)
+    )
+    assert status == 0
+    assert "project id: 1" in out
+    token = out.split("project API key (for capture): ")[1].split()[0]
+    with Store.open_at(tmp_path) as store:
+        project = store.projects.get(1)
+    assert project is not None and (project.name, project.timezone, project.api_token) == (
+        "Shop",
+        "Europe/Berlin",
+        token,
+    )
+    status, out, _ = _run(capsys, "project", "list", "--data-dir", str(tmp_path))
+    assert status == 0 and out.startswith("1\tShop\tEurope/Berlin\tphc_")
+
+
+def test_key_create_prints_a_working_key_once(capsys, tmp_path):
+    _run(capsys, "project", "create", "Shop", "--data-dir", str(tmp_path))
+    status, out, err = _run(
+        capsys, "key", "create", "--project", "1", "--scopes", "experiment:read,query:read", "--label", "nb",
+        "--data-dir", str(tmp_path),
+    )  # fmt: skip
+    assert status == 0
+    key = out.strip()
+    assert key.startswith("phx_") and len(key) == 47
+    assert "shown only this once" in err
+    with Store.open_at(tmp_path) as store:
+        record = store.keys.authenticate(key)
+        assert record is not None
+        assert (record.scopes, record.project_ids, record.label) == (("experiment:read", "query:read"), (1,), "nb")
+    status, out, _ = _run(capsys, "key", "create", "--project", "all", "--scopes", "*", "--data-dir", str(tmp_path))
+    with Store.open_at(tmp_path) as store:
+        assert store.keys.authenticate(out.strip()).project_ids is None
+
+
+def test_data_dir_defaults_to_the_environment(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOGLAB_DATA_DIR", str(tmp_path / "from-env"))
+    assert _run(capsys, "project", "create", "Env")[0] == 0
+    assert (tmp_path / "from-env" / "hoglab.sqlite3").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "needle"),
+    [
+        (["key", "create", "--project", "1", "--scopes", "experiments:read"], 2, "unknown scope 'experiments:read'"),
+        (["key", "create", "--project", "1", "--scopes", ","], 2, "at least one scope"),
+        (["key", "create", "--project", "42", "--scopes", "query:read"], 2, "no project with id 42"),
+        (["key", "create", "--project", "one", "--scopes", "query:read"], 2, "positive integer"),
+        (["key", "create", "--scopes", "query:read"], 2, "--project"),
+        (["project", "create", "X", "--timezone", "Mars/Olympus"], 2, "unknown time zone"),
+        (["project", "create", "  "], 2, "1 to 200 characters"),
+        (["project", "delete", "1"], 2, "invalid choice"),
+        (["serve", "--port", "70000"], 2, "between 0 and 65535"),
+        (["load", "--project", "1", "/no/such/file.jsonl"], 2, "no such file"),
+        (["load", "--project", "x", "f"], 2, "positive integer"),
+        ([], 2, "COMMAND"),
+    ],
+)
+def test_bad_arguments_get_one_clear_line(capsys, tmp_path, argv, status, needle):
+    with Store.open_at(tmp_path) as store:
+        store.projects.create("Only")
+    try:
+        code = main([*argv, "--data-dir", str(tmp_path)] if argv else [])
+    except SystemExit as exit_:  # argparse's own errors exit
+        code = exit_.code
+    _, err = capsys.readouterr()
+    assert code == status
+    assert needle in _one_clear_line(err)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "needle"),
+    [("HOGLAB_RATE_LIMIT_BURST", "lots", "rate looks like"), ("HOGLAB_MAX_EXECUTION_TIME", "soon", "integer")],
+)
+def test_bad_environment_is_one_line_and_status_2(capsys, tmp_path, monkeypatch, variable, value, needle):
+    monkeypatch.setenv(variable, value)
+    status, _, err = _run(capsys, "project", "list", "--data-dir", str(tmp_path))
+    assert status == 2
+    assert needle in _one_clear_line(err)
+
+
+def test_key_made_by_the_cli_works_on_a_running_service(hoglab_service):
+    # Another process writes the key into the running service's data dir; the service sees it at once (WAL).
+    result = subprocess.run(
+        [*_hoglab(), "key", "create", "--project", "all", "--scopes", "experiment:read",
+         "--data-dir", str(hoglab_service.data_dir)],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    key = result.stdout.strip()
+    answer = httpx.get(f"{hoglab_service.url}/api/projects/", headers={"Authorization": f"Bearer {key}"})
+    assert answer.status_code == 200 and answer.json()["count"] >= 1
+
+
+def test_unusable_data_dir_is_one_line_and_status_1(capsys, tmp_path):
+    afile = tmp_path / "file"
+    afile.write_text("not a dir")
+    status, _, err = _run(capsys, "project", "list", "--data-dir", str(afile))
+    assert status == 1
+    assert "not a directory" in _one_clear_line(err)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("hoglab.server.ingest") is not None, reason="event loading exists")
+def test_load_says_it_is_not_available_yet(capsys, tmp_path):
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"event": "x"}\n')
+    status, _, err = _run(capsys, "load", "--project", "1", str(events), "--data-dir", str(tmp_path))
+    assert status == 2
+    assert "not available yet" in _one_clear_line(err)
+
+
+def _hoglab() -> list[str]:
+    script = Path(sys.executable).with_name("hoglab")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "hoglab.cli"]
+
+
+def test_console_script_reports_bad_scopes_without_a_traceback(tmp_path):
+    result = subprocess.run(
+        [*_hoglab(), "key", "create", "--project", "1", "--scopes", "admin", "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "unknown scope 'admin'" in _one_clear_line(result.stderr)
+    assert result.stdout == ""
+
+
+def test_serve_demo_in_a_subprocess_prints_a_working_url_project_and_key(tmp_path):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [*_hoglab(), "serve", "--demo", "--port", "0", "--data-dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        printed: dict[str, str] = {}
+        deadline = time.monotonic() + 60
+        while "key" not in printed and time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            if " at http://" in line:
+                printed["url"] = line.split(" at ")[1].split()[0]
+            elif line.startswith("project id:"):
+                printed["project"] = line.split(":")[1].split()[0]
+            elif line.startswith("personal API key:"):
+                printed["key"] = line.split(":")[1].split()[0]
+        assert set(printed) == {"url", "project", "key"}, printed
+        headers = {"Authorization": f"Bearer {printed['key']}"}
+        for _ in range(200):  # the URL is printed just before uvicorn starts accepting
+            try:
+                answer = httpx.get(f"{printed['url']}/api/projects/{printed['project']}/", headers=headers)
+                break
+            except httpx.ConnectError:
+                time.sleep(0.05)
+        assert answer.status_code == 200
+        assert answer.json()["name"] == "Demo project"
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+        if process.stdout is not None:
+            process.stdout.close()
+    assert process.returncode == 0
