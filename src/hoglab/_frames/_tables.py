@@ -1,0 +1,159 @@
+"""Tabular answers (HogQLQuery, EventsQuery, ActorsQuery) to typed DataFrames, and on to Arrow or polars."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel
+
+from ._columns import convert, parse_json_column
+
+__all__ = ["as_dict", "frame_metadata", "table_frame", "to_arrow", "to_polars"]
+
+# The answer's fields that are too big (or too pointless) to keep on every frame: pandas deep-copies attrs.
+_NOT_IN_ATTRS = frozenset({"results", "columns", "query_status"})
+
+
+def as_dict(response: Mapping[str, Any] | BaseModel) -> Mapping[str, Any]:
+    """An answer as JSON-like data: raw dicts pass through untouched (the fast path), models are dumped."""
+    if isinstance(response, BaseModel):
+        return response.model_dump(mode="json", by_alias=True)
+    return response
+
+
+def frame_metadata(response: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``df.attrs`` keeps of an answer: ``hogql``, ``clickhouse``, ``timings``, ``hasMore``, ``types``...
+
+    >>> frame_metadata({"results": [[1]], "hasMore": False, "hogql": "SELECT 1"})
+    {'hasMore': False, 'hogql': 'SELECT 1'}
+    """
+    return {k: v for k, v in response.items() if k not in _NOT_IN_ATTRS}
+
+
+def _names_and_types(response: Mapping[str, Any], width: int) -> tuple[list[str], list[str | None]]:
+    types = response.get("types") or []
+    columns = response.get("columns") or []
+    names: list[str] = [str(c) for c in columns]
+    type_texts: list[str | None] = []
+    for i, item in enumerate(types):
+        if isinstance(item, list | tuple):  # HogQL: [name, type] pairs
+            if i >= len(names):
+                names.append(str(item[0]))
+            type_texts.append(str(item[1]))
+        else:  # EventsQuery/ActorsQuery: plain type strings
+            type_texts.append(str(item) if item is not None else None)
+    while len(names) < width:
+        names.append(f"column_{len(names)}")
+    while len(type_texts) < len(names):
+        type_texts.append(None)
+    return names, type_texts
+
+
+def table_frame(
+    response: Mapping[str, Any] | BaseModel,
+    *,
+    parse_json: bool | Iterable[str] = False,
+    flatten: bool | Iterable[str] = False,
+) -> pd.DataFrame:
+    """Rows of a tabular answer as a DataFrame whose dtypes follow ``types``; the answer's metadata in ``attrs``.
+
+    ``parse_json=True`` decodes every string column whose cells are all JSON objects or arrays (or name the
+    columns). ``flatten=True`` spreads dict columns (EventsQuery's ``*`` and ``person``) into ``col.key``
+    columns, one level deep (or name the columns).
+
+    >>> df = table_frame({"results": [["$pageview", 3]], "columns": ["event", "c"],
+    ...                   "types": [["event", "String"], ["c", "UInt64"]], "hasMore": False})
+    >>> df.dtypes.astype(str).tolist(), df.attrs["hasMore"]
+    (['string', 'Int64'], False)
+    """
+    data = as_dict(response)
+    rows: Sequence[Sequence[Any]] = data.get("results") or []
+    width = len(rows[0]) if rows else 0
+    names, type_texts = _names_and_types(data, width)
+    # One transposition, then each column converts as a whole (no per-cell Python work for common types).
+    cols: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    arrays = {i: convert(col, type_texts[i]) for i, col in enumerate(cols)}
+    df = pd.DataFrame(arrays, copy=False)
+    df.columns = pd.Index(names, dtype=object)
+    if parse_json:
+        _parse_json(df, parse_json)
+    if flatten:
+        df = _flatten(df, flatten)
+    df.attrs.update(frame_metadata(data))
+    return df
+
+
+def _parse_json(df: pd.DataFrame, which: bool | Iterable[str]) -> None:
+    wanted = None if which is True else set(which)  # type: ignore[arg-type]
+    for i, name in enumerate(df.columns):
+        col = df.iloc[:, i]
+        if wanted is not None:
+            if name not in wanted:
+                continue
+        elif not (isinstance(col.dtype, pd.StringDtype) and _looks_like_json(col)):
+            continue
+        df.isetitem(i, parse_json_column(col.to_numpy(dtype=object, na_value=None)))
+
+
+def _looks_like_json(col: pd.Series) -> bool:
+    present = col.dropna()
+    if present.empty:
+        return False
+    first = present.str.lstrip().str[:1]
+    return bool(first.isin(["{", "["]).all())
+
+
+def _flatten(df: pd.DataFrame, which: bool | Iterable[str]) -> pd.DataFrame:
+    wanted = None if which is True else set(which)  # type: ignore[arg-type]
+    parts: list[pd.DataFrame] = []
+    for i, name in enumerate(df.columns):
+        col = df.iloc[:, i]
+        cells = col.to_numpy(dtype=object) if col.dtype == object else None
+        is_dicts = cells is not None and len(cells) > 0 and all(isinstance(c, dict) or c is None for c in cells)
+        if (wanted is None or name in wanted) and is_dicts and cells is not None:
+            flat = pd.json_normalize([c if c is not None else {} for c in cells], max_level=0)
+            flat.columns = [f"{name}.{k}" for k in flat.columns]
+            flat.index = df.index
+            parts.append(flat)
+        else:
+            parts.append(df.iloc[:, [i]])
+    out = pd.concat(parts, axis=1) if parts else df
+    out.attrs = dict(df.attrs)
+    return out
+
+
+def to_arrow(df: pd.DataFrame) -> Any:
+    """A typed frame as a ``pyarrow.Table`` (needs pyarrow); the answer's metadata goes into schema metadata.
+
+    >>> to_arrow(pd.DataFrame({"n": pd.array([1, None], dtype="Int64")})).schema.field("n").type
+    DataType(int64)
+    """
+    try:
+        import pyarrow as pa
+    except ImportError as exc:  # pragma: no cover - exercised only without pyarrow
+        raise ImportError("to_arrow needs pyarrow: pip install 'hoglab[polars]' or pip install pyarrow") from exc
+    table = pa.Table.from_pandas(_without_attrs(df), preserve_index=False)
+    return table
+
+
+def to_polars(df: pd.DataFrame) -> Any:
+    """A typed frame as a ``polars.DataFrame`` (needs polars and pyarrow), through Arrow: dtypes carry over."""
+    try:
+        import polars as pl
+    except ImportError as exc:  # pragma: no cover - exercised only without polars
+        raise ImportError("to_polars needs polars: pip install 'hoglab[polars]'") from exc
+    return pl.from_arrow(to_arrow(df))
+
+
+def _without_attrs(df: pd.DataFrame) -> pd.DataFrame:
+    # pyarrow stores pandas metadata as JSON; attrs may hold values JSON cannot encode, and are not data.
+    out = df.copy(deep=False)
+    out.attrs = {}
+    for i in range(out.shape[1]):
+        col = out.iloc[:, i]
+        if col.dtype == object and len(col) and all(isinstance(v, tuple) for v in col if v is not None):
+            out.isetitem(i, np.fromiter((list(v) if v is not None else None for v in col), object, len(col)))
+    return out
