@@ -42,18 +42,24 @@ def make_body(rows: int, seed: int = 7) -> bytes:
     results = []
     for i in range(rows):
         ts = start + timedelta(seconds=i * 13, microseconds=rng.randrange(1_000_000))
-        props = {"$browser": rng.choice(browsers[:3]), "$current_url": f"https://example.com/p/{rng.randrange(500)}",
-                 "$screen_width": rng.choice([1280, 1440, 1920]), "plan": rng.choice(["free", "pro"])}
-        results.append([
-            ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            rng.choice(events),
-            f"0190{rng.getrandbits(112):028x}",
-            rng.randrange(10_000),
-            rng.choice(browsers),
-            round(rng.uniform(0, 500), 2),
-            rng.sample(["a", "b", "c", "d"], rng.randrange(4)),
-            json.dumps(props),
-        ])
+        props = {
+            "$browser": rng.choice(browsers[:3]),
+            "$current_url": f"https://example.com/p/{rng.randrange(500)}",
+            "$screen_width": rng.choice([1280, 1440, 1920]),
+            "plan": rng.choice(["free", "pro"]),
+        }
+        results.append(
+            [
+                ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                rng.choice(events),
+                f"0190{rng.getrandbits(112):028x}",
+                rng.randrange(10_000),
+                rng.choice(browsers),
+                round(rng.uniform(0, 500), 2),
+                rng.sample(["a", "b", "c", "d"], rng.randrange(4)),
+                json.dumps(props),
+            ]
+        )
     answer = {
         "results": results,
         "columns": [name for name, _ in TYPES],
@@ -103,8 +109,8 @@ def main() -> None:
         base.append(best_and_median(naive, body, 1)[0])
     o_med, b_med = statistics.median(ours), statistics.median(base)
     print(f"answer: {args.rows} rows x {len(TYPES)} columns, {len(body) / 1e6:.2f} MB of JSON")
-    print(f"naive  pd.DataFrame(json.loads(body)['results'])   median {b_med * 1e3:7.2f} ms  best {min(base) * 1e3:7.2f} ms")
-    print(f"hoglab table_frame(orjson.loads(body)) typed        median {o_med * 1e3:7.2f} ms  best {min(ours) * 1e3:7.2f} ms")
+    print(f"naive  pd.DataFrame(json.loads(body)['results']) median {b_med * 1e3:6.2f} ms, best {min(base) * 1e3:.2f}")
+    print(f"hoglab table_frame(orjson.loads(body)), typed   median {o_med * 1e3:6.2f} ms, best {min(ours) * 1e3:.2f}")
     print(f"ratio hoglab/naive: median {o_med / b_med:.2f}x  best {min(ours) / min(base):.2f}x  (goal <= 1.5x)")
     print("dtypes: " + ", ".join(f"{c}={t}" for c, t in df.dtypes.astype(str).items()))
 

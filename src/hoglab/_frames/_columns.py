@@ -38,7 +38,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -71,7 +71,7 @@ class CHType:
         return None
 
     @property
-    def unit(self) -> str:
+    def unit(self) -> Literal["us", "ns"]:
         """``us`` for up to microsecond precision (the usual ``DateTime64(6)``), ``ns`` beyond."""
         if self.name == "DateTime64" and self.args and isinstance(self.args[0], str) and self.args[0].isdigit():
             return "ns" if int(self.args[0]) > 6 else "us"

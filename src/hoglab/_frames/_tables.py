@@ -95,7 +95,8 @@ def _parse_json(df: pd.DataFrame, which: bool | Iterable[str]) -> None:
                 continue
         elif not (isinstance(col.dtype, pd.StringDtype) and _looks_like_json(col)):
             continue
-        df.isetitem(i, parse_json_column(col.to_numpy(dtype=object, na_value=None)))
+        cells = col.to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
+        df.isetitem(i, parse_json_column(cells))
 
 
 def _looks_like_json(col: pd.Series) -> bool:
