@@ -45,6 +45,9 @@ RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "ActorsQuery": ActorsQueryResponse,
 }
 CURSOR = "_hoglab_cursor"
+# Row caps servers are known to apply silently (the contract's 10,000, PostHog Cloud's 50,000): a page that
+# comes back with exactly that many rows is not taken as the last one, even when more were asked for.
+KNOWN_CAPS = frozenset({MAX_SELECT_RETURNED_ROWS, 50_000})
 # A statement's own top-level LIMIT is its last clause; one inside a subquery is followed by ")".
 _LIMIT = re.compile(r"\bLIMIT\s+\d+(\s*(,|\bOFFSET\b)\s*\d+)?\s*$", re.I)
 _ORDER_BY_TIMESTAMP = re.compile(r"\bORDER\s+BY\s+(?:[\w.]+\.)?timestamp(?:\s+(ASC|DESC))?\s*$", re.I)
@@ -180,14 +183,16 @@ def hogql_pages(
     ``ORDER BY timestamp [ASC|DESC]`` (PostHog refuses OFFSET for personal API keys), else ``LIMIT/OFFSET``.
 
     Keyset pages ask for ``timestamp >= <last seen>`` and drop the rows at that instant already yielded, so rows
-    that share a timestamp are neither lost nor repeated. A short page ends the listing.
+    that share a timestamp are neither lost nor repeated. A short page ends the listing, unless it holds exactly a
+    known server cap (10,000 or 50,000 rows): then one more page is asked for.
     """
     if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
         raise InvalidArgument(f"page_size: expected a positive integer, got {page_size!r}.", argument="page_size")
     base = _strip(sql)
     order = None if _LIMIT.search(base) else _ORDER_BY_TIMESTAMP.search(base)
     direction = ((order.group(1) if order else None) or "ASC").upper()
-    cursor: Any = None
+    cursor: Any = None  # the last timestamp, as the SQL value
+    last_raw: Any = None  # the same, as the answer wrote it (compared as is: one server writes one format)
     seen: Counter[str] = Counter()
     offset = yielded = 0
     bar = tqdm(desc="hoglab rows", unit="rows", disable=not client.show_progress(), leave=False)
@@ -220,11 +225,12 @@ def hogql_pages(
                 types = data.get("types") or []
                 ts_type = types[ts][1] if ts < len(types) and isinstance(types[ts], list | tuple) else None
                 if cursor is not None:
-                    kept = []
+                    # Only rows at the boundary instant (the first ones of this page) can be repeats.
+                    kept, skip = [], Counter(seen)
                     for row in rows:
-                        key = _row_key(row)
-                        if _cursor_text(row[ts], ts_type) == cursor and seen[key] > 0:
-                            seen[key] -= 1
+                        key = _row_key(row) if row[ts] == last_raw else None
+                        if key is not None and skip[key] > 0:
+                            skip[key] -= 1
                             continue
                         kept.append(row)
                     rows = kept
@@ -233,17 +239,22 @@ def hogql_pages(
                         f"More than {size} rows share the timestamp {cursor}: raise page_size to page past them."
                     )
                 if rows:
-                    last = _cursor_text(rows[-1][ts], ts_type)
-                    if last != cursor:
+                    if rows[-1][ts] != last_raw:
                         seen = Counter()
-                    cursor = last
-                    seen.update(_row_key(r) for r in rows if _cursor_text(r[ts], ts_type) == cursor)
+                    last_raw = rows[-1][ts]
+                    cursor = _cursor_text(last_raw, ts_type)
+                    for row in reversed(rows):  # the rows at the new boundary instant, from the end
+                        if row[ts] != last_raw:
+                            break
+                        seen[_row_key(row)] += 1
             offset += fetched
             if rows or not yielded:
                 yield table_frame({**data, "results": rows}, parse_json=parse_json)
             yielded += len(rows)
             bar.update(len(rows))
-            if fetched < size or (max_rows is not None and yielded >= max_rows):
+            if (fetched < size and fetched not in KNOWN_CAPS) or fetched == 0:
+                return
+            if max_rows is not None and yielded >= max_rows:
                 return
     finally:
         bar.close()
