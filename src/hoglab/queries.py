@@ -248,6 +248,11 @@ def funnel(
     exclusions = []
     for item in exclude or []:
         event, start, end = (item, 0, len(nodes) - 1) if isinstance(item, str) else item
+        if not 0 <= start < end < len(nodes):
+            raise InvalidArgument(
+                f"exclude: steps ({start}, {end}) must satisfy 0 <= from < to < {len(nodes)} (0-based steps).",
+                argument="exclude",
+            )
         with model_errors("exclude"):
             exclusions.append(FunnelExclusion(event=event, funnelFromStep=start, funnelToStep=end))
     filters = property_filters("where", where) + property_filters("person_where", person_where, scope="person")

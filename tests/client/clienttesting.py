@@ -76,5 +76,3 @@ def hogql_answer(rows: list[list[Any]], types: list[tuple[str, str]], **extra: A
         "timezone": "UTC",
         **extra,
     }
-
-

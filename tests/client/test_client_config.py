@@ -74,9 +74,9 @@ def test_project_is_resolved_when_the_key_reaches_one(remote: Remote) -> None:
 def test_several_projects_need_an_explicit_choice(remote: Remote) -> None:
     """Mocks a REMOTE PostHog whose key reaches two projects."""
     remote.add("GET", "/api/projects/", _projects(1, 2))
-    with Client(HOST, KEY, transport=httpx.MockTransport(remote.handler)) as c:
-        with pytest.raises(hoglab.ConfigurationError, match=r"2 projects \(1 \(p1\), 2 \(p2\)\)"):
-            _ = c.project_id
+    c = Client(HOST, KEY, transport=httpx.MockTransport(remote.handler))
+    with c, pytest.raises(hoglab.ConfigurationError, match=r"2 projects \(1 \(p1\), 2 \(p2\)\)"):
+        _ = c.project_id
 
 
 def test_key_is_sent_as_bearer_and_never_shown(remote: Remote, caplog: pytest.LogCaptureFixture) -> None:

@@ -13,7 +13,9 @@ from hoglab.client import Client
 from hoglab.client._errors import error_from_response
 
 
-def _response(status: int, body: object = None, path: str = "/api/projects/2/experiments/", **headers: str) -> httpx.Response:
+def _response(
+    status: int, body: object = None, path: str = "/api/projects/2/experiments/", **headers: str
+) -> httpx.Response:
     request = httpx.Request("GET", f"https://h{path}")
     if body is None:
         return httpx.Response(status, request=request, headers=headers)
@@ -50,14 +52,18 @@ def test_error_class(status: int, body: object, expected: type, builtin: type | 
 def test_query_endpoint_400_is_a_query_error_with_its_fields() -> None:
     body = _body("validation_error", "syntax_error", "Syntax error at line 1, column 8", attr="query")
     err = error_from_response(_response(400, body, path="/api/projects/2/query/"), query_endpoint=True)
-    assert isinstance(err, hoglab.QueryError) and isinstance(err, hoglab.ValidationError) and isinstance(err, ValueError)
+    assert (
+        isinstance(err, hoglab.QueryError) and isinstance(err, hoglab.ValidationError) and isinstance(err, ValueError)
+    )
     assert (err.type, err.code, err.detail, err.attr) == ("validation_error", "syntax_error", body["detail"], "query")
     assert err.path == "/api/projects/2/query/" and err.method == "GET"
     assert "Syntax error at line 1" in str(err)
 
 
 def test_rate_limited_reads_retry_after_and_request_id() -> None:
-    err = error_from_response(_response(429, _body("throttled_error", "throttled"), **{"Retry-After": "27", "X-Request-Id": "r1"}))
+    err = error_from_response(
+        _response(429, _body("throttled_error", "throttled"), **{"Retry-After": "27", "X-Request-Id": "r1"})
+    )
     assert isinstance(err, hoglab.RateLimited)
     assert err.retry_after == 27.0 and err.request_id == "r1"
 
@@ -70,7 +76,9 @@ def test_non_json_error_keeps_a_short_detail() -> None:
 
 
 def test_failed_async_status_carries_the_error_message() -> None:
-    body = {"query_status": {"id": "q", "team_id": 2, "error": True, "complete": True, "error_message": "Unknown table"}}
+    body = {
+        "query_status": {"id": "q", "team_id": 2, "error": True, "complete": True, "error_message": "Unknown table"}
+    }
     err = error_from_response(_response(400, body, path="/api/projects/2/query/q/"), query_endpoint=True)
     assert isinstance(err, hoglab.QueryError) and err.detail == "Unknown table"
 

@@ -33,7 +33,12 @@ def _experiment(i: int, **extra: Any) -> dict[str, Any]:
         "start_date": "2025-06-01T00:00:00Z",
         "end_date": None,
         "archived": False,
-        "created_by": {"id": 1, "uuid": "0190a8c0-0000-7000-8000-000000000001", "distinct_id": "d1", "email": "a@example.com"},
+        "created_by": {
+            "id": 1,
+            "uuid": "0190a8c0-0000-7000-8000-000000000001",
+            "distinct_id": "d1",
+            "email": "a@example.com",
+        },
         "created_at": "2025-05-30T10:00:00Z",
         "updated_at": "2025-05-30T10:00:00Z",
         **extra,
@@ -41,7 +46,11 @@ def _experiment(i: int, **extra: Any) -> dict[str, Any]:
 
 
 def test_list_follows_next_pages_on_our_own_host(client: Client, remote: Remote) -> None:
-    first = {"count": 3, "next": "http://internal:8000/api/projects/2/experiments/?limit=2&offset=2", "results": [_experiment(3), _experiment(2)]}
+    first = {
+        "count": 3,
+        "next": "http://internal:8000/api/projects/2/experiments/?limit=2&offset=2",
+        "results": [_experiment(3), _experiment(2)],
+    }
     second = {"count": 3, "next": None, "results": [_experiment(1, start_date=None)]}
     remote.add("GET", BASE, httpx.Response(200, json=first), httpx.Response(200, json=second))
     df = client.experiments.list()
@@ -82,7 +91,9 @@ def test_create_sends_a_validated_body(client: Client, remote: Remote) -> None:
         ({"start": "yesterday"}, "start"),
     ],
 )
-def test_create_refuses_bad_arguments_before_any_request(client: Client, remote: Remote, kwargs: dict[str, Any], argument: str) -> None:
+def test_create_refuses_bad_arguments_before_any_request(
+    client: Client, remote: Remote, kwargs: dict[str, Any], argument: str
+) -> None:
     args = {"name": "x", "feature_flag_key": "ok", **kwargs}
     with pytest.raises(hoglab.InvalidArgument) as info:
         client.experiments.create(**args)
@@ -106,7 +117,11 @@ def test_launch_stop_archive_patch_the_right_field(client: Client, remote: Remot
 
 
 def test_delete_falls_back_to_soft_delete_on_405(client: Client, remote: Remote) -> None:
-    remote.add("DELETE", f"{BASE}1/", httpx.Response(405, json={"type": "invalid_request", "code": "method_not_allowed", "detail": "no"}))
+    remote.add(
+        "DELETE",
+        f"{BASE}1/",
+        httpx.Response(405, json={"type": "invalid_request", "code": "method_not_allowed", "detail": "no"}),
+    )
     remote.add("PATCH", f"{BASE}1/", httpx.Response(200, json=_experiment(1)))
     client.experiments.delete(1)
     assert remote.json_bodies("PATCH") == [{"deleted": True}]
@@ -157,7 +172,11 @@ def test_secondary_results_pass_the_index(client: Client, remote: Remote) -> Non
 
 
 def test_exposure_cohort_and_flag_implementation(client: Client, remote: Remote) -> None:
-    remote.add("POST", f"{BASE}4/create_exposure_cohort_for_experiment/", httpx.Response(201, json={"cohort": {"id": 9, "name": "Users exposed"}}))
+    remote.add(
+        "POST",
+        f"{BASE}4/create_exposure_cohort_for_experiment/",
+        httpx.Response(201, json={"cohort": {"id": 9, "name": "Users exposed"}}),
+    )
     remote.add("GET", f"{BASE}requires_flag_implementation/", httpx.Response(200, json={"result": True}))
     assert client.experiments.create_exposure_cohort(4).id == 9  # type: ignore[union-attr]
     assert client.experiments.requires_flag_implementation({"events": [{"id": "signup"}]}) is True

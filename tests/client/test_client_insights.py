@@ -49,16 +49,27 @@ def test_trends_request_and_long_frame(client: Client, remote: Remote) -> None:
 def test_funnel_breakdown_frame(client: Client, remote: Remote) -> None:
     def steps(value: str, counts: list[int]) -> list[dict[str, object]]:
         return [
-            {"action_id": e, "name": e, "order": i, "count": c, "type": "events", "breakdown_value": [value],
-             "average_conversion_time": None if i == 0 else 60.0 * i, "median_conversion_time": None}
+            {
+                "action_id": e,
+                "name": e,
+                "order": i,
+                "count": c,
+                "type": "events",
+                "breakdown_value": [value],
+                "average_conversion_time": None if i == 0 else 60.0 * i,
+                "median_conversion_time": None,
+            }
             for i, (e, c) in enumerate(zip(["$pageview", "signup", "purchase"], counts, strict=True))
-        ]  # fmt: skip
+        ]
 
     answer = {"results": [steps("free", [100, 40, 10]), steps("pro", [50, 30, 20])], "isUdf": False}
     remote.add("POST", QUERY, httpx.Response(200, json=answer))
     df = client.funnel(["$pageview", "signup", "purchase"], window="14d", breakdown="plan")
     sent = remote.json_bodies("POST")[0]["query"]
-    assert sent["funnelsFilter"]["funnelWindowInterval"] == 14 and sent["funnelsFilter"]["funnelWindowIntervalUnit"] == "day"
+    assert (
+        sent["funnelsFilter"]["funnelWindowInterval"] == 14
+        and sent["funnelsFilter"]["funnelWindowIntervalUnit"] == "day"
+    )
     pro = df[df["breakdown_value"] == "pro"]
     assert pro["step"].tolist() == [1, 2, 3]
     assert pro["conversion_rate"].round(3).tolist() == [1.0, 0.6, 0.4]
@@ -72,12 +83,21 @@ def test_events_all_rows_pages_with_offset(client: Client, remote: Remote) -> No
 
         q = json.loads(request.content)["query"]
         start = q["offset"]
-        rows = [[f"e{i}", {"uuid": f"u{i}", "properties": {"plan": "pro"}}] for i in range(start, min(start + q["limit"], 7))]
+        rows = [
+            [f"e{i}", {"uuid": f"u{i}", "properties": {"plan": "pro"}}]
+            for i in range(start, min(start + q["limit"], 7))
+        ]
         return httpx.Response(
             200,
-            json={"results": rows, "columns": ["event", "person"], "types": ["String", "Tuple(String, String)"],
-                  "hasMore": start + q["limit"] < 7, "limit": q["limit"], "offset": start},
-        )  # fmt: skip
+            json={
+                "results": rows,
+                "columns": ["event", "person"],
+                "types": ["String", "Tuple(String, String)"],
+                "hasMore": start + q["limit"] < 7,
+                "limit": q["limit"],
+                "offset": start,
+            },
+        )
 
     remote.add("POST", QUERY, page)
     df = client.query(hoglab.events(["event", "person"], limit=3), all_rows=True, flatten=["person"])

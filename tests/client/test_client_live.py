@@ -61,9 +61,9 @@ def test_unknown_experiment_is_not_found(live_client: Client) -> None:
 
 def test_wrong_key_is_an_authentication_error(live_project: Any) -> None:
     base = str(live_project.http.base_url).rstrip("/")
-    with Client(base, "phx_" + "0" * 40, live_project.id, progress=False) as c:
-        with pytest.raises(hoglab.AuthenticationError) as info:
-            c.experiments.list()
+    c = Client(base, "phx_" + "0" * 40, live_project.id, progress=False)
+    with c, pytest.raises(hoglab.AuthenticationError) as info:
+        c.experiments.list()
     assert "phx_000" not in str(info.value)
 
 

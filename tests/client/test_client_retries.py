@@ -124,6 +124,7 @@ def test_query_is_retried_on_502_but_not_on_500(client: Client, remote: Remote) 
 
 def test_max_retries_zero_disables_retries(remote: Remote) -> None:
     remote.add("GET", EXPERIMENT, httpx.Response(429, json=THROTTLED, headers={"Retry-After": "1"}), _experiment())
-    with Client("https://h", "phx_k", 2, transport=httpx.MockTransport(remote.handler), max_retries=0) as c:
-        with pytest.raises(hoglab.RateLimited):
-            c.experiments.get(1)
+    c = Client("https://h", "phx_k", 2, transport=httpx.MockTransport(remote.handler), max_retries=0)
+    with c, pytest.raises(hoglab.RateLimited):
+        c.experiments.get(1)
+    assert len(remote.requests) == 1

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
@@ -127,7 +127,10 @@ def _flatten(df: pd.DataFrame, which: bool | Iterable[str]) -> pd.DataFrame:
 
 
 def to_arrow(df: pd.DataFrame) -> Any:
-    """A typed frame as a ``pyarrow.Table`` (needs pyarrow); the answer's metadata goes into schema metadata.
+    """A typed frame as a ``pyarrow.Table`` (needs pyarrow), column by column so every dtype carries over.
+
+    Object columns become Arrow lists, structs (tuples, as ``f0, f1...``) or maps where Arrow can type them, and
+    JSON text where it cannot (cells of mixed types).
 
     >>> to_arrow(pd.DataFrame({"n": pd.array([1, None], dtype="Int64")})).schema.field("n").type
     DataType(int64)
@@ -136,25 +139,38 @@ def to_arrow(df: pd.DataFrame) -> Any:
         import pyarrow as pa
     except ImportError as exc:  # pragma: no cover - exercised only without pyarrow
         raise ImportError("to_arrow needs pyarrow: pip install 'hoglab[polars]' or pip install pyarrow") from exc
-    table = pa.Table.from_pandas(_without_attrs(df), preserve_index=False)
-    return table
+    arrays = []
+    for i in range(df.shape[1]):
+        col = df.iloc[:, i]
+        arrays.append(_object_to_arrow(pa, col) if col.dtype == object else pa.Array.from_pandas(col))
+    return pa.Table.from_arrays(arrays, names=[str(name) for name in df.columns])
+
+
+def _object_to_arrow(pa: Any, col: pd.Series) -> Any:
+    values = [
+        {f"f{j}": item for j, item in enumerate(v)} if isinstance(v, tuple) else v for v in col.tolist()
+    ]
+    try:
+        return pa.array(values, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return pa.array([None if v is None else json.dumps(v, default=str) for v in values], type=pa.string())
 
 
 def to_polars(df: pd.DataFrame) -> Any:
-    """A typed frame as a ``polars.DataFrame`` (needs polars and pyarrow), through Arrow: dtypes carry over."""
+    """A typed frame as a ``polars.DataFrame`` (needs polars and pyarrow), through :func:`to_arrow`.
+
+    Polars needs unique column names: a repeated name gets ``_1``, ``_2``... appended.
+    """
     try:
         import polars as pl
     except ImportError as exc:  # pragma: no cover - exercised only without polars
         raise ImportError("to_polars needs polars: pip install 'hoglab[polars]'") from exc
-    return pl.from_arrow(to_arrow(df))
-
-
-def _without_attrs(df: pd.DataFrame) -> pd.DataFrame:
-    # pyarrow stores pandas metadata as JSON; attrs may hold values JSON cannot encode, and are not data.
-    out = df.copy(deep=False)
-    out.attrs = {}
-    for i in range(out.shape[1]):
-        col = out.iloc[:, i]
-        if col.dtype == object and len(col) and all(isinstance(v, tuple) for v in col if v is not None):
-            out.isetitem(i, np.fromiter((list(v) if v is not None else None for v in col), object, len(col)))
-    return out
+    table = to_arrow(df)
+    names: list[str] = []
+    for name in table.column_names:
+        unique, n = name, 0
+        while unique in names:
+            n += 1
+            unique = f"{name}_{n}"
+        names.append(unique)
+    return pl.from_arrow(table.rename_columns(names))
