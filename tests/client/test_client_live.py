@@ -86,3 +86,19 @@ def test_hogql_against_the_service(live_client: Client) -> None:
         raise
     assert df["one"].tolist() == [1] and str(df["one"].dtype) == "Int64"
     assert df["letter"].tolist() == ["a"]
+
+
+def test_exposure_cohort_and_flag_implementation_check(live_client: Client) -> None:
+    exps = live_client.experiments
+    created = exps.create("Cohort test", _key(), start=True)
+    cohort = exps.create_exposure_cohort(created.id)
+    assert cohort is not None and "Cohort test" in cohort.name
+    assert exps.get(created.id).exposure_cohort == cohort.id
+    assert exps.requires_flag_implementation({"events": [{"id": "signup"}]}) in (True, False)
+
+
+def test_results_of_an_experiment_without_data_are_refused(live_client: Client) -> None:
+    created = live_client.experiments.create("No data", _key(), start=True)
+    with pytest.raises(hoglab.ValidationError) as info:
+        live_client.experiments.results(created.id)
+    assert info.value.status == 400 and info.value.detail
