@@ -43,6 +43,8 @@ def test_arguments_win_over_environment(monkeypatch: pytest.MonkeyPatch) -> None
     with Client("posthog.example", KEY, "5") as c:
         assert c.host == "https://posthog.example"
         assert c.project_id == 5
+    with Client("localhost:8000", KEY, 1) as c:
+        assert c.host == "http://localhost:8000"
 
 
 def test_missing_key_is_a_configuration_error_naming_the_variables() -> None:

@@ -147,9 +147,7 @@ def to_arrow(df: pd.DataFrame) -> Any:
 
 
 def _object_to_arrow(pa: Any, col: pd.Series) -> Any:
-    values = [
-        {f"f{j}": item for j, item in enumerate(v)} if isinstance(v, tuple) else v for v in col.tolist()
-    ]
+    values = [{f"f{j}": item for j, item in enumerate(v)} if isinstance(v, tuple) else v for v in col.tolist()]
     try:
         return pa.array(values, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):

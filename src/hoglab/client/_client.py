@@ -76,7 +76,9 @@ class Client:
     ) -> None:
         host = (host or _from_env("host") or DEFAULT_HOST).rstrip("/")
         if "://" not in host:
-            host = f"https://{host}"
+            # A bare name is a remote service (https), except this machine, where `hoglab serve` speaks http.
+            local = host.split(":")[0] in ("localhost", "127.0.0.1", "0.0.0.0", "[::1]")
+            host = f"{'http' if local else 'https'}://{host}"
         api_key = api_key or _from_env("api_key")
         if not api_key:
             raise ConfigurationError(

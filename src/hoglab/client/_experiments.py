@@ -103,9 +103,10 @@ def list_frame(items: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 class Experiments:
-    """The project's experiments (``/api/projects/:id/experiments/``).
+    """The project's experiments (``/api/projects/:id/experiments/``), as ``client.experiments``.
 
-    >>> # client.experiments.list() -> DataFrame; .get(1) -> Experiment; .results(1).to_frame()
+    ``list()`` gives a DataFrame, ``get``/``create``/``update`` give :class:`~hoglab.schema.Experiment` models, and
+    ``results``/``secondary_results`` give :class:`~hoglab.ExperimentResult` objects.
     """
 
     def __init__(self, client: Client) -> None:
