@@ -181,3 +181,19 @@ def test_exposure_cohort_and_flag_implementation(client: Client, remote: Remote)
     assert client.experiments.create_exposure_cohort(4).id == 9  # type: ignore[union-attr]
     assert client.experiments.requires_flag_implementation({"events": [{"id": "signup"}]}) is True
     assert remote.requests[-1].url.params["events"] == '[{"id": "signup"}]'
+
+
+def test_listing_ends_when_a_server_ignores_offset(client: Client, remote: Remote) -> None:
+    stuck = {
+        "count": 9,
+        "next": "https://eu.posthog.example/api/projects/2/experiments/?limit=1&offset=1",
+        "results": [_experiment(1)],
+    }
+    remote.add("GET", BASE, httpx.Response(200, json=stuck))
+    assert client.paginate(BASE) == [_experiment(1), _experiment(1)]
+    assert len(remote.requests) == 2
+
+
+def test_unpaginated_listing_is_taken_whole(client: Client, remote: Remote) -> None:
+    remote.add("GET", "/api/projects/", httpx.Response(200, json=[{"id": 5, "name": "only"}]))
+    assert [p.id for p in client.projects()] == [5]
