@@ -52,6 +52,15 @@ class Remote:
     def handler(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         queue = self.routes.get((request.method, request.url.path))
+        if queue is None:  # a route ending in "*" matches every path under it
+            queue = next(
+                (
+                    q
+                    for (m, p), q in self.routes.items()
+                    if m == request.method and p.endswith("*") and request.url.path.startswith(p[:-1])
+                ),
+                None,
+            )
         if not queue:
             return httpx.Response(404, json={"type": "invalid_request", "code": "not_found", "detail": "Not found."})
         answer = queue.pop(0) if len(queue) > 1 else queue[0]

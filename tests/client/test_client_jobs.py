@@ -142,17 +142,9 @@ def test_sync_query_answered_with_202_is_waited_for(client: Client, remote: Remo
         query_id = request.url.path.rstrip("/").rsplit("/", 1)[-1]
         return httpx.Response(200, json=_status(query_id, complete=True, results=answer))
 
-    remote.routes[("GET", "*")] = []
-    remote_get = remote.handler
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        if request.method == "GET":
-            remote.requests.append(request)
-            return finished(request)
-        return remote_get(request)
-
-    client._http._transport = httpx.MockTransport(handler)
+    remote.add("GET", f"{QUERY}*", finished)
     assert client.hogql("select 1")["c"].tolist() == [5]
+    assert [r.method for r in remote.requests] == ["POST", "GET"]
 
 
 def test_response_model_of_a_job(client: Client, remote: Remote) -> None:
