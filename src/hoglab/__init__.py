@@ -1,4 +1,120 @@
-"""hoglab: product analytics and A/B-experiment analysis from Python notebooks."""
+"""hoglab: product analytics and A/B-experiment analysis from Python notebooks.
+
+The public API, loaded on first use so ``import hoglab`` stays fast (no pandas, no httpx, never the server)::
+
+    import hoglab
+    client = hoglab.Client()                       # HOGLAB_HOST / HOGLAB_API_KEY / HOGLAB_PROJECT_ID
+    df = client.hogql("select event, count() from events group by event")
+    trend = client.query(hoglab.trends("$pageview", math="dau", interval="week"))
+    steps = client.query(hoglab.funnel(["$pageview", "signup", "purchase"], window="14d"))
+    result = client.experiments.results(1)         # result.to_frame(), result.verdict
+
+Submodules: :mod:`hoglab.schema` (the request/answer models), :mod:`hoglab.frames` (answers to DataFrames),
+:mod:`hoglab.queries` (builders), :mod:`hoglab.errors` (the exception hierarchy), :mod:`hoglab.client`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+
+# name -> module that defines it. Other parts of hoglab add their entries here (stats, notebook, the picker,
+# load_ipython_extension): one line each, and a name in __all__.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "APIError",
+            "AuthenticationError",
+            "ConfigurationError",
+            "HoglabError",
+            "InvalidArgument",
+            "InvalidArgumentType",
+            "NotFound",
+            "PermissionDenied",
+            "QueryError",
+            "QueryTimeout",
+            "RateLimited",
+            "ServerError",
+            "TransportError",
+            "ValidationError",
+        ],
+        "hoglab.errors",
+    ),
+    **dict.fromkeys(
+        ["Client", "ExperimentResult", "QueryJob", "RetryPolicy", "connect", "default_client", "read_hogql"],
+        "hoglab.client",
+    ),
+    **dict.fromkeys(["actors", "events", "funnel", "series", "trends"], "hoglab.queries"),
+    **dict.fromkeys(["to_arrow", "to_polars"], "hoglab.frames"),
+}
+
+__all__ = [
+    "APIError",
+    "AuthenticationError",
+    "Client",
+    "ConfigurationError",
+    "ExperimentResult",
+    "HoglabError",
+    "InvalidArgument",
+    "InvalidArgumentType",
+    "NotFound",
+    "PermissionDenied",
+    "QueryError",
+    "QueryJob",
+    "QueryTimeout",
+    "RateLimited",
+    "RetryPolicy",
+    "ServerError",
+    "TransportError",
+    "ValidationError",
+    "__version__",
+    "actors",
+    "connect",
+    "default_client",
+    "events",
+    "funnel",
+    "read_hogql",
+    "series",
+    "to_arrow",
+    "to_polars",
+    "trends",
+]
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily through __getattr__
+    from .client import Client, ExperimentResult, QueryJob, RetryPolicy, connect, default_client, read_hogql
+    from .errors import (
+        APIError,
+        AuthenticationError,
+        ConfigurationError,
+        HoglabError,
+        InvalidArgument,
+        InvalidArgumentType,
+        NotFound,
+        PermissionDenied,
+        QueryError,
+        QueryTimeout,
+        RateLimited,
+        ServerError,
+        TransportError,
+        ValidationError,
+    )
+    from .frames import to_arrow, to_polars
+    from .queries import actors, events, funnel, series, trends
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'hoglab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    # Show the public home in reprs, tracebacks and docs (hoglab.Client, not hoglab.client._client.Client).
+    if getattr(value, "__module__", "").startswith("hoglab.") and hasattr(value, "__qualname__"):
+        value.__module__ = "hoglab"
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,1 @@
+"""Private implementation of :mod:`hoglab.queries`."""

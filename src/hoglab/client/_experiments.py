@@ -1,0 +1,236 @@
+"""``client.experiments``: PostHog's Experiments API, with listings as DataFrames and results as objects."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .._queries._args import model_errors
+from ..errors import APIError, InvalidArgument, InvalidArgumentType
+from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentUpdate
+from ._errors import json_or_none
+from ._results import ExperimentResult
+
+if TYPE_CHECKING:
+    from ._client import Client
+
+__all__ = ["Experiments"]
+
+LIST_COLUMNS = [
+    "id", "name", "status", "feature_flag_key", "variants", "start_date", "end_date", "archived",
+    "flag_id", "flag_active", "exposure_cohort", "description", "created_by", "created_at", "updated_at",
+    "parameters", "filters", "secondary_metrics",
+]  # fmt: skip
+_DATES = ("start_date", "end_date", "created_at", "updated_at")
+
+
+def _variants(variants: Any) -> list[dict[str, Any]] | None:
+    """``["control", "test"]`` (equal split), ``{"control": 50, "test": 50}`` or PostHog's variant dicts."""
+    if variants is None:
+        return None
+    if isinstance(variants, Mapping):
+        return [{"key": k, "rollout_percentage": v} for k, v in variants.items()]
+    if isinstance(variants, Sequence) and not isinstance(variants, str):
+        if all(isinstance(v, str) for v in variants):
+            n = len(variants)
+            # Whole percentages that sum to 100 (the flag serializer insists): the remainder goes to the first.
+            shares = [100 // n + (1 if i < 100 % n else 0) for i in range(n)] if n else []
+            return [{"key": k, "rollout_percentage": p} for k, p in zip(variants, shares, strict=True)]
+        if all(isinstance(v, Mapping) for v in variants):
+            return [dict(v) for v in variants]
+    raise InvalidArgumentType(
+        "variants: expected a list of keys, a {key: rollout_percentage} dict or a list of variant dicts.",
+        argument="variants",
+    )
+
+
+def _moment(argument: str, value: bool | datetime | str | None) -> datetime | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return datetime.now(UTC)
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, str):
+        try:
+            return _moment(argument, datetime.fromisoformat(value.replace("Z", "+00:00")))
+        except ValueError:
+            pass
+    raise InvalidArgument(
+        f"{argument}: expected True (now), a datetime or an ISO date-time, got {value!r}.", argument=argument
+    )
+
+
+def list_frame(items: list[dict[str, Any]]) -> pd.DataFrame:
+    """Experiments as rows; the nested flag flattened to ``flag_id``, ``flag_active`` and ``variants`` (keys)."""
+    rows = []
+    for item in items:
+        flag = item.get("feature_flag") or {}
+        multivariate = ((flag.get("filters") or {}).get("multivariate") or {}).get("variants") or []
+        variants = [v.get("key") for v in multivariate] or [
+            v.get("key") for v in (item.get("parameters") or {}).get("feature_flag_variants") or []
+        ]
+        creator = item.get("created_by") or {}
+        status = "draft" if not item.get("start_date") else ("running" if not item.get("end_date") else "complete")
+        rows.append(
+            {
+                **{k: item.get(k) for k in LIST_COLUMNS},
+                "status": status,
+                "variants": variants,
+                "flag_id": flag.get("id"),
+                "flag_active": flag.get("active"),
+                "created_by": creator.get("email") if isinstance(creator, Mapping) else None,
+            }
+        )
+    df = pd.DataFrame(rows, columns=LIST_COLUMNS)
+    df["id"] = pd.array(df["id"].tolist(), dtype="Int64")
+    for name in ("flag_id", "exposure_cohort"):
+        df[name] = pd.array([None if pd.isna(v) else int(v) for v in df[name]], dtype="Int64")
+    for name in ("archived", "flag_active"):
+        df[name] = pd.array([None if v is None or v is np.nan else bool(v) for v in df[name]], dtype="boolean")
+    for name in ("name", "status", "feature_flag_key", "description", "created_by"):
+        df[name] = pd.array([None if v is None or v is np.nan else str(v) for v in df[name]], dtype=pd.StringDtype())
+    for name in _DATES:
+        df[name] = pd.to_datetime(pd.Series(df[name].tolist(), dtype=object), utc=True, format="ISO8601").dt.as_unit(
+            "us"
+        )
+    return df
+
+
+class Experiments:
+    """The project's experiments (``/api/projects/:id/experiments/``), as ``client.experiments``.
+
+    ``list()`` gives a DataFrame, ``get``/``create``/``update`` give :class:`~hoglab.schema.Experiment` models, and
+    ``results``/``secondary_results`` give :class:`~hoglab.ExperimentResult` objects.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def _path(self, suffix: str = "") -> str:
+        return self._client.path(f"experiments/{suffix}")
+
+    def list(self, archived: bool | None = False, *, search: str | None = None) -> pd.DataFrame:
+        """Every experiment (all pages) as a DataFrame, newest first; ``archived=True`` only archived ones,
+        ``None`` both. Dates are tz-aware UTC; ``variants`` holds the variant keys."""
+        params: dict[str, Any] = {"search": search} if search else {}
+        if archived is None:
+            items = self._client.paginate(self._path(), params)
+            if not any(i.get("archived") for i in items):  # PostHog hides archived unless asked
+                items += self._client.paginate(self._path(), {**params, "archived": "true"})
+            seen: set[Any] = set()
+            items = [i for i in items if not (i.get("id") in seen or seen.add(i.get("id")))]  # type: ignore[func-returns-value]
+        else:
+            items = self._client.paginate(self._path(), {**params, **({"archived": "true"} if archived else {})})
+            # Older servers ignore the filter: apply it here too.
+            items = [i for i in items if bool(i.get("archived")) == archived]
+        return list_frame(items)
+
+    def get(self, experiment_id: int) -> Experiment:
+        """One experiment, with its feature flag."""
+        return Experiment.model_validate(self._client.get_json(self._path(f"{int(experiment_id)}/")))
+
+    def create(
+        self,
+        name: str,
+        feature_flag_key: str,
+        *,
+        variants: Sequence[str] | Mapping[str, float] | Sequence[Mapping[str, Any]] | None = None,
+        description: str | None = None,
+        start: bool | datetime | str = False,
+        end: datetime | str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        secondary_metrics: Sequence[Mapping[str, Any]] | None = None,
+        minimum_detectable_effect: float | None = None,
+    ) -> Experiment:
+        """Create an experiment and its feature flag (control/test 50/50 unless ``variants``); ``start=True``
+        launches it now. ``filters`` is the legacy target metric (``{"insight": "FUNNELS", "events": [...]}``).
+        """
+        params = dict(parameters or {})
+        if variants is not None:
+            params["feature_flag_variants"] = _variants(variants)
+        if minimum_detectable_effect is not None:
+            params["minimum_detectable_effect"] = minimum_detectable_effect
+        with model_errors("create", rename=lambda path: path.split(".")[0] or "create"):
+            body = ExperimentCreate(
+                name=name,
+                feature_flag_key=feature_flag_key,
+                description=description,
+                start_date=_moment("start", start),
+                end_date=_moment("end", end),
+                filters=dict(filters) if filters is not None else None,
+                parameters=params or None,
+                secondary_metrics=[dict(m) for m in secondary_metrics] if secondary_metrics else None,
+            )
+        response = self._client.request("POST", self._path(), json=body.to_json_dict())
+        return Experiment.model_validate(response.json())
+
+    def update(self, experiment_id: int, **fields: Any) -> Experiment:
+        """Change fields (``name``, ``description``, ``start_date``, ``end_date``, ``filters``, ``parameters``,
+        ``secondary_metrics``, ``archived``); an unknown field is an :class:`~hoglab.InvalidArgument`."""
+        if not fields:
+            raise InvalidArgument("update: name at least one field to change.", argument="fields")
+        with model_errors("update", rename=lambda path: path.split(".")[0] or "update"):
+            body = ExperimentUpdate(**fields)
+        payload = body.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        response = self._client.request("PATCH", self._path(f"{int(experiment_id)}/"), json=payload)
+        return Experiment.model_validate(response.json())
+
+    def archive(self, experiment_id: int) -> Experiment:
+        """Archive (hidden from ``list()`` unless asked)."""
+        return self.update(experiment_id, archived=True)
+
+    def launch(self, experiment_id: int, at: datetime | None = None) -> Experiment:
+        """Start a draft now (or ``at``): sets ``start_date``, which activates its flag."""
+        return self.update(experiment_id, start_date=_moment("at", at or True))
+
+    def stop(self, experiment_id: int, at: datetime | None = None) -> Experiment:
+        """End a running experiment now (or ``at``): sets ``end_date``."""
+        return self.update(experiment_id, end_date=_moment("at", at or True))
+
+    def delete(self, experiment_id: int) -> None:
+        """Delete. Newer PostHog refuses DELETE (405) and soft-deletes through ``PATCH {"deleted": true}``."""
+        try:
+            self._client.request("DELETE", self._path(f"{int(experiment_id)}/"))
+        except APIError as exc:
+            if exc.status != 405:
+                raise
+            self._client.request("PATCH", self._path(f"{int(experiment_id)}/"), json={"deleted": True})
+
+    def results(self, experiment_id: int, refresh: bool = False) -> ExperimentResult:
+        """The primary metric's results (``refresh=True`` bypasses the server's one-hour cache)."""
+        params = {"refresh": "true"} if refresh else None
+        raw = self._client.get_json(self._path(f"{int(experiment_id)}/results/"), params)
+        return ExperimentResult(int(experiment_id), raw or {})
+
+    def secondary_results(self, experiment_id: int, index: int, refresh: bool = False) -> ExperimentResult:
+        """The results of secondary metric ``index`` (0-based, as in ``secondary_metrics``)."""
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise InvalidArgument(f"index: expected a metric index >= 0, got {index!r}.", argument="index")
+        params: dict[str, Any] = {"id": index, **({"refresh": "true"} if refresh else {})}
+        raw = self._client.get_json(self._path(f"{int(experiment_id)}/secondary_results/"), params)
+        return ExperimentResult(int(experiment_id), raw or {}, metric=f"secondary metric {index}")
+
+    def create_exposure_cohort(self, experiment_id: int) -> Cohort | None:
+        """Create the cohort of people exposed to the experiment; PostHog answers ``{"cohort": {...}}``."""
+        response = self._client.request(
+            "POST", self._path(f"{int(experiment_id)}/create_exposure_cohort_for_experiment/")
+        )
+        body = json_or_none(response)
+        cohort = body.get("cohort") if isinstance(body, Mapping) else None
+        return Cohort.model_validate(cohort) if isinstance(cohort, Mapping) else None
+
+    def requires_flag_implementation(self, filters: Mapping[str, Any] | None = None) -> bool:
+        """Whether the metric's events lack ``$feature/<flag>`` properties (the SDK isn't sending flag info).
+
+        ``filters`` is a legacy insight filter (``{"events": [{"id": "signup"}]}``); lists go as JSON text.
+        """
+        params = {k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in (filters or {}).items()}
+        body = self._client.get_json(self._path("requires_flag_implementation/"), params)
+        return bool(body.get("result")) if isinstance(body, Mapping) else bool(body)

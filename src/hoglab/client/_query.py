@@ -1,0 +1,301 @@
+"""``POST /query``: run a query, turn the answer into a frame, page past one answer's row cap."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import pydantic
+from tqdm.auto import tqdm
+
+from .._frames._columns import _json_loads, parse_type
+from ..errors import HoglabError, InvalidArgument, InvalidArgumentType
+from ..frames import table_frame, to_arrow, to_frame, to_polars
+from ..schema import (
+    MAX_SELECT_RETURNED_ROWS,
+    ActorsQuery,
+    ActorsQueryResponse,
+    EventsQuery,
+    EventsQueryResponse,
+    FunnelsQuery,
+    FunnelsQueryResponse,
+    HogQLQuery,
+    HogQLQueryResponse,
+    QueryRequest,
+    TrendsQuery,
+    TrendsQueryResponse,
+    parse_query,
+)
+
+if TYPE_CHECKING:
+    from ._client import Client
+
+__all__ = ["as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query"]
+
+AnyQueryModel = HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery
+RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
+    "HogQLQuery": HogQLQueryResponse,
+    "TrendsQuery": TrendsQueryResponse,
+    "FunnelsQuery": FunnelsQueryResponse,
+    "EventsQuery": EventsQueryResponse,
+    "ActorsQuery": ActorsQueryResponse,
+}
+CURSOR = "_hoglab_cursor"
+# Row caps servers are known to apply silently (the contract's 10,000, PostHog Cloud's 50,000): a page that
+# comes back with exactly that many rows is not taken as the last one, even when more were asked for.
+KNOWN_CAPS = frozenset({MAX_SELECT_RETURNED_ROWS, 50_000})
+# A statement's own top-level LIMIT is its last clause; one inside a subquery is followed by ")".
+_LIMIT = re.compile(r"\bLIMIT\s+\d+(\s*(,|\bOFFSET\b)\s*\d+)?\s*$", re.I)
+_ORDER_BY_TIMESTAMP = re.compile(r"\bORDER\s+BY\s+(?:[\w.]+\.)?timestamp(?:\s+(ASC|DESC))?\s*$", re.I)
+
+
+def as_query(query: Any) -> AnyQueryModel:
+    """A query model from a model, its dict (validated here) or a HogQL string."""
+    if isinstance(query, AnyQueryModel):
+        return query
+    if isinstance(query, str):
+        return HogQLQuery(query=query)
+    if isinstance(query, Mapping):
+        try:
+            return parse_query(dict(query))
+        except pydantic.ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            raise InvalidArgument(f"query: {first.get('msg')} ({where})", argument="query") from None
+    raise InvalidArgumentType(
+        f"query: expected a query model (hoglab.trends(...)...), its dict or HogQL text, got {type(query).__name__}.",
+        argument="query",
+    )
+
+
+def execute(client: Client, query: AnyQueryModel, *, refresh: str | bool | None = None) -> dict[str, Any]:
+    """POST the query and return the answer as parsed JSON; a 202 (the server chose async) is waited for."""
+    from ._jobs import QueryJob, new_query_id
+
+    query_id = new_query_id()
+    body = QueryRequest(query=query, refresh=refresh, client_query_id=query_id).to_json_dict()
+    response = client.request("POST", client.path("query/"), json=body, idempotent=True)
+    data: dict[str, Any] = _json_loads()(response.content)
+    status = data.get("query_status") or {}
+    if "results" in data and (response.status_code != 202 or status.get("complete", True)):
+        return data
+    if status.get("complete") and isinstance(status.get("results"), dict):
+        return dict(status["results"])
+    job = QueryJob(client, str(status.get("id") or query_id), query)
+    return job.wait()
+
+
+def query_raw(client: Client, query: Any, *, refresh: str | bool | None = None) -> Any:
+    q = as_query(query)
+    return RESPONSE_MODELS[q.kind].model_validate(execute(client, q, refresh=refresh))
+
+
+def convert_output(df: pd.DataFrame, output: str) -> Any:
+    if output == "pandas":
+        return df
+    if output == "arrow":
+        return to_arrow(df)
+    if output == "polars":
+        return to_polars(df)
+    raise InvalidArgument(f"output: {output!r} is not one of 'pandas', 'arrow', 'polars'.", argument="output")
+
+
+def _strip(sql: str) -> str:
+    if not isinstance(sql, str) or not sql.strip():
+        raise InvalidArgument("sql: a HogQL statement is needed.", argument="sql")
+    return sql.strip().rstrip(";").rstrip()
+
+
+def _with_limit(sql: str, limit: int | None) -> str:
+    if limit is None:
+        return sql
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidArgument(f"limit: expected a positive integer, got {limit!r}.", argument="limit")
+    return f"SELECT * FROM ({sql}) LIMIT {limit}" if _LIMIT.search(sql) else f"{sql} LIMIT {limit}"
+
+
+def run_hogql(
+    client: Client,
+    sql: str,
+    values: Mapping[str, Any] | None,
+    *,
+    limit: int | None,
+    run_async: bool,
+    all_rows: bool,
+    parse_json: bool | Sequence[str],
+    output: str,
+) -> Any:
+    text = _strip(sql)
+    if values is not None and not isinstance(values, Mapping):
+        raise InvalidArgumentType("values: expected a dict of placeholder values.", argument="values")
+    if run_async:
+        from ._jobs import submit
+
+        query = HogQLQuery(query=_with_limit(text, limit), values=dict(values) if values else None)
+        return submit(client, query, frame_options={"parse_json": parse_json, "output": output})
+    if all_rows:
+        pages = list(hogql_pages(client, text, values, parse_json=parse_json, max_rows=limit))
+        df = _concat(pages)
+    else:
+        query = HogQLQuery(query=_with_limit(text, limit), values=dict(values) if values else None)
+        df = table_frame(execute(client, query), parse_json=parse_json)
+    return convert_output(df, output)
+
+
+def _concat(pages: list[pd.DataFrame]) -> pd.DataFrame:
+    attrs = dict(pages[0].attrs) if pages else {}
+    non_empty = [p for p in pages if len(p)] or pages[:1]
+    df = pd.concat(non_empty, ignore_index=True) if len(non_empty) > 1 else non_empty[0]
+    df.attrs = {**attrs, "hasMore": False, "pages": len(pages)}
+    return df
+
+
+def _cursor_text(raw: Any, type_text: str | None) -> Any:
+    # Compare in ClickHouse's basic DateTime format, in the column's own time zone, which every ClickHouse
+    # parses when it compares a string with a DateTime64 column ("2025-06-01T...Z" is not always accepted).
+    if not isinstance(raw, str):
+        return raw
+    tz = parse_type(type_text).timezone if type_text else None
+    stamp = pd.Timestamp(raw)
+    if stamp.tzinfo is not None:
+        stamp = stamp.tz_convert(tz or "UTC")
+    return stamp.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _row_key(row: Sequence[Any]) -> str:
+    return json.dumps(row, sort_keys=True, default=str)
+
+
+def hogql_pages(
+    client: Client,
+    sql: str,
+    values: Mapping[str, Any] | None,
+    *,
+    page_size: int = MAX_SELECT_RETURNED_ROWS,
+    parse_json: bool | Sequence[str] = False,
+    max_rows: int | None = None,
+) -> Iterator[pd.DataFrame]:
+    """Every row of a statement, a page at a time: keyset on ``timestamp`` when the statement ends with
+    ``ORDER BY timestamp [ASC|DESC]`` (PostHog refuses OFFSET for personal API keys), else ``LIMIT/OFFSET``.
+
+    Keyset pages ask for ``timestamp >= <last seen>`` and drop the rows at that instant already yielded, so rows
+    that share a timestamp are neither lost nor repeated. A short page ends the listing, unless it holds exactly a
+    known server cap (10,000 or 50,000 rows): then one more page is asked for.
+    """
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+        raise InvalidArgument(f"page_size: expected a positive integer, got {page_size!r}.", argument="page_size")
+    base = _strip(sql)
+    order = None if _LIMIT.search(base) else _ORDER_BY_TIMESTAMP.search(base)
+    direction = ((order.group(1) if order else None) or "ASC").upper()
+    cursor: Any = None  # the last timestamp, as the SQL value
+    last_raw: Any = None  # the same, as the answer wrote it (compared as is: one server writes one format)
+    seen: Counter[str] = Counter()
+    offset = yielded = 0
+    bar = tqdm(desc="hoglab rows", unit="rows", disable=not client.show_progress(), leave=False)
+    try:
+        while True:
+            size = page_size if max_rows is None else min(page_size, max_rows - yielded)
+            page_values = dict(values or {})
+            if order is not None:
+                where = ""
+                if cursor is not None:
+                    where = f" WHERE timestamp {'>=' if direction == 'ASC' else '<='} {{{CURSOR}}}"
+                    page_values[CURSOR] = cursor
+                inner = base[: order.start()].rstrip()
+                text = f"SELECT * FROM ({inner}){where} ORDER BY timestamp {direction} LIMIT {size}"
+            elif _LIMIT.search(base):
+                text = f"SELECT * FROM ({base}) LIMIT {size} OFFSET {offset}"
+            else:
+                text = f"{base} LIMIT {size} OFFSET {offset}"
+            data = execute(client, HogQLQuery(query=text, values=page_values or None))
+            rows: list[list[Any]] = data.get("results") or []
+            fetched = len(rows)
+            if order is not None:
+                names = [str(c) for c in data.get("columns") or []]
+                if "timestamp" not in names:
+                    if cursor is None:  # no timestamp column to key on: start over with OFFSET paging
+                        order, offset = None, 0
+                        continue
+                    raise HoglabError("Keyset paging lost its timestamp column between pages.")
+                ts = names.index("timestamp")
+                types = data.get("types") or []
+                ts_type = types[ts][1] if ts < len(types) and isinstance(types[ts], list | tuple) else None
+                if cursor is not None:
+                    # Only rows at the boundary instant (the first ones of this page) can be repeats.
+                    kept, skip = [], Counter(seen)
+                    for row in rows:
+                        key = _row_key(row) if row[ts] == last_raw else None
+                        if key is not None and skip[key] > 0:
+                            skip[key] -= 1
+                            continue
+                        kept.append(row)
+                    rows = kept
+                if fetched == size and not rows:
+                    raise HoglabError(
+                        f"More than {size} rows share the timestamp {cursor}: raise page_size to page past them."
+                    )
+                if rows:
+                    if rows[-1][ts] != last_raw:
+                        seen = Counter()
+                    last_raw = rows[-1][ts]
+                    cursor = _cursor_text(last_raw, ts_type)
+                    for row in reversed(rows):  # the rows at the new boundary instant, from the end
+                        if row[ts] != last_raw:
+                            break
+                        seen[_row_key(row)] += 1
+            offset += fetched
+            if rows or not yielded:
+                yield table_frame({**data, "results": rows}, parse_json=parse_json)
+            yielded += len(rows)
+            bar.update(len(rows))
+            if (fetched < size and fetched not in KNOWN_CAPS) or fetched == 0:
+                return
+            if max_rows is not None and yielded >= max_rows:
+                return
+    finally:
+        bar.close()
+
+
+def run_query(
+    client: Client,
+    query: Any,
+    *,
+    all_rows: bool,
+    parse_json: bool | Sequence[str],
+    flatten: bool | Sequence[str],
+    output: str,
+) -> Any:
+    q = as_query(query)
+    options: dict[str, Any] = {}
+    if isinstance(q, HogQLQuery | EventsQuery | ActorsQuery):
+        options = {"parse_json": parse_json, "flatten": flatten}
+    if all_rows and isinstance(q, EventsQuery | ActorsQuery):
+        df = _concat(list(_offset_pages(client, q, options)))
+    elif all_rows and isinstance(q, HogQLQuery):
+        df = _concat(list(hogql_pages(client, q.query, q.values, parse_json=parse_json)))
+    else:
+        df = to_frame(execute(client, q), q.kind, **options)
+    return convert_output(df, output)
+
+
+def _offset_pages(client: Client, q: EventsQuery | ActorsQuery, options: dict[str, Any]) -> Iterator[pd.DataFrame]:
+    # EventsQuery/ActorsQuery page with their own limit/offset fields and say hasMore (limit+1 on the server).
+    size = q.limit or MAX_SELECT_RETURNED_ROWS
+    offset = q.offset or 0
+    bar = tqdm(desc="hoglab rows", unit="rows", disable=not client.show_progress(), leave=False)
+    try:
+        while True:
+            page = q.model_copy(update={"limit": size, "offset": offset})
+            data = execute(client, page)
+            n = len(data.get("results") or [])
+            yield to_frame(data, q.kind, **options)
+            bar.update(n)
+            offset += n
+            if not data.get("hasMore") or n == 0:
+                return
+    finally:
+        bar.close()

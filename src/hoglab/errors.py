@@ -1,0 +1,165 @@
+"""Every error hoglab's client raises, in one hierarchy.
+
+::
+
+    HoglabError                          (Exception)
+    ├── ConfigurationError               (also ValueError)   no host/key/project, or an ambiguous project
+    ├── InvalidArgument                  (also ValueError)   a builder or method argument is wrong; no request sent
+    │   └── InvalidArgumentType          (also TypeError)
+    ├── TransportError                   (also ConnectionError) the service could not be reached (after retries)
+    ├── QueryTimeout                     (also TimeoutError) an async query did not finish within ``timeout``
+    └── APIError                                             the service answered with an error body
+        ├── AuthenticationError                              bad or missing personal API key
+        ├── PermissionDenied             (also PermissionError) key lacks a scope or the project
+        ├── NotFound                     (also LookupError)  no such experiment, project or query id
+        ├── ValidationError              (also ValueError)   the body was refused; ``attr`` names the field
+        │   └── QueryError                                   a HogQL/SQL mistake or a failed query
+        ├── RateLimited                                      429; ``retry_after`` in seconds (or None)
+        └── ServerError                                      5xx
+
+An :class:`APIError` carries the answer's ``status``, its PostHog error body (``type``, ``code``, ``detail``,
+``attr``), the request's ``method`` and ``path`` (never its headers: the API key stays out of messages) and the
+server's request id when it sent one. Branch on the class; the class is chosen from the body's ``type``/``code``
+first and the status second, because PostHog answers some bad keys with 403 rather than 401.
+
+>>> err = NotFound(404, detail="Not found.", method="GET", path="/api/projects/1/experiments/9/")
+>>> isinstance(err, LookupError), err.status, str(err)
+(True, 404, 'Not found. (404 GET /api/projects/1/experiments/9/)')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "APIError",
+    "AuthenticationError",
+    "ConfigurationError",
+    "HoglabError",
+    "InvalidArgument",
+    "InvalidArgumentType",
+    "NotFound",
+    "PermissionDenied",
+    "QueryError",
+    "QueryTimeout",
+    "RateLimited",
+    "ServerError",
+    "TransportError",
+    "ValidationError",
+]
+
+
+class HoglabError(Exception):
+    """The root: ``except hoglab.HoglabError`` catches everything the client raises on purpose."""
+
+
+class ConfigurationError(HoglabError, ValueError):
+    """The client is missing its host, API key or project, or the project cannot be chosen alone."""
+
+
+class InvalidArgument(HoglabError, ValueError):
+    """A wrong argument, found in Python before any request; ``argument`` names it.
+
+    >>> InvalidArgument("interval: expected one of 'hour', 'day'", argument="interval").argument
+    'interval'
+    """
+
+    def __init__(self, message: str, *, argument: str | None = None) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
+class InvalidArgumentType(InvalidArgument, TypeError):
+    """An argument of the wrong type (also a ``TypeError``)."""
+
+
+class TransportError(HoglabError, ConnectionError):
+    """The request never got an answer (connection refused, timeout, broken connection), retries included."""
+
+
+class QueryTimeout(HoglabError, TimeoutError):
+    """An asynchronous query was still running when ``timeout`` ran out; it keeps running on the server.
+
+    ``job`` is the :class:`~hoglab.QueryJob`: wait again with ``job.result()`` or stop it with ``job.cancel()``.
+    """
+
+    def __init__(self, message: str, *, job: Any = None) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+class APIError(HoglabError):
+    """The service answered with an error status."""
+
+    def __init__(
+        self,
+        status: int,
+        *,
+        type: str | None = None,
+        code: str | None = None,
+        detail: str | None = None,
+        attr: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        request_id: str | None = None,
+        body: Any = None,
+    ) -> None:
+        self.status = status
+        self.type = type
+        self.code = code
+        self.detail = detail or f"HTTP {status}"
+        self.attr = attr
+        self.method = method
+        self.path = path
+        self.request_id = request_id
+        self.body = body
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = " ".join(p for p in (str(self.status), self.method, self.path) if p)
+        extra = f", attr={self.attr}" if self.attr else ""
+        rid = f", request id {self.request_id}" if self.request_id else ""
+        return f"{self.detail} ({where}{extra}{rid})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exceptions with keyword-only fields do not pickle by default; keep them picklable for multiprocessing.
+        return (_rebuild, (type(self), self.status, self.__dict__.copy()))
+
+
+def _rebuild(cls: type[APIError], status: int, state: dict[str, Any]) -> APIError:
+    err = cls.__new__(cls)
+    err.__dict__.update(state)
+    Exception.__init__(err, err._message())
+    return err
+
+
+class AuthenticationError(APIError):
+    """The personal API key is missing, malformed or unknown."""
+
+
+class PermissionDenied(APIError, PermissionError):
+    """The key is valid but lacks the scope (``query:read``, ``experiment:write``...) or the project."""
+
+
+class NotFound(APIError, LookupError):
+    """No such resource: experiment, project, or async query id (expired after 20 minutes on PostHog)."""
+
+
+class ValidationError(APIError, ValueError):
+    """The service refused the request body; ``attr`` is the field path (``series__0__math``)."""
+
+
+class QueryError(ValidationError):
+    """The query itself is wrong (HogQL syntax, unknown column) or failed while running."""
+
+
+class RateLimited(APIError):
+    """Too many requests (429); ``retry_after`` is the server's ``Retry-After`` in seconds, or ``None``."""
+
+    def __init__(self, status: int = 429, *, retry_after: float | None = None, **kwargs: Any) -> None:
+        self.retry_after = retry_after
+        super().__init__(status, **kwargs)
+
+
+class ServerError(APIError):
+    """The service failed (5xx)."""

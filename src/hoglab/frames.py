@@ -1,0 +1,55 @@
+"""Query answers to tidy pandas DataFrames (and Arrow tables or polars frames).
+
+Each function takes an answer as parsed JSON (a dict, the fast path) or as its :mod:`hoglab.schema` response
+model, and returns a DataFrame whose dtypes follow the answer's ClickHouse ``types`` (see the table in
+``hoglab._frames._columns``). The answer's metadata (``hogql``, ``clickhouse``, ``timings``, ``hasMore``,
+``types``, cache fields) is kept in ``df.attrs``; its rows are not.
+
+>>> answer = {"results": [["2025-06-01T10:00:00Z", 2]], "columns": ["day", "n"],
+...           "types": [["day", "DateTime64(6, 'UTC')"], ["n", "UInt64"]], "hasMore": False}
+>>> df = to_frame(answer, "HogQLQuery")
+>>> df.dtypes.astype(str).tolist()
+['datetime64[us, UTC]', 'Int64']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel
+
+from ._frames._columns import CHType, convert, parse_type
+from ._frames._insights import funnel_frame, trends_frame
+from ._frames._tables import frame_metadata, table_frame, to_arrow, to_polars
+
+__all__ = [
+    "CHType",
+    "convert",
+    "frame_metadata",
+    "funnel_frame",
+    "parse_type",
+    "table_frame",
+    "to_arrow",
+    "to_frame",
+    "to_polars",
+    "trends_frame",
+]
+
+_TABLE_KINDS = frozenset({"HogQLQuery", "EventsQuery", "ActorsQuery"})
+
+
+def to_frame(response: Mapping[str, Any] | BaseModel, kind: str, **options: Any) -> pd.DataFrame:
+    """The tidy frame of an answer to a query of ``kind``; ``options`` go to :func:`table_frame` for tables.
+
+    >>> to_frame({"results": []}, "TrendsQuery").columns.tolist()
+    ['series', 'label', 'breakdown_value', 'date', 'value']
+    """
+    if kind in _TABLE_KINDS:
+        return table_frame(response, **options)
+    if kind == "TrendsQuery":
+        return trends_frame(response)
+    if kind == "FunnelsQuery":
+        return funnel_frame(response)
+    raise ValueError(f"No frame for query kind {kind!r}; use query_raw() for the answer as a model.")
