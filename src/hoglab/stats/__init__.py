@@ -9,8 +9,6 @@ and its source.
 'higher'
 """
 
-from __future__ import annotations
-
 import contextlib
 
 from . import posthog

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
+from scipy import special, stats
 
 from ._errors import StatsInputError
 
@@ -79,6 +79,7 @@ class BetaPosterior:
 
     alpha: FloatArray
     beta: FloatArray
+    _log_pdf_at_mean: FloatArray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         a = _column(self.alpha, "alpha", positive=True)
@@ -87,6 +88,10 @@ class BetaPosterior:
             raise StatsInputError("alpha and beta must have the same length")
         object.__setattr__(self, "alpha", a)
         object.__setattr__(self, "beta", b)
+        # log B(α, β) from lgamma differences loses ~1e-8 at α ~ 1e6 by cancellation; scipy's
+        # (Boost) density at one point is accurate, and the density elsewhere is taken relative
+        # to it (see ``pdf``).
+        object.__setattr__(self, "_log_pdf_at_mean", _f(np.log(stats.beta.pdf(self.mean, a, b))))
 
     @classmethod
     def from_counts(
@@ -101,7 +106,10 @@ class BetaPosterior:
         return int(self.alpha.size)
 
     def take(self, index: Any) -> BetaPosterior:
-        return BetaPosterior(np.atleast_1d(self.alpha[index]), np.atleast_1d(self.beta[index]))
+        out = object.__new__(BetaPosterior)
+        for name in ("alpha", "beta", "_log_pdf_at_mean"):
+            object.__setattr__(out, name, np.atleast_1d(getattr(self, name)[index]))
+        return out
 
     @property
     def mean(self) -> FloatArray:
@@ -123,10 +131,16 @@ class BetaPosterior:
         return _f(special.betainc(_col(self.beta), _col(self.alpha), 1.0 - np.clip(x, 0.0, 1.0)))
 
     def pdf(self, x: FloatArray) -> FloatArray:
-        a, b = _col(self.alpha), _col(self.beta)
+        """f(x) = f(m)·(x/m)^(α−1)·((1−x)/(1−m))^(β−1) with m the mean: every term is O(1) near
+        the bulk, so there is no cancellation between numbers of size α·log x."""
+        a, b, m = _col(self.alpha), _col(self.beta), _col(self.mean)
         inside = (x > 0.0) & (x < 1.0)
-        xc = np.where(inside, x, 0.5)
-        log_pdf = special.xlogy(a - 1.0, xc) + special.xlog1py(b - 1.0, -xc) - special.betaln(a, b)
+        xc = np.where(inside, x, m)
+        log_pdf = (
+            _col(self._log_pdf_at_mean)
+            + special.xlogy(a - 1.0, xc / m)
+            + special.xlog1py(b - 1.0, (m - xc) / (1.0 - m))
+        )
         return _f(np.where(inside, np.exp(log_pdf), 0.0))
 
     def ppf(self, q: FloatArray) -> FloatArray:
@@ -155,6 +169,7 @@ class GammaPosterior:
 
     shape: FloatArray
     rate: FloatArray
+    _log_pdf_at_mean: FloatArray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         k = _column(self.shape, "shape", positive=True)
@@ -163,12 +178,16 @@ class GammaPosterior:
             raise StatsInputError("shape and rate must have the same length")
         object.__setattr__(self, "shape", k)
         object.__setattr__(self, "rate", r)
+        object.__setattr__(self, "_log_pdf_at_mean", _gamma_log_pdf_at_mean(k, r))
 
     def __len__(self) -> int:
         return int(self.shape.size)
 
     def take(self, index: Any) -> GammaPosterior:
-        return GammaPosterior(np.atleast_1d(self.shape[index]), np.atleast_1d(self.rate[index]))
+        out = object.__new__(GammaPosterior)
+        for name in ("shape", "rate", "_log_pdf_at_mean"):
+            object.__setattr__(out, name, np.atleast_1d(getattr(self, name)[index]))
+        return out
 
     @property
     def mean(self) -> FloatArray:
@@ -185,10 +204,11 @@ class GammaPosterior:
         return _f(special.gammaincc(_col(self.shape), _col(self.rate) * np.maximum(x, 0.0)))
 
     def pdf(self, x: FloatArray) -> FloatArray:
-        k, r = _col(self.shape), _col(self.rate)
+        """f(x) = f(m)·(x/m)^(k−1)·exp(−r(x − m)), m the mean (no large cancelling terms)."""
+        k, r, m = _col(self.shape), _col(self.rate), _col(self.mean)
         inside = x > 0.0
-        xc = np.where(inside, x, 1.0)
-        log_pdf = special.xlogy(k - 1.0, xc) - r * xc + k * np.log(r) - special.gammaln(k)
+        xc = np.where(inside, x, m)
+        log_pdf = _col(self._log_pdf_at_mean) + special.xlogy(k - 1.0, xc / m) - r * (xc - m)
         return _f(np.where(inside, np.exp(log_pdf), 0.0))
 
     def ppf(self, q: FloatArray) -> FloatArray:
@@ -267,6 +287,20 @@ class NormalPosterior:
         s = _col(self._floored)
         density = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
         return _f((_col(self.loc) - x) * special.ndtr(-z) + s * density)
+
+
+def _gamma_log_pdf_at_mean(k: FloatArray, r: FloatArray) -> FloatArray:
+    """log f(k/r) = log r − ½·log(2πk) − δ(k), δ the Stirling remainder of log Γ(k).
+
+    Substituting Stirling's formula cancels the k·log k terms exactly; what remains is
+    small, so the density of Gamma(5e7, ·) keeps full precision (scipy's loses ~1e-8).
+    """
+    # δ(k) = log Γ(k) − (k − ½)·log k + k − ½·log 2π; series for large k (Abramowitz & Stegun 6.1.41).
+    inv = 1.0 / k
+    series = inv * (1.0 / 12.0 - inv**2 * (1.0 / 360.0 - inv**2 * (1.0 / 1260.0 - inv**2 / 1680.0)))
+    direct = special.gammaln(k) - (k - 0.5) * np.log(k) + k - 0.5 * math.log(2.0 * math.pi)
+    delta = np.where(k >= 30.0, series, direct)
+    return _f(np.log(r) - 0.5 * np.log(2.0 * math.pi * k) - delta)
 
 
 def bounds(posterior: Posterior) -> tuple[FloatArray, FloatArray]:

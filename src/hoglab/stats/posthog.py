@@ -9,8 +9,6 @@ random draws. The Monte Carlo versions are here too, seeded, as references.
 'significant'
 """
 
-from __future__ import annotations
-
 from ._errors import PostHogStatsError
 from ._posthog import (
     CONTROL_VARIANT_KEY,
