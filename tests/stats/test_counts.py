@@ -88,7 +88,9 @@ def test_aa_false_positive_rate_is_at_most_alpha() -> None:
     rng = np.random.default_rng(22)
     sims, alpha = 4000, 0.05
     k_c, k_t = rng.poisson(200.0, size=sims), rng.poisson(200.0 * 1.1, size=sims)
-    p = np.array([poisson_rate_test(Count(a, 1000), Count(b, 1100)).p_value for a, b in zip(k_c, k_t)])
+    p = np.array(
+        [poisson_rate_test(Count(a, 1000), Count(b, 1100)).p_value for a, b in zip(k_c, k_t, strict=True)]
+    )
     rate = (p < alpha).mean()
     se = np.sqrt(alpha * (1 - alpha) / sims)
     # Exact tests are conservative: at most alpha, and not wastefully below it at this size.

@@ -89,7 +89,7 @@ def test_aa_false_positive_rate_and_coverage() -> None:
     a, b = _draws(rng, sims, n, 1.0)
     sa = [SampleMean(n, x.sum(), (x * x).sum()) for x in a]
     sb = [SampleMean(n, x.sum(), (x * x).sum()) for x in b]
-    p = np.array([welch_ttest(x, y).p_value for x, y in zip(sa, sb)])
+    p = np.array([welch_ttest(x, y).p_value for x, y in zip(sa, sb, strict=True)])
     se = np.sqrt(alpha * (1 - alpha) / sims)
     assert abs((p < alpha).mean() - alpha) < 4 * se
 

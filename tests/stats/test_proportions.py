@@ -133,10 +133,13 @@ def test_aa_false_positive_rate_is_alpha() -> None:
     sims, n, alpha = 4000, 2000, 0.05
     s_c, s_t = _simulate(rng, 0.1, 0.1, n, sims)
     z_p = np.array(
-        [two_proportion_ztest(Proportion(n, a), Proportion(n, b)).p_value for a, b in zip(s_c, s_t)]
+        [
+            two_proportion_ztest(Proportion(n, a), Proportion(n, b)).p_value
+            for a, b in zip(s_c, s_t, strict=True)
+        ]
     )
     chi_p = np.array(
-        [chi_square_test([Proportion(n, a), Proportion(n, b)]).p_value for a, b in zip(s_c, s_t)]
+        [chi_square_test([Proportion(n, a), Proportion(n, b)]).p_value for a, b in zip(s_c, s_t, strict=True)]
     )
     se = np.sqrt(alpha * (1 - alpha) / sims)
     assert abs((z_p < alpha).mean() - alpha) < 4 * se
@@ -147,9 +150,13 @@ def test_interval_coverage_is_nominal() -> None:
     rng = np.random.default_rng(21)
     sims, n, p_c, p_t = 4000, 800, 0.08, 0.11
     s_c, s_t = _simulate(rng, p_c, p_t, n, sims)
-    newcombe = np.array([newcombe_interval(Proportion(n, a), Proportion(n, b)) for a, b in zip(s_c, s_t)])
+    newcombe = np.array(
+        [newcombe_interval(Proportion(n, a), Proportion(n, b)) for a, b in zip(s_c, s_t, strict=True)]
+    )
     wilson = np.array([wilson_interval(Proportion(n, b)) for b in s_t])
-    katz = np.array([risk_ratio_interval(Proportion(n, a), Proportion(n, b)) for a, b in zip(s_c, s_t)])
+    katz = np.array(
+        [risk_ratio_interval(Proportion(n, a), Proportion(n, b)) for a, b in zip(s_c, s_t, strict=True)]
+    )
     se = np.sqrt(0.95 * 0.05 / sims)
     for interval, truth in ((newcombe, p_t - p_c), (wilson, p_t), (katz, p_t / p_c)):
         coverage = ((interval[:, 0] <= truth) & (truth <= interval[:, 1])).mean()
