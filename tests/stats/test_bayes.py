@@ -105,6 +105,22 @@ def test_chance_to_be_best_matches_adaptive_quadrature(seed: int) -> None:
     assert got.sum() == pytest.approx(1.0, abs=1e-9)
 
 
+def test_many_similar_arms_are_resolved() -> None:
+    # Ten overlapping arms put panel edges close together everywhere; the grid must still
+    # cover the whole support with fine panels (a regression: merging chained into one panel).
+    a = np.array([28.0, 23.0, 32.0, 25.0, 22.0, 27.0, 31.0, 25.0, 32.0, 26.0])
+    b = 52.0 - a
+    got = chance_to_be_best(BetaPosterior(a, b))
+    assert got.sum() == pytest.approx(1.0, abs=1e-9)
+    for i in (0, 2, 8):
+
+        def f(x: float, i: int = i) -> float:
+            others = [stats.beta.cdf(x, a[j], b[j]) for j in range(10) if j != i]
+            return float(stats.beta.pdf(x, a[i], b[i]) * np.prod(others))
+
+        assert got[i] == pytest.approx(integrate.quad(f, 0, 1, epsabs=1e-13, limit=200)[0], abs=1e-9)
+
+
 def test_identical_arms_are_equally_likely_best() -> None:
     for post in (
         BetaPosterior(np.full(5, 31.0), np.full(5, 270.0)),

@@ -6,17 +6,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
-from ._bayes import (
-    Grid,
-    chance_to_be_best,
-    chance_to_beat,
-    credible_intervals,
-    difference_interval,
-    expected_loss,
-    lift_interval,
-)
+from ._bayes import credible_intervals, summarise
 from ._counts import count_arm, poisson_rate_ratio_interval, poisson_rate_test
 from ._cuped import cuped_arm, cuped_effect, cuped_theta
 from ._data import Count, Proportion, SampleMean
@@ -26,7 +18,7 @@ from ._means import ArmEstimate, Effect, effect_from_arms, mean_arm, ratio_arm, 
 from ._posteriors import BetaPosterior, GammaPosterior, NormalPosterior, Posterior
 from ._proportions import newcombe_interval, risk_ratio_interval, two_proportion_ztest, wilson_interval
 from ._sequential import confidence_sequence, sequential_p_value
-from ._types import Interval, Method, MetricKind, normal_p_value, t_p_value
+from ._types import Interval, Method, MetricKind, normal_p_value, t_p_value, z_quantile
 from ._warnings import StatsWarning, WarningKind
 
 __all__ = ["ArmResult", "PairResult", "analyse_metric"]
@@ -91,9 +83,11 @@ def analyse_metric(
 
     posterior: Posterior | None = None
     best = np.full(len(keys), np.nan)
+    bayes = None
     if method == "bayesian":
         posterior = _posterior(kind, stats_, estimates)
-        best = chance_to_be_best(posterior, Grid.for_posterior(posterior))
+        bayes = _bayes_quantities(posterior, alpha)
+        best = bayes[0]
 
     arm_results = [
         ArmResult(
@@ -103,7 +97,6 @@ def analyse_metric(
     ]
 
     pairs: list[PairResult] = []
-    bayes = _bayes_quantities(posterior, alpha) if posterior is not None else None
     for i in range(1, len(keys)):
         c_stat, t_stat = stats_[0], stats_[i]
         if use_cuped:
@@ -129,7 +122,7 @@ def analyse_metric(
             pairs.append(PairResult(keys[i], effect, d_ci, l_ci, p_value=p, warnings=warnings))
         else:
             assert bayes is not None
-            win, loss, d_int, l_int = bayes
+            _, win, loss, d_int, l_int = bayes
             l_ci = (
                 (float(l_int[i, 0]), float(l_int[i, 1]))
                 if _control_positive(estimates[0])
@@ -186,7 +179,7 @@ def _control_positive(arm: ArmEstimate) -> bool:
 def _frequentist(
     kind: MetricKind, c: Statistic, t: Statistic, effect: Effect, alpha: float
 ) -> tuple[float, Interval, Interval]:
-    z = float(stats.norm.isf(alpha / 2.0))
+    z = z_quantile(alpha)
     lift_ci = (effect.lift - z * effect.lift_se, effect.lift + z * effect.lift_se)
     if isinstance(c, Proportion) and isinstance(t, Proportion):
         p = two_proportion_ztest(c, t).p_value
@@ -231,11 +224,9 @@ def _posterior(kind: MetricKind, stats_: list[Statistic], estimates: list[ArmEst
 
 def _bayes_quantities(
     posterior: Posterior, alpha: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    grid = Grid.for_posterior(posterior)
-    win = chance_to_beat(posterior, 0, grid)
-    loss = expected_loss(posterior, 0, grid)
-    return win, loss, difference_interval(posterior, 0, alpha), lift_interval(posterior, 0, alpha)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    summary = summarise(posterior, 0, alpha)
+    return summary.best, summary.win, summary.loss, summary.difference, summary.lift
 
 
 def _arm_interval(

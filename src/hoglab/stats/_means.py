@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats
-
 from ._data import Ratio, SampleMean
 from ._errors import StatsInputError
 from ._types import (
@@ -16,7 +14,9 @@ from ._types import (
     check_alpha,
     check_alternative,
     normal_p_value,
+    t_isf,
     t_p_value,
+    z_quantile,
 )
 
 __all__ = ["ArmEstimate", "Effect", "delta_method_lift", "mean_difference_interval", "welch_ttest"]
@@ -134,7 +134,7 @@ def t_interval(estimate: float, se: float, dof: float, alpha: float) -> Interval
         if se == 0.0:
             return (estimate, estimate)
         return (math.nan, math.nan)
-    q = float(stats.t.isf(alpha / 2.0, dof)) if math.isfinite(dof) else float(stats.norm.isf(alpha / 2.0))
+    q = t_isf(alpha / 2.0, dof) if math.isfinite(dof) else z_quantile(alpha)
     return (estimate - q * se, estimate + q * se)
 
 

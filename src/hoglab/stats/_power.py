@@ -13,7 +13,7 @@ from typing import Literal
 from scipy import optimize, stats
 
 from ._errors import StatsInputError
-from ._types import Alternative, check_alpha, check_alternative
+from ._types import Alternative, check_alpha, check_alternative, norm_isf, norm_sf, t_isf
 
 __all__ = ["minimum_detectable_effect", "power", "running_time", "sample_size"]
 
@@ -55,20 +55,20 @@ def power(
     delta, sd0, sd1 = _spread(baseline, effect, metric, sd, relative, ratio)
     if metric == "conversion":
         tail = alpha / 2.0 if alternative == "two-sided" else alpha
-        crit = float(stats.norm.isf(tail))
+        crit = norm_isf(tail)
         shift = delta * math.sqrt(n) / sd1
-        upper = float(stats.norm.sf(crit * sd0 / sd1 - shift))
+        upper = norm_sf(crit * sd0 / sd1 - shift)
         if alternative != "two-sided":
             return upper
-        return upper + float(stats.norm.cdf(-crit * sd0 / sd1 - shift))
+        return upper + norm_sf(crit * sd0 / sd1 + shift)
     dof = n * (1.0 + ratio) - 2.0
     if dof <= 0:
         raise StatsInputError("need more than 2 units in all for a t-test")
     nc = delta / sd0 * math.sqrt(n * ratio / (1.0 + ratio))
     if alternative == "two-sided":
-        crit = float(stats.t.isf(alpha / 2.0, dof))
+        crit = t_isf(alpha / 2.0, dof)
         return float(stats.nct.sf(crit, dof, nc) + stats.nct.cdf(-crit, dof, nc))
-    return float(stats.nct.sf(float(stats.t.isf(alpha, dof)), dof, nc))
+    return float(stats.nct.sf(t_isf(alpha, dof), dof, nc))
 
 
 def sample_size(
@@ -102,7 +102,7 @@ def sample_size(
     delta, sd0, sd1 = _spread(baseline, mde, metric, sd, relative, ratio)
     tail = alpha / 2.0 if alternative == "two-sided" else alpha
     if metric == "conversion":
-        z_a, z_b = float(stats.norm.isf(tail)), float(stats.norm.isf(1.0 - target))
+        z_a, z_b = norm_isf(tail), norm_isf(1.0 - target)
         return math.ceil(((z_a * sd0 + z_b * sd1) / delta) ** 2)
 
     def gap(n: float) -> float:
@@ -121,7 +121,7 @@ def sample_size(
             - target
         )
 
-    z_guess = ((float(stats.norm.isf(tail)) + float(stats.norm.isf(1.0 - target))) * sd0 / delta) ** 2
+    z_guess = ((norm_isf(tail) + norm_isf(1.0 - target)) * sd0 / delta) ** 2
     n_min = 2.0 / (1.0 + ratio) + 1e-9
     upper = max(4.0, 2.0 * z_guess * (1.0 + 1.0 / ratio))
     while gap(upper) < 0:

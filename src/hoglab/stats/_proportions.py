@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._data import Proportion
 from ._errors import StatsInputError
@@ -17,6 +16,7 @@ from ._types import (
     TestResult,
     check_alpha,
     check_alternative,
+    chi2_sf,
     normal_p_value,
     z_quantile,
 )
@@ -102,7 +102,7 @@ def chi_square_test(arms: Sequence[Proportion], *, correction: bool = False) -> 
         gap = expected - observed
         observed = observed + np.sign(gap) * np.minimum(0.5, np.abs(gap))
     statistic = float(((observed - expected) ** 2 / expected).sum())
-    return ChiSquareResult(statistic, dof, float(stats.chi2.sf(statistic, dof)), expected_rows)
+    return ChiSquareResult(statistic, dof, chi2_sf(statistic, dof), expected_rows)
 
 
 def wilson_interval(proportion: Proportion, alpha: float = 0.05) -> Interval:

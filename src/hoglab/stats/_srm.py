@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ._errors import StatsInputError
+from ._types import chi2_sf
 
 __all__ = ["SRM_THRESHOLD", "SRMResult", "srm"]
 
@@ -118,7 +118,7 @@ def srm(
     else:
         expected = shares[active] * total
         statistic = float(((counts[active] - expected) ** 2 / expected).sum())
-        p_value = float(stats.chi2.sf(statistic, dof))
+        p_value = chi2_sf(statistic, dof)
     return SRMResult(
         variants=tuple(variants),
         observed=tuple(float(c) for c in counts),

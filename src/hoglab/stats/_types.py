@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy import stats
+from scipy import special
 
 from ._errors import StatsInputError
 
@@ -46,9 +46,38 @@ def check_alternative(alternative: str) -> Alternative:
     return alternative
 
 
+# scipy.special's distribution functions instead of scipy.stats' objects: the same Cephes
+# code without ~50 µs of argument handling per call, which dominated ``compare``.
+
+
+def norm_sf(z: float) -> float:
+    """Upper normal tail P(Z > z), computed directly (never as 1 − cdf)."""
+    return float(special.ndtr(-z))
+
+
+def norm_isf(q: float) -> float:
+    """z with P(Z > z) = q."""
+    return float(-special.ndtri(q))
+
+
+def t_sf(t: float, dof: float) -> float:
+    """Upper Student-t tail P(T > t)."""
+    return float(special.stdtr(dof, -t))
+
+
+def t_isf(q: float, dof: float) -> float:
+    """t with P(T > t) = q."""
+    return float(-special.stdtrit(dof, q))
+
+
+def chi2_sf(x: float, dof: float) -> float:
+    """Upper chi-square tail P(X > x)."""
+    return float(special.chdtrc(dof, x))
+
+
 def z_quantile(alpha: float) -> float:
     """Two-sided normal critical value z_{1-α/2}, from the upper tail to keep precision."""
-    return float(stats.norm.isf(alpha / 2.0))
+    return norm_isf(alpha / 2.0)
 
 
 def normal_p_value(z: float, alternative: Alternative = "two-sided") -> float:
@@ -56,10 +85,10 @@ def normal_p_value(z: float, alternative: Alternative = "two-sided") -> float:
     if math.isnan(z):
         return math.nan
     if alternative == "greater":
-        return float(stats.norm.sf(z))
+        return norm_sf(z)
     if alternative == "less":
-        return float(stats.norm.sf(-z))
-    return float(min(1.0, 2.0 * stats.norm.sf(abs(z))))
+        return norm_sf(-z)
+    return min(1.0, 2.0 * norm_sf(abs(z)))
 
 
 def t_p_value(t: float, dof: float, alternative: Alternative = "two-sided") -> float:
@@ -67,7 +96,7 @@ def t_p_value(t: float, dof: float, alternative: Alternative = "two-sided") -> f
     if math.isnan(t) or math.isnan(dof):
         return math.nan
     if alternative == "greater":
-        return float(stats.t.sf(t, dof))
+        return t_sf(t, dof)
     if alternative == "less":
-        return float(stats.t.sf(-t, dof))
-    return float(min(1.0, 2.0 * stats.t.sf(abs(t), dof)))
+        return t_sf(-t, dof)
+    return min(1.0, 2.0 * t_sf(abs(t), dof))
