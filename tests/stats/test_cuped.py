@@ -99,3 +99,21 @@ def test_cuped_needs_the_covariate_everywhere() -> None:
     )
     # A constant covariate carries no information: θ = 0.
     assert cuped_theta([SampleMean.from_values([1.0, 2.0], pre=[3.0, 3.0])]) == 0.0
+
+
+@pytest.mark.parametrize("method", ["frequentist", "bayesian", "sequential"])
+def test_compare_reports_adjusted_means_consistently(method: str) -> None:
+    rng = np.random.default_rng(54)
+    y_c, x_c, y_t, x_t = _experiment(rng, 3000, 0.7)
+    c, t = SampleMean.from_values(y_c, pre=x_c), SampleMean.from_values(y_t, pre=x_t)
+    result = compare({"control": c, "test": t}, method=method)  # type: ignore[arg-type]
+    row = result.rows[0]
+    theta = cuped_theta([c, t])
+    x_bar = np.concatenate([x_c, x_t]).mean()
+    assert row.estimate == pytest.approx(y_t.mean() - theta * (x_t.mean() - x_bar), rel=1e-12)
+    assert row.control_estimate == pytest.approx(y_c.mean() - theta * (x_c.mean() - x_bar), rel=1e-12)
+    assert row.difference == pytest.approx(row.estimate - row.control_estimate, rel=1e-9)
+    assert row.lift == pytest.approx(row.difference / y_c.mean(), rel=1e-12)
+    for arm in result.arms:
+        assert arm.ci[0] < arm.estimate < arm.ci[1]
+        assert arm.estimate == pytest.approx((arm.ci[0] + arm.ci[1]) / 2, rel=1e-9)

@@ -10,7 +10,7 @@ from scipy import special
 
 from ._bayes import credible_intervals, summarise
 from ._counts import count_arm, poisson_rate_ratio_interval, poisson_rate_test
-from ._cuped import cuped_arm, cuped_effect, cuped_theta
+from ._cuped import cuped_arm, cuped_effect, cuped_theta, pooled_pre_mean
 from ._data import Count, Proportion, SampleMean
 from ._errors import StatsInputError
 from ._inputs import Statistic
@@ -91,7 +91,7 @@ def analyse_metric(
 
     arm_results = [
         ArmResult(
-            key, u, _point(kind, s), _arm_interval(kind, s, est, alpha, method, posterior, i), float(best[i])
+            key, u, est.estimate, _arm_interval(kind, s, est, alpha, method, posterior, i), float(best[i])
         )
         for i, (key, s, u, est) in enumerate(zip(keys, stats_, units, estimates, strict=True))
     ]
@@ -159,14 +159,16 @@ def _arm_estimates(
     kind: MetricKind, keys: list[str], stats_: list[Statistic], use_cuped: bool
 ) -> list[ArmEstimate]:
     out = []
-    theta = cuped_theta([s for s in stats_ if isinstance(s, SampleMean)]) if use_cuped else 0.0
+    means = [s for s in stats_ if isinstance(s, SampleMean)]
+    theta = cuped_theta(means) if use_cuped else 0.0
+    centre = pooled_pre_mean(means) if use_cuped else 0.0
     for key, s in zip(keys, stats_, strict=True):
         if isinstance(s, Proportion):
             out.append(ArmEstimate(s.rate, s.variance, s.n))
         elif isinstance(s, Count):
             out.append(count_arm(s))
         elif isinstance(s, SampleMean):
-            out.append(cuped_arm(s, theta) if use_cuped else mean_arm(s, key))
+            out.append(cuped_arm(s, theta, centre) if use_cuped else mean_arm(s, key))
         else:
             out.append(ratio_arm(s, key))
     return out
@@ -250,7 +252,7 @@ def _arm_interval(
         return lo / s.exposure, hi / s.exposure
     se = math.sqrt(est.variance_of_mean)
     dof = est.n - 1.0
-    return t_interval(_point(kind, s), se, dof, alpha)
+    return t_interval(est.estimate, se, dof, alpha)
 
 
 def _warnings(

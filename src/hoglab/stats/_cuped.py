@@ -22,6 +22,14 @@ from ._means import ArmEstimate, Effect, welch_dof
 __all__ = ["cuped_effect", "cuped_theta"]
 
 
+def pooled_pre_mean(arms: Sequence[SampleMean]) -> float:
+    """Mean of the pre-period covariate over all arms."""
+    pooled = reduce(lambda x, y: x + y, arms)
+    if pooled.pre is None:
+        raise StatsInputError("CUPED needs a pre-period covariate (SampleMean.pre) in every arm")
+    return pooled.pre.mean
+
+
 def cuped_theta(arms: Sequence[SampleMean]) -> float:
     """Pooled θ = Cov(Y, X)/Var(X) over all arms; 0 when the covariate is constant.
 
@@ -42,14 +50,18 @@ def cuped_theta(arms: Sequence[SampleMean]) -> float:
     return pooled.covariance / var_pre
 
 
-def cuped_arm(mean: SampleMean, theta: float) -> ArmEstimate:
-    """Adjusted arm: estimate ȳ − θ·x̄ (the pooled x̄ cancels in differences), adjusted variance."""
+def cuped_arm(mean: SampleMean, theta: float, pooled_pre_mean: float = 0.0) -> ArmEstimate:
+    """Adjusted arm: estimate ȳ − θ·(x̄ − x̄_pooled), with the adjusted per-unit variance.
+
+    The pooled pre-period mean cancels in differences; it keeps each adjusted mean on the
+    metric's own scale, so it can be shown next to the raw means.
+    """
     if mean.pre is None:
         raise StatsInputError("CUPED needs a pre-period covariate in every arm")
     if mean.n < 2:
         raise StatsInputError(f"CUPED needs at least 2 units per arm, got n = {mean.n:g}")
     variance = mean.variance + theta * theta * mean.pre.variance - 2.0 * theta * mean.covariance
-    return ArmEstimate(mean.mean - theta * mean.pre.mean, max(0.0, variance), mean.n)
+    return ArmEstimate(mean.mean - theta * (mean.pre.mean - pooled_pre_mean), max(0.0, variance), mean.n)
 
 
 def cuped_effect(control: SampleMean, treatment: SampleMean, theta: float) -> Effect:
