@@ -28,16 +28,15 @@ from ._data import Count, Proportion, Ratio, SampleMean
 from ._errors import PostHogStatsError, StatsComputationError, StatsError, StatsInputError
 from ._means import Effect, delta_method_lift, mean_difference_interval, welch_ttest
 from ._posteriors import BetaPosterior, GammaPosterior, NormalPosterior
-from ._posthog import (
+from ._posthog import funnel_verdict, trend_verdict
+from ._posthog_mc import posthog_monte_carlo_funnel, posthog_monte_carlo_trend
+from ._posthog_types import (
     FunnelVariant,
     PostHogFunnelVerdict,
     PostHogTrendVerdict,
     SignificanceCode,
     TrendVariant,
-    funnel_verdict,
-    trend_verdict,
 )
-from ._posthog_mc import posthog_monte_carlo_funnel, posthog_monte_carlo_trend
 from ._power import minimum_detectable_effect, power, running_time, sample_size
 from ._proportions import (
     ChiSquareResult,

@@ -12,7 +12,8 @@ import numpy as np
 from scipy import special
 
 from ._posteriors import BetaPosterior
-from ._posthog import (
+from ._posthog import _intervals, _low_win_probability, _posthog_probabilities, posthog_poisson_p_value
+from ._posthog_types import (
     EXPECTED_LOSS_SIGNIFICANCE_LEVEL,
     FF_DISTRIBUTION_THRESHOLD,
     P_VALUE_SIGNIFICANCE_LEVEL,
@@ -24,12 +25,8 @@ from ._posthog import (
     TrendInput,
     TrendVariant,
     _funnel_variants,
-    _intervals,
-    _low_win_probability,
-    _posthog_probabilities,
     _split,
     _trend_variants,
-    posthog_poisson_p_value,
 )
 
 __all__ = ["SIMULATIONS", "posthog_monte_carlo_funnel", "posthog_monte_carlo_trend"]

@@ -10,7 +10,9 @@ random draws. The Monte Carlo versions are here too, seeded, as references.
 """
 
 from ._errors import PostHogStatsError
-from ._posthog import (
+from ._posthog import funnel_verdict, posthog_funnel_sample_size, posthog_poisson_p_value, trend_verdict
+from ._posthog_mc import SIMULATIONS, posthog_monte_carlo_funnel, posthog_monte_carlo_trend
+from ._posthog_types import (
     CONTROL_VARIANT_KEY,
     EXPECTED_LOSS_SIGNIFICANCE_LEVEL,
     FF_DISTRIBUTION_THRESHOLD,
@@ -21,12 +23,7 @@ from ._posthog import (
     PostHogTrendVerdict,
     SignificanceCode,
     TrendVariant,
-    funnel_verdict,
-    posthog_funnel_sample_size,
-    posthog_poisson_p_value,
-    trend_verdict,
 )
-from ._posthog_mc import SIMULATIONS, posthog_monte_carlo_funnel, posthog_monte_carlo_trend
 
 __all__ = [
     "CONTROL_VARIANT_KEY",
