@@ -11,12 +11,14 @@ from statsmodels.stats.proportion import power_proportions_2indep, samplesize_pr
 
 from hoglab.stats import (
     Proportion,
+    SampleMean,
     StatsInputError,
     minimum_detectable_effect,
     power,
     running_time,
     sample_size,
     two_proportion_ztest,
+    welch_ttest,
 )
 
 
@@ -109,6 +111,21 @@ def test_simulated_power_matches_the_plan() -> None:
         [
             two_proportion_ztest(Proportion(4000, a), Proportion(4000, b)).p_value < 0.05
             for a, b in zip(s_c, s_t, strict=True)
+        ]
+    )
+    assert abs(hits.mean() - 0.8) < 4 * math.sqrt(0.8 * 0.2 / sims)
+
+
+def test_simulated_mean_power_matches_the_plan() -> None:
+    rng = np.random.default_rng(41)
+    n = sample_size(10.0, 0.04, metric="mean", sd=4.0)  # +4% on a mean of 10, sd 4
+    sims = 2000
+    a = rng.normal(10.0, 4.0, size=(sims, n))
+    b = rng.normal(10.4, 4.0, size=(sims, n))
+    hits = np.array(
+        [
+            welch_ttest(SampleMean(n, x.sum(), x @ x), SampleMean(n, y.sum(), y @ y)).p_value < 0.05
+            for x, y in zip(a, b, strict=True)
         ]
     )
     assert abs(hits.mean() - 0.8) < 4 * math.sqrt(0.8 * 0.2 / sims)
