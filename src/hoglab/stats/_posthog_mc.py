@@ -1,0 +1,139 @@
+"""Seeded Monte Carlo renderings of PostHog's legacy definitions (reference implementations).
+
+PostHog draws 100,000 samples per arm from ``numpy.random.default_rng()`` (unseeded), once
+per target arm and again for the expected loss, and counts wins in a Python loop. These
+functions keep those definitions and the number of draws, vectorised and with a ``seed``,
+so tests can check the deterministic verdicts against them and the benchmark can time them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+from ._posteriors import BetaPosterior
+from ._posthog import _intervals, _low_win_probability, _posthog_probabilities, posthog_poisson_p_value
+from ._posthog_types import (
+    EXPECTED_LOSS_SIGNIFICANCE_LEVEL,
+    FF_DISTRIBUTION_THRESHOLD,
+    P_VALUE_SIGNIFICANCE_LEVEL,
+    FunnelInput,
+    FunnelVariant,
+    PostHogFunnelVerdict,
+    PostHogTrendVerdict,
+    SignificanceCode,
+    TrendInput,
+    TrendVariant,
+    _funnel_variants,
+    _split,
+    _trend_variants,
+)
+
+__all__ = ["SIMULATIONS", "posthog_monte_carlo_funnel", "posthog_monte_carlo_trend"]
+
+SIMULATIONS = 100_000
+
+
+def _win_probabilities(draw: np.random.Generator, sample: object, k: int, simulations: int) -> np.ndarray:
+    """P(arm i beats every other arm): fresh draws for every target, as PostHog does."""
+    wins = np.empty(k)
+    for i in range(k):
+        samples = sample(draw, simulations)  # type: ignore[operator]
+        others = np.delete(samples, i, axis=0).max(axis=0)
+        wins[i] = np.count_nonzero(samples[i] > others) / simulations
+    return wins
+
+
+def posthog_monte_carlo_funnel(
+    variants: FunnelInput, *, seed: int | None = None, simulations: int = SIMULATIONS
+) -> PostHogFunnelVerdict:
+    """PostHog's funnel verdict with its Monte Carlo probabilities and loss (seeded).
+
+    Examples
+    --------
+    >>> v = posthog_monte_carlo_funnel({"control": (60, 440), "test": (85, 415)}, seed=1)
+    >>> v.significance_code.value, round(v.probability["test"], 2)
+    ('significant', 0.99)
+    """
+    control, tests = _split(_funnel_variants(variants))
+    arms: tuple[FunnelVariant, ...] = (control, *tests)
+    a = np.array([v.success_count + 1.0 for v in arms])
+    b = np.array([v.failure_count + 1.0 for v in arms])
+    rng = np.random.default_rng(seed)
+
+    def sample(draw: np.random.Generator, n: int) -> np.ndarray:
+        return draw.beta(a[:, None], b[:, None], size=(len(arms), n))
+
+    probabilities = _posthog_probabilities(_win_probabilities(rng, sample, len(arms), simulations))
+    code, loss = SignificanceCode.SIGNIFICANT, 1.0
+    if any(v.total < FF_DISTRIBUTION_THRESHOLD for v in arms):
+        code = SignificanceCode.NOT_ENOUGH_EXPOSURE
+    elif _low_win_probability(probabilities):
+        code = SignificanceCode.LOW_WIN_PROBABILITY
+    else:
+        rates = [v.success_count / v.total for v in tests]
+        best = int(np.argmax(rates)) + 1
+        target, other = (best, 0) if rates[best - 1] > control.success_count / control.total else (0, best)
+        other_draws = rng.beta(a[other], b[other], simulations)
+        target_draws = rng.beta(a[target], b[target], simulations)
+        loss = float(np.maximum(0.0, other_draws - target_draws).mean())
+        code = (
+            SignificanceCode.HIGH_LOSS
+            if loss >= EXPECTED_LOSS_SIGNIFICANCE_LEVEL
+            else SignificanceCode.SIGNIFICANT
+        )
+    return PostHogFunnelVerdict(
+        probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
+        significant=code is SignificanceCode.SIGNIFICANT,
+        significance_code=code,
+        expected_loss=loss,
+        credible_intervals=_intervals(BetaPosterior(a, b), arms),
+        variants=arms,
+    )
+
+
+def posthog_monte_carlo_trend(
+    variants: TrendInput, *, seed: int | None = None, simulations: int = SIMULATIONS
+) -> PostHogTrendVerdict:
+    """PostHog's trend verdict with its Monte Carlo probabilities (seeded).
+
+    Examples
+    --------
+    >>> v = posthog_monte_carlo_trend({"control": (120, 1000), "test": (150, 1020)}, seed=1)
+    >>> v.significance_code.value, round(v.probability["test"], 2)
+    ('high_p_value', 0.95)
+    """
+    control, tests = _split(_trend_variants(variants))
+    arms: tuple[TrendVariant, ...] = (control, *tests)
+    shape = np.array([v.count + 1.0 for v in arms])
+    scale = 1.0 / np.array([v.exposure for v in arms])
+    rng = np.random.default_rng(seed)
+
+    def sample(draw: np.random.Generator, n: int) -> np.ndarray:
+        return draw.gamma(shape[:, None], scale[:, None], size=(len(arms), n))
+
+    probabilities = _posthog_probabilities(_win_probabilities(rng, sample, len(arms), simulations))
+    p_value = 1.0
+    if any(v.absolute_exposure < FF_DISTRIBUTION_THRESHOLD for v in arms):
+        code = SignificanceCode.NOT_ENOUGH_EXPOSURE
+    elif _low_win_probability(probabilities):
+        code = SignificanceCode.LOW_WIN_PROBABILITY
+    else:
+        best = tests[int(np.argmax([v.count for v in tests]))]
+        p_value = posthog_poisson_p_value(control.count, control.exposure, best.count, best.exposure)
+        code = (
+            SignificanceCode.HIGH_P_VALUE
+            if p_value >= P_VALUE_SIGNIFICANCE_LEVEL
+            else SignificanceCode.SIGNIFICANT
+        )
+    absolute = np.array([v.absolute_exposure for v in arms])
+    lo = special.gammaincinv(shape, 0.025) / absolute
+    hi = special.gammaincinv(shape, 0.975) / absolute
+    return PostHogTrendVerdict(
+        probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
+        significant=code is SignificanceCode.SIGNIFICANT,
+        significance_code=code,
+        p_value=p_value,
+        credible_intervals={v.key: (float(x), float(y)) for v, x, y in zip(arms, lo, hi, strict=True)},
+        variants=arms,
+    )

@@ -1,0 +1,75 @@
+"""Sample ratio mismatch against scipy's goodness-of-fit test, and its calibration."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from hoglab.stats import StatsInputError, srm
+
+
+@pytest.mark.parametrize(
+    ("observed", "shares"),
+    [
+        ([5050, 4950], [0.5, 0.5]),
+        ([821, 1000], [0.5, 0.5]),
+        ([3300, 3350, 3350], [1, 1, 1]),
+        ([2000, 7900], [0.2, 0.8]),
+        ([5_000_000, 5_004_000], [0.5, 0.5]),
+    ],
+)
+def test_matches_scipy_chisquare(observed: list[int], shares: list[float]) -> None:
+    result = srm(observed, shares)
+    expected = np.array(shares, dtype=float) / sum(shares) * sum(observed)
+    ref = stats.chisquare(observed, f_exp=expected)
+    assert result.statistic == pytest.approx(ref.statistic, rel=1e-9)
+    assert result.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    assert result.dof == len(observed) - 1
+
+
+def test_table() -> None:
+    result = srm({"control": 821, "test": 1000}, {"control": 1, "test": 1})
+    frame = result.to_frame()
+    assert list(frame.columns) == [
+        "variant",
+        "observed",
+        "expected_share",
+        "observed_share",
+        "expected_count",
+    ]
+    assert frame["expected_count"].tolist() == [910.5, 910.5]
+    assert frame["observed_share"].sum() == pytest.approx(1.0)
+    assert result.mismatch and "mismatch" in result._repr_html_().lower()
+    assert not srm({"a": 5050, "b": 4950}).mismatch
+
+
+def test_zero_shares_and_empty_data() -> None:
+    assert srm([100, 120, 0], [0.5, 0.5, 0.0]).dof == 1  # an arm planned at 0% with no one in it
+    leak = srm([100, 120, 3], [0.5, 0.5, 0.0])
+    assert leak.p_value == 0.0 and math.isinf(leak.statistic) and leak.mismatch
+    assert srm([0, 0]).p_value == 1.0
+
+
+def test_bad_input() -> None:
+    for bad in (
+        lambda: srm([1]),
+        lambda: srm([-1, 2]),
+        lambda: srm([1, 2], [0, 0]),
+        lambda: srm([1, 2], [1]),
+    ):
+        with pytest.raises(StatsInputError):
+            bad()
+    with pytest.raises(StatsInputError):
+        srm({"a": 1, "b": 2}, {"a": 1, "c": 1})
+
+
+def test_false_alarm_rate_under_a_correct_split() -> None:
+    rng = np.random.default_rng(30)
+    sims, total, threshold = 4000, 10_000, 0.05
+    control = rng.binomial(total, 0.5, size=sims)
+    p = np.array([srm([c, total - c]).p_value for c in control])
+    se = math.sqrt(threshold * (1 - threshold) / sims)
+    assert abs((p < threshold).mean() - threshold) < 4 * se
