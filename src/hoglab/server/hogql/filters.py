@@ -9,8 +9,9 @@ Relative dates: ``-<n><unit>`` with units ``h d w m q y`` (and ``M`` minutes, ``
 datetime in the project's time zone. ``filterTestAccounts`` is accepted and ignored (hoglab keeps no test
 account filters).
 
->>> filters_to_expr({"properties": [{"key": "$browser", "value": "Chrome", "type": "event"}]}).sql()
-"properties.`$browser` = 'Chrome'"
+>>> from .dialect import HogQLDialect
+>>> filters_to_expr({"properties": [{"key": "$browser", "value": "Chrome", "type": "event"}]}).sql(HogQLDialect)
+"(properties.`$browser` = 'Chrome')"
 """
 
 from __future__ import annotations

@@ -226,7 +226,7 @@ def split_combinators(name: str) -> tuple[str, list[str]]:
     rest is not itself an aggregate (so ``"sumMap"`` and ``"quantilesExact"`` stay whole).
 
     >>> split_combinators("countIf"), split_combinators("sumMap"), split_combinators("avgMergeState")
-    (('count', ['If']), ('sumMap', []), ('avg', ['Merge', 'State']))
+    (('count', ['If']), ('sumMap', []), ('avg', ['MergeState']))
     """
     suffixes: list[str] = []
     base = name

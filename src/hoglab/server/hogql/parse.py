@@ -5,7 +5,7 @@
 >>> parse_hogql("select 1; select 2")
 Traceback (most recent call last):
 ...
-hoglab.server.hogql.errors.HogQLError: Only one statement is allowed (line 1, column 11)
+hoglab.server.hogql.errors.HogQLError: Only one statement is allowed (line 1, column 9)
 """
 
 from __future__ import annotations
@@ -118,9 +118,14 @@ def parse_hogql_expr(text: str) -> exp.Expr:
 
     >>> parse_hogql_expr("properties.$browser = 'Chrome'").sql()
     "properties.$browser = 'Chrome'"
+    >>> parse_hogql_expr("1 from events")
+    Traceback (most recent call last):
+    ...
+    hoglab.server.hogql.errors.HogQLError: Not a single expression: '1 from events'
     """
     select = parse_hogql(f"SELECT {text}")
-    if not isinstance(select, exp.Select) or len(select.expressions) != 1 or len(select.args) > 1:
+    extra = [k for k, v in select.args.items() if v and k != "expressions"]
+    if not isinstance(select, exp.Select) or len(select.expressions) != 1 or extra:
         raise HogQLError(f"Not a single expression: {text[:80]!r}")
     node: exp.Expr = select.expressions[0]
     return node

@@ -116,6 +116,7 @@ class Resolver:
         for node in nodes:
             if isinstance(node, exp.In) and node.args.get("field") is not None:
                 self._rewrite_in_name(node, env)
+        nodes = list(scope_nodes(scope))
         for column in [n for n in nodes if isinstance(n, exp.Column)]:
             if column.parent is not None:
                 self._resolve_column(column, scope)
@@ -130,6 +131,8 @@ class Resolver:
     def _rewrite_in_name(self, node: exp.In, env: Env) -> None:
         # ``x IN name`` reads table ``name`` in ClickHouse: only a CTE may be named there, as (SELECT * FROM cte).
         target = node.args["field"]
+        if not isinstance(target, (exp.Column, exp.Dot, exp.Table)):
+            return  # a bound list or another expression, e.g. x IN {ids}
         name = target.name if isinstance(target, exp.Column) and len(target.parts) == 1 else None
         if name is None or name not in env.ctes:
             raise _err("IN needs a list, a subquery or the name of a WITH query", target)
@@ -170,6 +173,10 @@ class Resolver:
             if not candidates:
                 if len(names) > 1 and not scope.is_alias(first, node):
                     raise _err(f"Unknown table or field '{first}'", node)
+                # Only refuse what no source can have: a subquery with unnamed columns might still have it.
+                if first not in scope.env_aliases and all(s.has(first) is False for s in scope.sources):
+                    tables = ", ".join(s.alias or "(subquery)" for s in scope.sources) or "no table"
+                    raise _err(f"Unknown field '{first}' (reading {tables})", node)
                 return None
             source, rest = candidates[0], names
         return self._resolve_in_source(source, rest, node, scope)

@@ -229,7 +229,8 @@ def _numbers(node: exp.Table, func: exp.Anonymous) -> None:
 
 def _sample_fraction(sample: exp.Expr) -> float:
     size = sample.args.get("size")
-    if sample.args.get("percent") is not None or size is None or len(sample.args) > 1 + ("method" in sample.args):
+    extra = [k for k, v in sample.args.items() if v is not None and k not in ("size", "method")]
+    if size is None or extra:
         raise _err("Only SAMPLE <fraction> is supported, e.g. SAMPLE 0.1 or SAMPLE 1/10", sample)
     try:
         if isinstance(size, exp.Div) and all(isinstance(p, exp.Literal) for p in (size.this, size.expression)):

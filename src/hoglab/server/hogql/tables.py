@@ -286,7 +286,8 @@ _BUILDERS = {
 def build_view(table: str, opts: ViewOptions) -> exp.Select:
     """The guarded subquery standing in for HogQL table ``table`` (a key of ``TABLES``).
 
-    >>> build_view("persons", ViewOptions(team_id=7, database="hoglab", timezone="UTC")).sql("clickhouse")[:60]
-    'SELECT __hq_p."id" AS "id", argMax(__hq_p."created_at", __hq_'
+    >>> sql = build_view("persons", ViewOptions(team_id=7, database="hoglab", timezone="UTC")).sql("clickhouse")
+    >>> sql[sql.index("FROM"):]
+    'FROM hoglab.persons AS __hq_p WHERE equals(__hq_p."team_id", 7) GROUP BY __hq_p."id" HAVING equals(argMax(__hq_p."is_deleted", __hq_p."version"), 0)'
     """
     return _BUILDERS[table](opts)

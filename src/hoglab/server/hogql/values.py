@@ -4,7 +4,7 @@ A value becomes a literal *node* in the tree, never text in the query, so no val
 structure: ``{"x": "1 OR 1=1"}`` is the string ``'1 OR 1=1'``.
 
 >>> escape_literal("it's"), escape_literal(None), escape_literal([1, "a"])
-("'it\\\\'s'", 'NULL', "[1, 'a']")
+("'it''s'", 'NULL', "[1, 'a']")
 >>> escape_identifier("$feature/new-checkout"), escape_identifier("event")
 ('`$feature/new-checkout`', 'event')
 """
