@@ -173,7 +173,8 @@ def check_query(tree: exp.Expr) -> None:
         elif isinstance(node, (exp.Select, exp.SetOperation)):
             for key, label in _FORBIDDEN_SELECT_ARGS.items():
                 if node.args.get(key):
-                    raise _error(f"{label} is not allowed in HogQL", node.args[key] or node)
+                    value = node.args[key]
+                    raise _error(f"{label} is not allowed in HogQL", value if isinstance(value, exp.Expr) else node)
         elif isinstance(node, exp.Star) and (node.args.get("replace") or node.args.get("rename")):
             raise _error("Only * EXCEPT (...) is supported as a * modifier", node)
         elif isinstance(node, exp.With) and node.args.get("recursive"):

@@ -17,7 +17,7 @@ registers as case-insensitive, and either way it can only mean the same function
 
 from __future__ import annotations
 
-import re
+import functools
 
 __all__ = [
     "AGGREGATE_COMBINATORS",
@@ -218,25 +218,27 @@ TZ_FUNCTIONS: dict[str, int] = {
 }
 """Functions that build a DateTime from something without a time zone: the project's zone is appended."""
 
-_COMBINATOR_RE = re.compile("(" + "|".join(AGGREGATE_COMBINATORS) + ")$")
+@functools.lru_cache(maxsize=4096)
+def _split(name: str) -> tuple[str, tuple[str, ...]] | None:
+    if name.lower() in _LOWER_AGGREGATES:
+        return name, ()
+    for suffix in AGGREGATE_COMBINATORS:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            found = _split(name[: -len(suffix)])
+            if found is not None:
+                return found[0], (*found[1], suffix)
+    return None
 
 
 def split_combinators(name: str) -> tuple[str, list[str]]:
-    """``"uniqExactIfState"`` -> ``("uniqExact", ["If", "State"])``: strip known combinator suffixes while the
-    rest is not itself an aggregate (so ``"sumMap"`` and ``"quantilesExact"`` stay whole).
+    """``"uniqExactIfState"`` -> ``("uniqExact", ["If", "State"])``: the aggregate under combinator suffixes, trying
+    every way to split (``groupArrayIf`` is groupArray + If, not group + ArrayIf); ``(name, [])`` if none fits.
 
-    >>> split_combinators("countIf"), split_combinators("sumMap"), split_combinators("avgMergeState")
-    (('count', ['If']), ('sumMap', []), ('avg', ['MergeState']))
+    >>> split_combinators("countIf"), split_combinators("sumMap"), split_combinators("groupArrayIf")
+    (('count', ['If']), ('sumMap', []), ('groupArray', ['If']))
     """
-    suffixes: list[str] = []
-    base = name
-    while base.lower() not in _LOWER_AGGREGATES:
-        match = _COMBINATOR_RE.search(base)
-        if not match or match.start() == 0:
-            break
-        suffixes.insert(0, match.group(1))
-        base = base[: match.start()]
-    return base, suffixes
+    found = _split(name) if len(name) <= 128 else None
+    return (found[0], list(found[1])) if found else (name, [])
 
 
 def is_aggregate(name: str) -> bool:
