@@ -29,18 +29,27 @@ CASES: list[tuple[dict[str, Any], Any]] = [
     ({"key": "$browser", "value": "Chrome"}, lambda e: prop(e, "$browser") == "Chrome"),
     ({"key": "$browser", "value": ["Chrome", "Safari"]}, lambda e: prop(e, "$browser") in ("Chrome", "Safari")),
     ({"key": "$browser", "value": "Chrome", "operator": "is_not"}, lambda e: prop(e, "$browser") != "Chrome"),
-    ({"key": "$browser", "value": "fire", "operator": "icontains"}, lambda e: "fire" in (prop(e, "$browser") or "").lower()),
-    ({"key": "$browser", "value": "fire", "operator": "not_icontains"},
-     lambda e: "fire" not in (prop(e, "$browser") or "").lower()),  # fmt: skip
-    ({"key": "$browser", "value": "^(Chr|Saf)", "operator": "regex"},
-     lambda e: (prop(e, "$browser") or "").startswith(("Chr", "Saf"))),  # fmt: skip
+    (
+        {"key": "$browser", "value": "fire", "operator": "icontains"},
+        lambda e: "fire" in (prop(e, "$browser") or "").lower(),
+    ),
+    (
+        {"key": "$browser", "value": "fire", "operator": "not_icontains"},
+        lambda e: "fire" not in (prop(e, "$browser") or "").lower(),
+    ),
+    (
+        {"key": "$browser", "value": "^(Chr|Saf)", "operator": "regex"},
+        lambda e: (prop(e, "$browser") or "").startswith(("Chr", "Saf")),
+    ),
     ({"key": "price", "value": 9, "operator": "gt"}, lambda e: (_num(e) or -1e9) > 9),
     ({"key": "price", "value": 7.5, "operator": "lte"}, lambda e: _num(e) is not None and _num(e) <= 7.5),  # type: ignore[operator]
     ({"key": "price", "value": [5, 10], "operator": "between"}, lambda e: _num(e) is not None and 5 <= _num(e) <= 10),  # type: ignore[operator]
     ({"key": "price", "operator": "is_set"}, lambda e: prop(e, "price") is not None),
     ({"key": "price", "operator": "is_not_set"}, lambda e: prop(e, "price") is None),
-    ({"key": "$feature/new-checkout", "value": "test", "type": "feature"},
-     lambda e: prop(e, "$feature/new-checkout") == "test"),  # fmt: skip
+    (
+        {"key": "$feature/new-checkout", "value": "test", "type": "feature"},
+        lambda e: prop(e, "$feature/new-checkout") == "test",
+    ),
     ({"key": "50%_off", "value": "x_y%", "operator": "icontains"}, lambda e: False),
 ]
 
@@ -55,7 +64,9 @@ def test_event_property_filters(ch: Runner, world: World, flt: dict[str, Any], p
 
 def test_person_cohort_and_hogql_filters(ch: Runner, world: World) -> None:
     persons = world.persons_now()
-    expected = sum(1 for e in world.team("events") if prop(persons.get(e["person_id"], {"properties": "{}"}), "plan") == "pro")
+    expected = sum(
+        1 for e in world.team("events") if prop(persons.get(e["person_id"], {"properties": "{}"}), "plan") == "pro"
+    )
     assert _count(ch, {"properties": [{"type": "person", "key": "plan", "value": "pro"}]}) == expected
     members = world.cohort_members(1)
     assert _count(ch, {"properties": [{"type": "cohort", "key": "id", "value": 1}]}) == sum(
@@ -65,10 +76,18 @@ def test_person_cohort_and_hogql_filters(ch: Runner, world: World) -> None:
 
 
 def test_groups_and_date_ranges(ch: Runner, world: World) -> None:
-    group = {"type": "OR", "values": [{"type": "AND", "values": [
-        {"type": "event", "key": "$browser", "value": "Safari"},
-        {"type": "event", "key": "price", "value": 100, "operator": "exact"},
-    ]}]}  # fmt: skip
+    group = {
+        "type": "OR",
+        "values": [
+            {
+                "type": "AND",
+                "values": [
+                    {"type": "event", "key": "$browser", "value": "Safari"},
+                    {"type": "event", "key": "price", "value": 100, "operator": "exact"},
+                ],
+            }
+        ],
+    }
     expected = sum(1 for e in world.team("events") if prop(e, "$browser") in ("Safari",) or prop(e, "price") == "100")
     assert _count(ch, {"properties": group}) == 0  # the AND of both matches nothing
     group["values"][0]["type"] = "OR"  # type: ignore[index]
@@ -82,9 +101,13 @@ def test_groups_and_date_ranges(ch: Runner, world: World) -> None:
 
 def test_filters_cannot_smuggle_sql(ch: Runner) -> None:
     with pytest.raises(HogQLError):
-        ch.compile("select count() from events where {filters}",
-                   filters={"properties": [{"type": "hogql", "key": "1) OR (SELECT count() FROM system.tables"}]})  # fmt: skip
+        ch.compile(
+            "select count() from events where {filters}",
+            filters={"properties": [{"type": "hogql", "key": "1) OR (SELECT count() FROM system.tables"}]},
+        )
     with pytest.raises(HogQLError):
-        ch.compile("select count() from events where {filters}",
-                   filters={"properties": [{"type": "hogql", "key": "hostName() = 'x'"}]})  # fmt: skip
+        ch.compile(
+            "select count() from events where {filters}",
+            filters={"properties": [{"type": "hogql", "key": "hostName() = 'x'"}]},
+        )
     assert _count(ch, {"properties": [{"type": "event", "key": "x' OR 1=1 --", "value": "' OR ''='"}]}) == 0

@@ -30,7 +30,8 @@ VALID = [
     "select toStartOfDay(timestamp) d, uniq(person_id) from events where event = {e} group by d",
     "select number from numbers(10) union all select number from numbers(5)",
     "select arrayMap(x -> x * 2, [1, 2, 3]), properties['a']['b'] from events array join [1, 2] as k",
-    "select distinct_id, row_number() over (partition by distinct_id order by timestamp) from events limit 3 by distinct_id",
+    "select distinct_id, row_number() over (partition by distinct_id order by timestamp) from events "
+    "limit 3 by distinct_id",
     "select count() from events where distinct_id in (select distinct_id from person_distinct_ids) and {filters}",
     "select windowFunnel(86400)(toDateTime(timestamp), event = 'a', event = 'b') from events group by person_id",
 ]
@@ -74,7 +75,11 @@ def mutated(draw: st.DrawFn) -> str:
     return query
 
 
-@settings(max_examples=400 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=400 * SCALE,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(query=mutated())
 def test_mutations_of_valid_queries(ch: Runner, query: str) -> None:
     _outcome(ch, query)

@@ -167,15 +167,21 @@ CORPUS: list[tuple[str, str | Check, dict[str, Any] | None]] = [
     ("SELECT count() FROM events WHERE event = {e}", count_is(lambda w: 0), {"e": "x' OR 1=1 --"}),
     ("SELECT count() FROM events WHERE event = {e}", count_is(lambda w: 0), {"e": "'; DROP TABLE events; --"}),
     ("SELECT count() FROM events WHERE event IN {e}", count_is(lambda w: 0), {"e": ["a') OR (1=1", "b"]}),
-    ("SELECT {e}", lambda r, w: r == [["x') UNION ALL SELECT * FROM system.tables --"]],
-     {"e": "x') UNION ALL SELECT * FROM system.tables --"}),  # fmt: skip
+    (
+        "SELECT {e}",
+        lambda r, w: r == [["x') UNION ALL SELECT * FROM system.tables --"]],
+        {"e": "x') UNION ALL SELECT * FROM system.tables --"},
+    ),
     ("SELECT count() FROM events WHERE distinct_id = {d}", count_is(lambda w: 1), {"d": "d1"}),
     # ---- shadowing and aliasing
     ("WITH events AS (SELECT * FROM hoglab.events) SELECT * FROM events", REFUSED, None),
     ("WITH system AS (SELECT 1) SELECT * FROM system.tables", REFUSED, None),
     ("WITH events AS (SELECT * FROM events) SELECT count() FROM events", count_is(n_events), None),
-    ("WITH events AS (SELECT * FROM events WHERE 1) SELECT count() FROM events AS a, events AS b",
-     count_is(lambda w: n_events(w) ** 2), None),  # fmt: skip
+    (
+        "WITH events AS (SELECT * FROM events WHERE 1) SELECT count() FROM events AS a, events AS b",
+        count_is(lambda w: n_events(w) ** 2),
+        None,
+    ),
     ("WITH x AS (SELECT event FROM events) SELECT count() FROM events WHERE event IN x", count_is(n_events), None),
     ("SELECT count() FROM numbers(10) AS events", count_is(lambda w: 10), None),
     ("SELECT count() FROM (SELECT * FROM events) AS persons", count_is(n_events), None),
@@ -183,11 +189,18 @@ CORPUS: list[tuple[str, str | Check, dict[str, Any] | None]] = [
     ("SELECT count() FROM events WHERE distinct_id = 'd1'", count_is(lambda w: 1), None),
     ("SELECT person_id FROM person_distinct_ids WHERE distinct_id = 'd1'", lambda r, w: r == [[P1]], None),
     ("SELECT person.properties.email FROM events WHERE distinct_id = 'd1'", lambda r, w: r == [["ann@x.com"]], None),
-    ("SELECT pdi.person.properties.email FROM events WHERE distinct_id = 'd1'", lambda r, w: r == [["ann@x.com"]], None),
+    (
+        "SELECT pdi.person.properties.email FROM events WHERE distinct_id = 'd1'",
+        lambda r, w: r == [["ann@x.com"]],
+        None,
+    ),
     ("SELECT (SELECT count() FROM events) AS c", count_is(n_events), None),
     ("SELECT count() FROM events WHERE event GLOBAL IN (SELECT event FROM events)", count_is(n_events), None),
-    ("SELECT count() FROM events WHERE EXISTS (SELECT 1 FROM events WHERE event = 'T2SECRET_event')",
-     count_is(lambda w: 0), None),  # fmt: skip
+    (
+        "SELECT count() FROM events WHERE EXISTS (SELECT 1 FROM events WHERE event = 'T2SECRET_event')",
+        count_is(lambda w: 0),
+        None,
+    ),
     ("SELECT count() FROM events WHERE event LIKE '%SECRET%'", count_is(lambda w: 0), None),
     ("SELECT properties FROM events WHERE event = 'T2SECRET_event'", lambda r, w: r == [], None),
     ("SELECT e2.* FROM events e RIGHT JOIN events e2 ON 1 = 0", anything, None),
@@ -195,8 +208,12 @@ CORPUS: list[tuple[str, str | Check, dict[str, Any] | None]] = [
     ("SELECT * FROM events e CROSS JOIN persons p", anything, None),
     ("SELECT * FROM events e PASTE JOIN events e2", anything, None),
     ("SELECT * FROM events e JOIN person_distinct_ids USING distinct_id", anything, None),
-    ("SELECT * FROM events e ASOF LEFT JOIN events e2 ON e.distinct_id = e2.distinct_id AND e.timestamp >= e2.timestamp",
-     anything, None),  # fmt: skip
+    (
+        "SELECT * FROM events e ASOF LEFT JOIN events e2 "
+        "ON e.distinct_id = e2.distinct_id AND e.timestamp >= e2.timestamp",
+        anything,
+        None,
+    ),
     ("SELECT * FROM events UNION ALL SELECT * FROM events", anything, None),
     ("SELECT * FROM events UNION ALL SELECT * FROM system.tables", REFUSED, None),
     ("SELECT event FROM events UNION ALL SELECT name FROM system.databases", REFUSED, None),

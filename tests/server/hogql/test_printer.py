@@ -76,7 +76,10 @@ def test_union_distinct_intersect_except(ch: Runner) -> None:
     assert ch.query("select number from numbers(5) union distinct select number from numbers(3) order by 1") == [
         [i] for i in range(5)
     ]
-    assert ch.query("select number from numbers(5) intersect select number + 3 from numbers(5) order by 1") == [[3], [4]]
+    assert ch.query("select number from numbers(5) intersect select number + 3 from numbers(5) order by 1") == [
+        [3],
+        [4],
+    ]
     assert ch.query("select number from numbers(3) except select number from numbers(1) order by 1") == [[1], [2]]
     with pytest.raises(HogQLError, match="DISTINCT or ALL"):
         compile_hogql("select 1 union select 2", team_id=1)

@@ -100,11 +100,18 @@ def test_toFloat_and_toInt_conveniences(ch: Runner, world: World) -> None:
 
 def test_properties_through_a_cte_and_a_subquery(ch: Runner, world: World) -> None:
     expected = sorted(b for e in world.team("events") if (b := prop(e, "$browser")) is not None)
-    rows = ch.query("with x as (select properties from events) select x.properties.$browser as b from x where b is not null order by b")
+    rows = ch.query(
+        "with x as (select properties from events) "
+        "select x.properties.$browser as b from x where b is not null order by b"
+    )
     assert [r[0] for r in rows] == expected
-    rows = ch.query("select s.properties.$browser as b from (select properties from events) s where b is not null order by b")
+    rows = ch.query(
+        "select s.properties.$browser as b from (select properties from events) s where b is not null order by b"
+    )
     assert [r[0] for r in rows] == expected
-    rows = ch.query("select b.$browser from (select properties.$browser from events) b where b.$browser is not null order by 1")
+    rows = ch.query(
+        "select b.$browser from (select properties.$browser from events) b where b.$browser is not null order by 1"
+    )
     assert [r[0] for r in rows] == expected
 
 

@@ -34,8 +34,10 @@ def test_person_fields_on_events(ch: Runner, world: World) -> None:
 
 
 def test_several_distinct_ids_count_as_one_person(ch: Runner, world: World) -> None:
-    rows = ch.query("select person.properties.email, count(), uniq(distinct_id) from events where person.id is not null "
-                    "group by 1 order by 1")  # fmt: skip
+    rows = ch.query(
+        "select person.properties.email, count(), uniq(distinct_id) from events where person.id is not null "
+        "group by 1 order by 1"
+    )
     expected: dict[str, list[Any]] = {}
     for e in world.team("events"):
         email = _person_email(world, e["person_id"])
@@ -56,8 +58,10 @@ def test_pdi_join_uses_newest_mapping(ch: Runner, world: World) -> None:
     rows = ch.query("select distinct_id, pdi.person_id, pdi.person.properties.email from events order by distinct_id")
     pdi = world.pdi_now()
     expected = sorted(
-        {(e["distinct_id"], pdi.get(e["distinct_id"]), _person_email(world, pdi.get(e["distinct_id"], "")))
-         for e in world.team("events")}  # fmt: skip
+        {
+            (e["distinct_id"], pdi.get(e["distinct_id"]), _person_email(world, pdi.get(e["distinct_id"], "")))
+            for e in world.team("events")
+        }
     )
     assert sorted({tuple(r) for r in rows}) == expected
 
@@ -80,7 +84,9 @@ def test_cohort_people_latest_calculation(ch: Runner, world: World) -> None:
     rows = ch.query("select cohort_id, person_id from cohort_people order by cohort_id, person_id")
     expected = sorted((c, p) for c in (1, 2) for p in world.cohort_members(c))
     assert [tuple(r) for r in rows] == expected
-    rows = ch.query("select count() from events where person_id in (select person_id from cohort_people where cohort_id = 1)")
+    rows = ch.query(
+        "select count() from events where person_id in (select person_id from cohort_people where cohort_id = 1)"
+    )
     members = world.cohort_members(1)
     assert rows == [[sum(1 for e in world.team("events") if e["person_id"] in members)]]
 

@@ -42,7 +42,9 @@ def test_values_of_every_kind(ch: Runner) -> None:
 
 
 def test_naive_datetime_is_project_time(ch: Runner) -> None:
-    rows = ch.query("select toString({ts}, 'UTC')", values={"ts": dt.datetime(2026, 1, 2, 12)}, timezone="Europe/Berlin")
+    rows = ch.query(
+        "select toString({ts}, 'UTC')", values={"ts": dt.datetime(2026, 1, 2, 12)}, timezone="Europe/Berlin"
+    )
     assert rows == [["2026-01-02 11:00:00.000000"]]
 
 

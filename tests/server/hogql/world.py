@@ -84,8 +84,9 @@ def prop(event: dict[str, Any], *path: str) -> str | None:
 T0 = datetime(2026, 1, 1, 10, 0, 0)
 
 
-def _event(world: World, team: int, n: int, event: str, distinct_id: str, person_id: str, props: dict[str, Any],
-           at: datetime) -> None:  # fmt: skip
+def _event(
+    world: World, team: int, n: int, event: str, distinct_id: str, person_id: str, props: dict[str, Any], at: datetime
+) -> None:
     world.events.append(
         {
             "team_id": team,
@@ -131,7 +132,15 @@ def build_world() -> World:
     _person(w, TEAM, P3, {"email": "del@x.com"}, 2, deleted=1)
     _person(w, TEAM, P4, {"email": "carol@x.com", "nested": {"k": "v"}}, 1)
     _person(w, TEAM, P5, {"email": "merged@x.com"}, 1)
-    for distinct_id, person in (("d1", P1), ("d1b", P1), ("d2", P2), ("d3", P3), ("d5", P5), ("dmove", P2), ("ddel", P2)):
+    for distinct_id, person in (
+        ("d1", P1),
+        ("d1b", P1),
+        ("d2", P2),
+        ("d3", P3),
+        ("d5", P5),
+        ("dmove", P2),
+        ("ddel", P2),
+    ):
         _pdi(w, TEAM, distinct_id, person, 1)
     _pdi(w, TEAM, "dmove", P1, 2)
     _pdi(w, TEAM, "ddel", P2, 2, deleted=1)
@@ -140,11 +149,47 @@ def build_world() -> World:
         w.cohorts += [{"team_id": TEAM, "cohort_id": 1, "person_id": p, "version": version} for p in members]
     w.cohorts.append({"team_id": TEAM, "cohort_id": 2, "person_id": P4, "version": 1})
     day = timedelta(days=1)
-    _event(w, TEAM, 1, "$pageview", "d1", P1, {"$browser": "Chrome", "price": 10, "a": {"b": "deep", "n": 1},
-           "$feature/new-checkout": "test", "flag": True, "$session_id": "s1", "$window_id": "w1"}, T0)  # fmt: skip
-    _event(w, TEAM, 2, "$pageview", "d1b", P1, {"$browser": "Firefox", "price": "20.5", "flag": False}, T0 + day + timedelta(hours=13, minutes=30))  # fmt: skip
-    _event(w, TEAM, 3, "signup", "d2", P2, {"$browser": "Chrome", "price": 5, "nullish": None, "empty": ""}, T0 + 2 * day)
-    _event(w, TEAM, 4, "purchase", "d2", P2, {"price": 100, "quote": 'it\'s "x"', "uni": "é€😀", "team_id": "7"}, T0 + 3 * day)  # fmt: skip
+    _event(
+        w,
+        TEAM,
+        1,
+        "$pageview",
+        "d1",
+        P1,
+        {
+            "$browser": "Chrome",
+            "price": 10,
+            "a": {"b": "deep", "n": 1},
+            "$feature/new-checkout": "test",
+            "flag": True,
+            "$session_id": "s1",
+            "$window_id": "w1",
+        },
+        T0,
+    )
+    _event(
+        w,
+        TEAM,
+        2,
+        "$pageview",
+        "d1b",
+        P1,
+        {"$browser": "Firefox", "price": "20.5", "flag": False},
+        T0 + day + timedelta(hours=13, minutes=30),
+    )
+    _event(
+        w, TEAM, 3, "signup", "d2", P2, {"$browser": "Chrome", "price": 5, "nullish": None, "empty": ""}, T0 + 2 * day
+    )
+    _event(
+        w,
+        TEAM,
+        4,
+        "purchase",
+        "d2",
+        P2,
+        {"price": 100, "quote": 'it\'s "x"', "uni": "é€😀", "team_id": "7"},
+        T0 + 3 * day,
+    )
     _event(w, TEAM, 5, "$pageview", "d3", P3, {"$browser": "Safari"}, T0 + 4 * day)
     _event(w, TEAM, 6, "$pageview", "d5", P5, {"$browser": "Chrome", "$feature/new-checkout": "control"}, T0 + 5 * day)
     _event(w, TEAM, 7, "$pageview", "anon", P9, {}, T0 + 6 * day)
@@ -158,6 +203,14 @@ def build_world() -> World:
     w.overrides.append({"team_id": OTHER, "old_person_id": P2, "override_person_id": P9, "version": 99})
     w.cohorts += [{"team_id": OTHER, "cohort_id": c, "person_id": P9, "version": 99} for c in (1, 2)]
     for n in range(1, 6):
-        _event(w, OTHER, n, "$pageview" if n % 2 else f"{MARKER}_event", "d1", P1, {"secret": MARKER, "$browser": MARKER, "price": 1000},
-               T0 + n * day)  # fmt: skip
+        _event(
+            w,
+            OTHER,
+            n,
+            "$pageview" if n % 2 else f"{MARKER}_event",
+            "d1",
+            P1,
+            {"secret": MARKER, "$browser": MARKER, "price": 1000},
+            T0 + n * day,
+        )
     return w

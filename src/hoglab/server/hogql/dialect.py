@@ -20,7 +20,7 @@ Three kinds of change, all small:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlglot import exp
 from sqlglot.dialects.clickhouse import ClickHouse
@@ -61,13 +61,15 @@ def _refuse(message: str, token: Token | None) -> HogQLError:
     return HogQLError(message, start=token.start, end=token.end + 1)
 
 
-class HogQLParser(ClickHouseParser):
-    FUNCTIONS: dict[str, Any] = {}
-    FUNCTION_PARSERS = {k: v for k, v in ClickHouseParser.FUNCTION_PARSERS.items() if k in _KEPT_FUNCTION_PARSERS}
+class HogQLParser(ClickHouseParser):  # type: ignore[misc]  # sqlglot is untyped for mypy here
+    FUNCTIONS: ClassVar[dict[str, Any]] = {}
+    FUNCTION_PARSERS: ClassVar[dict[str, Any]] = {
+        k: v for k, v in ClickHouseParser.FUNCTION_PARSERS.items() if k in _KEPT_FUNCTION_PARSERS
+    }
     # CURRENT_USER and friends would otherwise become typed nodes that print as server functions.
-    NO_PAREN_FUNCTIONS: dict[Any, Any] = {}
+    NO_PAREN_FUNCTIONS: ClassVar[dict[Any, Any]] = {}
 
-    QUERY_MODIFIER_PARSERS = {
+    QUERY_MODIFIER_PARSERS: ClassVar[dict[Any, Any]] = {
         **ClickHouseParser.QUERY_MODIFIER_PARSERS,
         TokenType.LIMIT: lambda self: self._parse_limit_or_limit_by(),
         TokenType.SETTINGS: lambda self: self._refuse_modifier("SETTINGS"),
@@ -136,7 +138,7 @@ class HogQLParser(ClickHouseParser):
         return sample
 
 
-class HogQLGenerator(ClickHouseGenerator):
+class HogQLGenerator(ClickHouseGenerator):  # type: ignore[misc]
     def offset_limit_modifiers(
         self, expression: exp.Expr, fetch: bool, limit: exp.Fetch | exp.Limit | None
     ) -> list[str]:
@@ -150,22 +152,23 @@ class HogQLGenerator(ClickHouseGenerator):
 
     def if_sql(self, expression: exp.If) -> str:
         if isinstance(expression.parent, exp.Case):
-            return super().if_sql(expression)
+            return str(super().if_sql(expression))
         false = expression.args.get("false")
-        args = [expression.this, expression.args.get("true")] + ([false] if false is not None else [])
-        if false is None:
-            args.append(exp.null())
-        return self.func("if", *args)
+        return str(
+            self.func("if", expression.this, expression.args.get("true"), false if false is not None else exp.null())
+        )
 
 
-class HogQLDialect(ClickHouse):
+class HogQLDialect(ClickHouse):  # type: ignore[misc]
     """sqlglot dialect for HogQL text and for the ClickHouse SQL printed from it."""
 
-    class Tokenizer(ClickHouse.Tokenizer):
-        SINGLE_TOKENS = {k: v for k, v in ClickHouse.Tokenizer.SINGLE_TOKENS.items() if k != "$"}
-        VAR_SINGLE_TOKENS = {"$"}
-        HEREDOC_STRINGS: list[str | tuple[str, str]] = []
-        IDENTIFIERS = ["`", '"']
+    class Tokenizer(ClickHouse.Tokenizer):  # type: ignore[misc]
+        SINGLE_TOKENS: ClassVar[dict[str, TokenType]] = {
+            k: v for k, v in ClickHouse.Tokenizer.SINGLE_TOKENS.items() if k != "$"
+        }
+        VAR_SINGLE_TOKENS: ClassVar[set[str]] = {"$"}
+        HEREDOC_STRINGS: ClassVar[list[str | tuple[str, str]]] = []
+        IDENTIFIERS: ClassVar[list[str | tuple[str, str]]] = ["`", '"']
 
     Parser = HogQLParser
     Generator = HogQLGenerator

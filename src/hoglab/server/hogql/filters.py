@@ -24,6 +24,7 @@ from sqlglot import exp
 from .errors import HogQLError
 from .parse import parse_hogql_expr
 from .scope import identifier
+from .values import bind_placeholders
 
 __all__ = ["filters_to_expr"]
 
@@ -70,8 +71,9 @@ def _date(text: str, timezone: str) -> exp.Expr:
             if unit == "w":
                 truncated = _fn("toDateTime64", _fn("toStartOfWeek", now), exp.Literal.number(6), tz)
             if edge == "End":
-                truncated = _fn("subtractSeconds", _fn(f"add{interval}s", truncated, exp.Literal.number(1)),
-                                exp.Literal.number(1))  # fmt: skip
+                truncated = _fn(
+                    "subtractSeconds", _fn(f"add{interval}s", truncated, exp.Literal.number(1)), exp.Literal.number(1)
+                )
             return truncated
         return now
     return _fn("parseDateTime64BestEffort", exp.Literal.string(text), exp.Literal.number(6), tz)
@@ -97,31 +99,37 @@ def _values(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _property_condition(flt: dict[str, Any], timezone: str) -> exp.Expr:
-    kind = flt.get("type", "event")
-    if kind == "hogql":
-        return parse_hogql_expr(str(flt.get("key")))
-    if kind == "cohort":
-        sub = parse_hogql_expr("person_id IN (SELECT person_id FROM cohort_people WHERE cohort_id = 0)")
-        sub.find(exp.Literal).replace(exp.Literal.number(int(flt["value"])))  # type: ignore[union-attr]
-        return exp.Not(this=sub) if flt.get("operator") == "not_in" else sub
-    if kind not in ("event", "feature", "person"):
-        raise HogQLError(f"Property filters of type {kind!r} are not supported in {{filters}}")
-    prop, op, value = _prop(flt), flt.get("operator") or "exact", flt.get("value")
+def _or_null(prop: exp.Expr, condition: exp.Expr) -> exp.Expr:
+    # "is not X" keeps the events that have no such property at all, as PostHog does.
+    return exp.Paren(this=exp.Or(this=exp.Is(this=prop.copy(), expression=exp.Null()), expression=condition))
+
+
+def _text_condition(prop: exp.Expr, op: str, value: Any) -> exp.Expr | None:
     strings = [_str(v) for v in _values(value)] if value is not None else []
-    null_or = lambda cond: exp.Or(this=exp.Is(this=prop.copy(), expression=exp.Null()), expression=cond)  # noqa: E731
+    if op in ("exact", "in", "is_not", "not_in") and not strings:
+        raise HogQLError(f"Operator {op!r} needs a value")
     if op in ("exact", "in"):
         return exp.EQ(this=prop, expression=strings[0]) if len(strings) == 1 else exp.In(this=prop, expressions=strings)
     if op in ("is_not", "not_in"):
-        cond = exp.NEQ(this=prop, expression=strings[0]) if len(strings) == 1 else exp.Not(this=exp.In(this=prop, expressions=strings))
-        return exp.Paren(this=null_or(cond))
+        if len(strings) == 1:
+            return _or_null(prop, exp.NEQ(this=prop, expression=strings[0]))
+        return _or_null(prop, exp.Not(this=exp.In(this=prop, expressions=strings)))
     if op == "icontains":
         return exp.ILike(this=prop, expression=_like_value(value))
     if op == "not_icontains":
-        return exp.Paren(this=null_or(exp.Not(this=exp.ILike(this=prop, expression=_like_value(value)))))
-    if op in ("regex", "not_regex"):
-        cond = _fn("match", prop, _str(value))
-        return exp.Paren(this=null_or(exp.Not(this=cond))) if op == "not_regex" else cond
+        return _or_null(prop, exp.Not(this=exp.ILike(this=prop, expression=_like_value(value))))
+    if op == "regex":
+        return _fn("match", prop, _str(value))
+    if op == "not_regex":
+        return _or_null(prop, exp.Not(this=_fn("match", prop, _str(value))))
+    if op == "is_set":
+        return exp.Not(this=exp.Is(this=prop, expression=exp.Null()))
+    if op == "is_not_set":
+        return exp.Is(this=prop, expression=exp.Null())
+    return None
+
+
+def _number_condition(prop: exp.Expr, op: str, value: Any, timezone: str) -> exp.Expr:
     number = _fn("toFloat64OrNull", prop)
     comparisons = {"gt": exp.GT, "gte": exp.GTE, "lt": exp.LT, "lte": exp.LTE, "min": exp.GTE, "max": exp.LTE}
     if op in comparisons:
@@ -130,15 +138,26 @@ def _property_condition(flt: dict[str, Any], timezone: str) -> exp.Expr:
         low, high = _values(value)
         between = exp.Between(this=number, low=_num(low), high=_num(high))
         return exp.Not(this=between) if op == "not_between" else between
-    if op == "is_set":
-        return exp.Not(this=exp.Is(this=prop, expression=exp.Null()))
-    if op == "is_not_set":
-        return exp.Is(this=prop, expression=exp.Null())
     if op in ("is_date_exact", "is_date_before", "is_date_after"):
         parsed = _fn("parseDateTime64BestEffortOrNull", prop, exp.Literal.number(6), exp.Literal.string(timezone))
         cls = {"is_date_exact": exp.EQ, "is_date_before": exp.LT, "is_date_after": exp.GT}[op]
         return cls(this=parsed, expression=_date(str(value), timezone))
     raise HogQLError(f"Unsupported property operator {op!r}")
+
+
+def _property_condition(flt: dict[str, Any], timezone: str) -> exp.Expr:
+    kind = flt.get("type", "event")
+    if kind == "hogql":
+        return parse_hogql_expr(str(flt.get("key")))
+    if kind == "cohort":
+        cohort = parse_hogql_expr("person_id IN (SELECT person_id FROM cohort_people WHERE cohort_id = {cohort})")
+        cohort = bind_placeholders(cohort, {"cohort": int(flt["value"])})
+        return exp.Not(this=cohort) if flt.get("operator") == "not_in" else cohort
+    if kind not in ("event", "feature", "person"):
+        raise HogQLError(f"Property filters of type {kind!r} are not supported in {{filters}}")
+    prop, op, value = _prop(flt), str(flt.get("operator") or "exact"), flt.get("value")
+    condition = _text_condition(prop, op, value)
+    return condition if condition is not None else _number_condition(prop, op, value, timezone)
 
 
 def _group(group: Any, timezone: str) -> exp.Expr | None:

@@ -187,9 +187,7 @@ AGGREGATE_COMBINATORS: tuple[str, ...] = tuple(
     )
 )  # fmt: skip
 
-SCALAR_FUNCTIONS = (
-    _ARITHMETIC | _LOGIC | _CONVERSIONS | _DATES | _STRINGS | _URLS | _HASHES | _JSON | _ARRAYS | _OTHER
-)
+SCALAR_FUNCTIONS = _ARITHMETIC | _LOGIC | _CONVERSIONS | _DATES | _STRINGS | _URLS | _HASHES | _JSON | _ARRAYS | _OTHER
 
 _LOWER_SCALARS = {n.lower() for n in SCALAR_FUNCTIONS | WINDOW_FUNCTIONS}
 _LOWER_AGGREGATES = {n.lower() for n in AGGREGATE_FUNCTIONS}
@@ -217,6 +215,7 @@ TZ_FUNCTIONS: dict[str, int] = {
     "makedatetime": 6,
 }
 """Functions that build a DateTime from something without a time zone: the project's zone is appended."""
+
 
 @functools.lru_cache(maxsize=4096)
 def _split(name: str) -> tuple[str, tuple[str, ...]] | None:

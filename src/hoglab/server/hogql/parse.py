@@ -32,7 +32,8 @@ _WRITE_KEYWORDS = {
 
 def _tokenize(text: str) -> list[Token]:
     try:
-        return HogQLDialect().tokenize(text)
+        tokens: list[Token] = HogQLDialect().tokenize(text)
+        return tokens
     except TokenError as e:
         raise HogQLError(f"Syntax error: {_first_line(str(e))}") from None
 
@@ -48,9 +49,7 @@ def _check_tokens(tokens: list[Token]) -> None:
     if first.token_type not in (TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN):
         word = first.text.upper()
         what = f"{word} statements are" if word in _WRITE_KEYWORDS else f"Statements starting with {first.text!r} are"
-        raise HogQLError(
-            f"{what} not allowed: HogQL runs SELECT queries only", start=first.start, end=first.end + 1
-        )
+        raise HogQLError(f"{what} not allowed: HogQL runs SELECT queries only", start=first.start, end=first.end + 1)
     for token in tokens:
         if token.token_type == TokenType.INTO:
             raise HogQLError("INTO is not allowed in HogQL", start=token.start, end=token.end + 1)

@@ -36,6 +36,10 @@ def _err(message: str, node: exp.Expr | None) -> HogQLError:
     return HogQLError(message, start=start, end=end)
 
 
+def _fn(name: str, *args: exp.Expr) -> exp.Anonymous:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
 def _int_constant(node: exp.Expr, what: str) -> int | None:
     """The value of an integer literal; None for another expression; an error for a negative or fraction."""
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
@@ -89,16 +93,8 @@ def apply_limit(tree: exp.Query, *, default_limit: int | None, max_limit: int) -
             limit_node.set("expression", exp.Literal.number(limit))
         else:
             limit = None
-            bounded = exp.Anonymous(
-                this="least",
-                expressions=[
-                    exp.Anonymous(this="toUInt64", expressions=[exp.Literal.number(max_limit)]),
-                    exp.Anonymous(
-                        this="toUInt64",
-                        expressions=[exp.Anonymous(this="greatest", expressions=[exp.Literal.number(0), limit_node.expression])],
-                    ),
-                ],
-            )  # fmt: skip
+            cap = _fn("toUInt64", exp.Literal.number(max_limit))
+            bounded = _fn("least", cap, _fn("toUInt64", _fn("greatest", exp.Literal.number(0), limit_node.expression)))
             limit_node.set("expression", bounded)
     return top, LimitInfo(limit=limit, offset=offset if offset >= 0 else None, has_implicit_limit=implicit)
 
@@ -167,8 +163,10 @@ def _star_names(scope: Scope, item: exp.Expr) -> list[str] | None:
 
 
 def print_clickhouse(tree: exp.Expr) -> str:
-    return tree.sql(dialect=HogQLDialect, comments=False)
+    """ClickHouse SQL for the resolved tree (comments are never printed: they could hide or split text)."""
+    return str(tree.sql(dialect=HogQLDialect, comments=False))
 
 
 def print_hogql(tree: exp.Expr) -> str:
-    return tree.sql(dialect=HogQLDialect, comments=False)
+    """HogQL text of the checked tree (values bound, limits applied), for the response's ``hogql`` field."""
+    return str(tree.sql(dialect=HogQLDialect, comments=False))

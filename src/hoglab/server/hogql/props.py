@@ -78,6 +78,10 @@ def type_comparisons(nodes: list[exp.Expr]) -> None:
             items = node.expressions
             if items and all(_is_number(i) for i in items):
                 node.set("this", _as_number(node.this))
-        elif isinstance(node, exp.Between) and _is_prop(node.this):
-            if _is_number(node.args["low"]) and _is_number(node.args["high"]):
-                node.set("this", _as_number(node.this))
+        elif (
+            isinstance(node, exp.Between)
+            and _is_prop(node.this)
+            and _is_number(node.args["low"])
+            and _is_number(node.args["high"])
+        ):
+            node.set("this", _as_number(node.this))

@@ -351,4 +351,6 @@ def expand_stars(scope: Scope, resolver: Resolver) -> None:
         if not expanded:
             raise _err("* expands to no columns", item)
         index = scope.select.expressions.index(item)
-        scope.select.set("expressions", [*scope.select.expressions[:index], *expanded, *scope.select.expressions[index + 1:]])
+        scope.select.set(
+            "expressions", [*scope.select.expressions[:index], *expanded, *scope.select.expressions[index + 1 :]]
+        )

@@ -11,8 +11,12 @@ value does not convert (they accept strings and numbers alike).
 
 >>> from .parse import parse_hogql
 >>> tree = parse_hogql("select now(), today(), toDateTime('2024-01-01'), toFloat(x)")
->>> apply_timezone(tree, "Europe/Berlin").sql("clickhouse")
-"SELECT now('Europe/Berlin'), toDate(now('Europe/Berlin')), toDateTime('2024-01-01', 'Europe/Berlin'), accurateCastOrNull(x, 'Float64')"
+>>> for item in apply_timezone(tree, "Europe/Berlin").expressions:
+...     print(item.sql("clickhouse"))
+now('Europe/Berlin')
+toDate(now('Europe/Berlin'))
+toDateTime('2024-01-01', 'Europe/Berlin')
+accurateCastOrNull(x, 'Float64')
 """
 
 from __future__ import annotations

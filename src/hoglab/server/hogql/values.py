@@ -83,7 +83,7 @@ def escape_literal(value: Any, *, timezone: str = "UTC") -> str:
 
     Strings are quoted with ClickHouse's escapes so that the HogQL parser reads back exactly the same string.
     """
-    return value_to_node(value, timezone=timezone).sql(dialect=HogQLDialect)
+    return str(value_to_node(value, timezone=timezone).sql(dialect=HogQLDialect))
 
 
 def escape_identifier(name: str) -> str:
@@ -95,7 +95,7 @@ def escape_identifier(name: str) -> str:
         raise HogQLError("An identifier must be a non-empty string")
     if _SIMPLE_NAME.match(name) and name.upper() not in HogQLDialect.tokenizer_class.KEYWORDS:
         return name
-    return exp.to_identifier(name, quoted=True).sql(dialect=HogQLDialect)
+    return str(exp.to_identifier(name, quoted=True).sql(dialect=HogQLDialect))
 
 
 def bind_placeholders(
