@@ -99,3 +99,20 @@ def test_hogql_echo_is_normalised(ch: Runner) -> None:
     assert compiled.hogql == "SELECT event FROM events WHERE properties.$browser = 'it''s' LIMIT 5"
     again = ch.compile(compiled.hogql)
     assert again.sql == compiled.sql
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "select a.number, b.number from numbers(2) a, numbers(2) b",
+        "select * from events e join persons p on p.id = e.person_id",
+        "select person.id, e.person_id, p.id from events e join persons p on p.id = e.person_id",
+        "select e.event, e2.event, e.event as x from events e join events e2 on e.uuid = e2.uuid",
+        "select properties.$browser, person.properties.$browser from events",
+    ],
+)
+def test_duplicate_names_are_made_unique(ch: Runner, query: str) -> None:
+    compiled = ch.compile(query)
+    names = [m["name"] for m in ch.raw(compiled.sql)["meta"]]
+    assert compiled.columns is None or list(compiled.columns) == names
+    assert len(set(names)) == len(names)

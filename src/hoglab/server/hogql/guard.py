@@ -50,8 +50,8 @@ def _check_physical(table: exp.Table, team_id: int) -> None:
     select = from_.parent if isinstance(from_, exp.From) else None
     if not isinstance(select, exp.Select) or select.meta.get(GUARD_META) != alias or not alias:
         raise _internal(f"unguarded reference to {table.sql()}")
-    expected = guard(alias, team_id).sql()
-    if not any(c.sql() == expected for c in _conjuncts(select.args.get("where"))):
+    expected = guard(alias, team_id)
+    if not any(c == expected for c in _conjuncts(select.args.get("where"))):
         raise _internal(f"missing team guard on {table.sql()}")
 
 

@@ -137,7 +137,14 @@ def name_columns(top: exp.Select, scopes: dict[int, Scope]) -> tuple[str, ...] |
         if isinstance(item, exp.Alias):
             names.append(item.alias)
         elif isinstance(item, exp.Column) and not isinstance(item.this, exp.Star):
-            names.append(item.name)
+            # ClickHouse names a qualified column ``b.number`` or ``number`` depending on what else the query
+            # reads; an explicit alias makes the name certain. A repeated name takes its HogQL text instead.
+            name = item.name
+            if name in taken or name in names:
+                name = str(item.meta.get(TEXT_META) or f"{item.table}.{item.name}")
+            if not scope.try_alias(item, name, taken | set(names)):
+                return None
+            names.append(name)
         elif isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
             star = _star_names(scope, item)
             if star is None:
@@ -145,26 +152,29 @@ def name_columns(top: exp.Select, scopes: dict[int, Scope]) -> tuple[str, ...] |
             names.extend(star)
         else:
             name = str(item.meta.get(NAME_META) or item.meta.get(TEXT_META) or "")
-            if not scope.try_alias(item, name, taken):
+            if name in names or not scope.try_alias(item, name, taken | set(names)):
                 return None
             names.append(name)
-    return tuple(names)
+    return tuple(names) if len(set(names)) == len(names) else None
 
 
 def _star_names(scope: Scope, item: exp.Expr) -> list[str] | None:
     sources = scope.sources if isinstance(item, exp.Star) else [s for s in scope.sources if s.alias == item.table]
+    if len(scope.sources) != 1:
+        return None  # over a join ClickHouse may qualify some of the names
     names: list[str] = []
     for source in sources:
         cols = source.columns
         if cols is None or not cols.complete:
             return None
         names.extend(cols.names)
-    return names
+    return names if len(set(names)) == len(names) else None
 
 
 def print_clickhouse(tree: exp.Expr) -> str:
     """ClickHouse SQL for the resolved tree (comments are never printed: they could hide or split text)."""
-    return str(tree.sql(dialect=HogQLDialect, comments=False))
+    # copy=False: this is the tree's last use, and copying a large tree costs more than printing it.
+    return str(tree.sql(dialect=HogQLDialect, comments=False, copy=False))
 
 
 def print_hogql(tree: exp.Expr) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-__all__ = ["JSON_META", "NAME_META", "PROP_META", "json_access", "mark_json", "type_comparisons"]
+__all__ = ["JSON_META", "NAME_META", "PROP_META", "TYPED_NODES", "json_access", "mark_json", "type_comparisons"]
 
 JSON_META = "hq_json"  # node is a reference to a JSON column (a properties column of some view)
 PROP_META = "hq_prop"  # node is a property access (JSONExtract of a JSON column)
@@ -56,6 +56,8 @@ def _as_number(prop: exp.Expr) -> exp.Expr:
 
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+TYPED_NODES = (*_COMPARISONS, exp.In, exp.Between)
+"""Nodes whose operands type_comparisons may retype."""
 
 
 def _is_prop(node: exp.Expr | None) -> bool:

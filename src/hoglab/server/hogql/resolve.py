@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from .check import chain_top
 from .errors import HogQLError, node_span
-from .props import JSON_META, NAME_META, PROP_META, json_access, mark_json, type_comparisons
+from .props import JSON_META, NAME_META, PROP_META, TYPED_NODES, json_access, mark_json, type_comparisons
 from .scope import Columns, Scope, Source, collect_sources, expand_stars, output_columns, scope_nodes
 from .tables import TABLES, ViewOptions, build_view
 
@@ -123,7 +123,7 @@ class Resolver:
         # Innermost first, so properties['a']['b'] folds into one access.
         for bracket in reversed([n for n in scope_nodes(scope) if isinstance(n, exp.Bracket)]):
             self._resolve_bracket(bracket)
-        type_comparisons(list(scope_nodes(scope)))
+        type_comparisons([n for n in scope_nodes(scope) if isinstance(n, TYPED_NODES)])
         scope.name_properties()
         self._add_lazy_joins(scope)
         self._replace_tables(scope)
