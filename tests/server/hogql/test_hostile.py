@@ -232,6 +232,35 @@ CORPUS: list[tuple[str, str | Check, dict[str, Any] | None]] = [
     ("SELECT groupArray(properties.$browser) FROM events", anything, None),
     ("SELECT arrayJoin(groupArray(properties)) FROM events", anything, None),
     ("SELECT * FROM events LIMIT 1000000", rows_at_most(10_000), None),
+    # ---- more reserved-name games
+    ("SELECT * FROM events a JOIN events b USING (team_id)", REFUSED, None),
+    ("SELECT count() FROM events AS e WHERE e.`team_id` = 2", REFUSED, None),
+    ("SELECT count() FROM events WHERE team_id\u200b = 2", REFUSED, None),
+    ("SELECT 1 FROM events WHERE 1 OR team_id", REFUSED, None),
+    ("SELECT * FROM events LEFT ARRAY JOIN [1] AS team_id", REFUSED, None),
+    ("SELECT arrayMap(team_id -> 1, [1])", REFUSED, None),
+    ("SELECT count() OVER team_id FROM events WINDOW team_id AS ()", REFUSED, None),
+    ("SELECT * FROM events e1 JOIN events e1 ON 1", REFUSED, None),
+    ("SELECT * FROM (SELECT * FROM events) AS __hq_cte_1", REFUSED, None),
+    ("WITH __hq_cte_1 AS (SELECT 1) SELECT * FROM __hq_cte_1", REFUSED, None),
+    ("SELECT * FROM events UNION ALL SELECT * FROM (SELECT * FROM events SETTINGS readonly = 0)", REFUSED, None),
+    # ---- joins and subqueries over the neighbour's ids still see one team
+    ("SELECT count() FROM events WHERE properties.secret = 'T2SECRET'", count_is(lambda w: 0), None),
+    ("SELECT count() FROM events WHERE person.properties.secret IS NOT NULL", count_is(lambda w: 0), None),
+    ("SELECT count() FROM events WHERE pdi.person.properties.secret IS NOT NULL", count_is(lambda w: 0), None),
+    ("SELECT count() FROM persons WHERE properties LIKE '%SECRET%'", count_is(lambda w: 0), None),
+    ("SELECT * FROM persons p JOIN person_distinct_ids d ON d.person_id = p.id", anything, None),
+    ("SELECT count() FROM cohort_people WHERE cohort_id = 1", count_is(lambda w: len(w.cohort_members(1))), None),
+    (
+        "SELECT * FROM events WHERE timestamp > (SELECT max(timestamp) FROM events WHERE event = 'T2SECRET_event')",
+        anything,
+        None,
+    ),
+    (
+        "SELECT count() FROM events WHERE event = 'x'' UNION ALL SELECT * FROM system.tables --'",
+        count_is(lambda w: 0),
+        None,
+    ),
 ]
 
 

@@ -7,6 +7,7 @@ import pytest
 from hoglab.server.hogql import HogQLError, compile_hogql
 
 from .conftest import Runner
+from .world import World
 
 pytestmark = pytest.mark.xdist_group("hogql_chdb")
 
@@ -116,3 +117,9 @@ def test_duplicate_names_are_made_unique(ch: Runner, query: str) -> None:
     names = [m["name"] for m in ch.raw(compiled.sql)["meta"]]
     assert compiled.columns is None or list(compiled.columns) == names
     assert len(set(names)) == len(names)
+
+
+def test_scalar_with_on_a_union_is_resolved(ch: Runner, world: World) -> None:
+    compiled = ch.compile("WITH (SELECT count() FROM events) AS c SELECT c UNION ALL SELECT c + 1")
+    assert compiled.columns == ("c",)
+    assert sorted(r[0] for r in ch.rows(compiled.sql)) == [len(world.team("events")), len(world.team("events")) + 1]

@@ -140,6 +140,9 @@ def name_columns(top: exp.Select, scopes: dict[int, Scope]) -> tuple[str, ...] |
             # ClickHouse names a qualified column ``b.number`` or ``number`` depending on what else the query
             # reads; an explicit alias makes the name certain. A repeated name takes its HogQL text instead.
             name = item.name
+            if not item.table and name not in names:
+                names.append(name)  # an unqualified name (an alias, a subquery column) is its own column name
+                continue
             if name in taken or name in names:
                 name = str(item.meta.get(TEXT_META) or f"{item.table}.{item.name}")
             if not scope.try_alias(item, name, taken | set(names)):

@@ -25,7 +25,7 @@ from sqlglot import exp
 from .check import chain_top
 from .errors import HogQLError, node_span
 from .props import JSON_META, NAME_META, PROP_META, TYPED_NODES, json_access, mark_json, type_comparisons
-from .scope import Columns, Scope, Source, collect_sources, expand_stars, output_columns, scope_nodes
+from .scope import Columns, Scope, Source, collect_sources, expand_stars, output_columns, scope_nodes, walk_scope
 from .tables import TABLES, ViewOptions, build_view
 
 __all__ = ["Resolver"]
@@ -70,6 +70,13 @@ class Resolver:
             return
         env = self._resolve_with(node, env)
         if isinstance(node, exp.SetOperation):
+            # ``WITH (SELECT ..) AS x SELECT .. UNION ALL ..``: a scalar WITH on the set operation has no FROM of
+            # its own, but the queries inside it must be resolved (guarded) like any other.
+            for cte in node.args["with_"].expressions if node.args.get("with_") else []:
+                if cte.args.get("scalar"):
+                    for nested in list(walk_scope(cte.this)):
+                        if nested is not cte.this and isinstance(nested, (exp.Select, exp.SetOperation)):
+                            self.resolve_query(nested, env)
             self.resolve_query(node.this, env)
             self.resolve_query(node.expression, env)
         elif isinstance(node, exp.Select):
