@@ -106,3 +106,8 @@ def test_escape_identifier_keeps_plain_names_bare() -> None:
     assert escape_identifier("a`b") == "`a``b`"
     with pytest.raises(HogQLError):
         escape_identifier("")
+
+
+def test_placeholder_names_may_be_keywords(ch: Runner) -> None:
+    rows = ch.query("select {event}, {end}, {select}", values={"event": 1, "end": 2, "select": 3})
+    assert rows == [[1, 2, 3]]

@@ -20,6 +20,7 @@ Three kinds of change, all small:
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from sqlglot import exp
@@ -53,6 +54,9 @@ _KEPT_FUNCTION_PARSERS = {
     "VIEW",
     "XOR",
 }
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def _refuse(message: str, token: Token | None) -> HogQLError:
@@ -108,7 +112,9 @@ class HogQLParser(ClickHouseParser):  # type: ignore[misc]  # sqlglot is untyped
         if (
             curr is not None
             and nxt is not None
-            and curr.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+            # any word, keywords included: {event}, {end} and {filters} are all placeholders
+            and (curr.token_type == TokenType.IDENTIFIER or _WORD.match(curr.text) is not None)
+            and curr.token_type not in (TokenType.STRING, TokenType.NUMBER)
             and nxt.token_type == TokenType.R_BRACE
         ):
             self._advance(2)
