@@ -272,7 +272,7 @@ class Resolver:
             database=self.database,
             timezone=self.timezone,
             person_overrides=self.person_overrides,
-            needs_person_id=source.needs_person_id or source.star_person_id,
+            needs_person_id=source.needs_person_id,
             sample=source.sample,
         )
         return build_view(source.schema.name, opts)

@@ -60,7 +60,6 @@ class Source:
     lazy: dict[str, Source] = field(default_factory=dict)
     join_on: tuple[str, Source, str] | None = None
     needs_person_id: bool = False
-    star_person_id: bool = False
     sample: float | None = None
 
     def alias_identifier(self) -> exp.Identifier | None:
