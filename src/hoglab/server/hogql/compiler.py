@@ -132,13 +132,15 @@ def _compile(
     resolver = Resolver(team_id=team_id, database=database, timezone=timezone, person_overrides=person_overrides)
     resolver.resolve_query(top, Env())
     columns = name_columns(top, resolver.scopes)
-    from .guard import verify_guards
+    from .guard import verify_guards, verify_lexing
     from .timezones import apply_timezone
 
     apply_timezone(top, timezone)
     verify_guards(top, team_id=team_id, database=database)
+    sql = print_clickhouse(top)
+    verify_lexing(sql)
     return CompiledQuery(
-        sql=print_clickhouse(top),
+        sql=sql,
         hogql=hogql,
         limit=limits.limit,
         offset=limits.offset,

@@ -9,7 +9,9 @@ This module does not trust that: it walks the final tree and checks that every t
 
 Anything else means a compiler bug, and the query is refused rather than run.
 
->>> from sqlglot import exp
+>>> import re
+
+from sqlglot import exp
 >>> verify_guards(exp.select("1").from_("hoglab.events"), team_id=1, database="hoglab")
 Traceback (most recent call last):
 ...
@@ -18,12 +20,14 @@ hoglab.server.hogql.errors.HogQLError: Internal error: unguarded reference to ho
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from .errors import HogQLError
 from .tables import GUARD_META, PERSON_OVERRIDES_TABLE, TABLES, guard
 
-__all__ = ["verify_guards"]
+__all__ = ["verify_guards", "verify_lexing"]
 
 _PHYSICAL = {*TABLES, PERSON_OVERRIDES_TABLE}
 
@@ -75,3 +79,24 @@ def verify_guards(tree: exp.Expr, *, team_id: int, database: str) -> int:
         _check_physical(table, team_id)
         checked += 1
     return checked
+
+
+# ClickHouse's quoting: in '...' and `...` a backslash escapes the next character and a doubled quote is one quote.
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|`(?:[^`\\]|\\.|``)*`", re.DOTALL)
+_UNQUOTED_OK = re.compile(r"[A-Za-z0-9_ .,()\[\]=<>!+\-*/%|?:]*\Z")
+
+
+def verify_lexing(sql: str) -> None:
+    """Raise (internal) unless the printed SQL, outside its quoted strings and names, is plain ASCII with no
+    comment, heredoc, brace, semicolon or stray quote: then ClickHouse's lexer can only read it as printed.
+
+    >>> verify_lexing("SELECT 'a''b -- c', `x$` FROM t")
+    >>> verify_lexing("SELECT 1 AS $$, 'x$$' FROM t")
+    Traceback (most recent call last):
+    ...
+    hoglab.server.hogql.errors.HogQLError: Internal error: unexpected characters in the printed SQL: '$'
+    """
+    rest = _QUOTED.sub(" ", sql)
+    if not _UNQUOTED_OK.match(rest) or "--" in rest or "/*" in rest or "*/" in rest:
+        bad = "".join(sorted(set(re.sub(r"[A-Za-z0-9_ .,()\[\]=<>!+*/%|?:-]", "", rest)))) or "comment"
+        raise _internal(f"unexpected characters in the printed SQL: {bad!r}")

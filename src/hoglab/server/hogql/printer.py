@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from .dialect import HogQLDialect
+from .dialect import ClickHouseOutput, HogQLDialect
 from .errors import HogQLError, node_span
 from .props import NAME_META
 from .scope import Scope
@@ -177,7 +177,7 @@ def _star_names(scope: Scope, item: exp.Expr) -> list[str] | None:
 def print_clickhouse(tree: exp.Expr) -> str:
     """ClickHouse SQL for the resolved tree (comments are never printed: they could hide or split text)."""
     # copy=False: this is the tree's last use, and copying a large tree costs more than printing it.
-    return str(tree.sql(dialect=HogQLDialect, comments=False, copy=False))
+    return str(tree.sql(dialect=ClickHouseOutput, comments=False, copy=False))
 
 
 def print_hogql(tree: exp.Expr) -> str:
