@@ -105,3 +105,14 @@ def test_aggregates_combinators_and_windows_compile() -> None:
         team_id=1,
     )
     assert "windowFunnel(86400)" in compiled.sql
+
+
+def test_with_alias_named_like_a_table() -> None:
+    assert "WITH alias 'events'" in _error("with 5 as events select count() from events").message
+    assert "WITH alias 'e'" in _error("with 5 as e select count() from (select 1) as e").message
+
+
+def test_lone_surrogates_are_refused() -> None:
+    assert "Unicode" in _error("select 'a\ud800b'").message
+    with pytest.raises(HogQLError):
+        compile_hogql("select {v}", team_id=1, values={"v": "\udfff"})

@@ -139,6 +139,10 @@ def _compile(
     verify_guards(top, team_id=team_id, database=database)
     sql = print_clickhouse(top)
     verify_lexing(sql)
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError:
+        raise HogQLError("The query or a value contains text that is not valid Unicode") from None
     return CompiledQuery(
         sql=sql,
         hogql=hogql,

@@ -122,7 +122,12 @@ class Scope:
                 if node.alias in table_aliases:
                     raise _err(f"Alias '{node.alias}' is also a table alias in this SELECT: rename one", node)
                 self.aliases.add(node.alias)
-        self.aliases.update(cte.alias for cte in self.scalar_ctes)
+        # ClickHouse makes WITH aliases visible in nested queries too: one named like a table would shadow it.
+        for cte in self.scalar_ctes:
+            self.aliases.add(cte.alias)
+        clash = table_aliases & ({cte.alias for cte in self.scalar_ctes} | self.env_aliases)
+        if clash:
+            raise _err(f"WITH alias '{sorted(clash)[0]}' is also a table alias: rename one", self.select)
 
     def bare_names(self, exclude: exp.Expr | None = None) -> set[str]:
         """Unqualified column names left in the scope (they could be captured by a new alias)."""
