@@ -11,8 +11,9 @@ For each SELECT (a *scope*), in order:
    once per source, plain fields to ``<alias>.<field>``. Subqueries met in expressions are scopes of their own.
 4. Tables are replaced by their views (see tables.py), which is where ``team_id`` is filtered.
 
-Unqualified names that match an alias of the scope keep ClickHouse's meaning (the alias); names no source
-knows are left for ClickHouse to report.
+Unqualified names that match an alias of the scope keep ClickHouse's meaning (the alias). A name no source
+has is refused with its position when every source's columns are known; when a subquery has unnamed columns
+it is left for ClickHouse to report. Correlated references to an outer query are not supported.
 """
 
 from __future__ import annotations
