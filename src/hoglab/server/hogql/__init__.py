@@ -1,1 +1,34 @@
-"""hogql."""
+"""The HogQL compiler: HogQL text -> ClickHouse SQL that can only read the caller's project.
+
+Pipeline: parse (sqlglot's ClickHouse dialect, narrowed: dialect.py, parse.py) -> bind ``{name}`` values
+(values.py) -> allow-lists (check.py, functions.py) -> top-level limits (printer.py) -> resolution of tables,
+fields, properties and persons into guarded views (resolve.py, scope.py, props.py, tables.py) -> project time
+zone (timezones.py) -> proof that every table read is team-guarded (guard.py) -> ClickHouse SQL.
+
+>>> compile_hogql("select count() from events", team_id=1).columns
+('count()',)
+
+See docs/hogql.md for what is accepted and why.
+"""
+
+from .compiler import REQUIRED_SETTINGS, CompiledQuery, compile_hogql
+from .errors import HogQLError
+from .filters import filters_to_expr
+from .parse import parse_hogql, parse_hogql_expr
+from .tables import PERSON_OVERRIDES_DDL, PERSON_OVERRIDES_TABLE, TABLES
+from .values import escape_identifier, escape_literal
+
+__all__ = [
+    "PERSON_OVERRIDES_DDL",
+    "PERSON_OVERRIDES_TABLE",
+    "REQUIRED_SETTINGS",
+    "TABLES",
+    "CompiledQuery",
+    "HogQLError",
+    "compile_hogql",
+    "escape_identifier",
+    "escape_literal",
+    "filters_to_expr",
+    "parse_hogql",
+    "parse_hogql_expr",
+]

@@ -1,0 +1,153 @@
+"""``compile_hogql``: HogQL text in, ClickHouse SQL that can only read one project out.
+
+>>> c = compile_hogql("select event, count() from events group by event", team_id=7)
+>>> c.limit, c.has_implicit_limit, c.columns
+(100, True, ('event', 'count()'))
+>>> "equals(__hq_e.`team_id`, 7)" in c.sql
+True
+>>> c.hogql
+'SELECT event, count() FROM events GROUP BY event LIMIT 101'
+"""
+
+from __future__ import annotations
+
+import logging
+import zoneinfo
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from .check import check_query
+from .errors import HogQLError
+from .parse import parse_hogql
+from .printer import apply_limit, name_columns, print_clickhouse, print_hogql, remember_texts
+from .resolve import Env, Resolver
+from .values import bind_placeholders
+
+__all__ = ["REQUIRED_SETTINGS", "CompiledQuery", "compile_hogql"]
+
+log = logging.getLogger(__name__)
+
+REQUIRED_SETTINGS: Mapping[str, Any] = {"join_use_nulls": 1}
+"""Settings the printed SQL assumes: a person that does not match is NULL, not zero values."""
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    """A compiled statement.
+
+    ``sql`` is ClickHouse SQL for the engine; ``hogql`` the normalised HogQL with the effective LIMIT (the
+    response's ``hogql`` field); ``limit``/``offset`` are the effective top-level values when constant;
+    ``has_implicit_limit`` is True when the default limit was applied (run as ``limit + 1``: trim the extra
+    row and set ``hasMore``); ``columns`` are the output names when knowable; ``settings`` must be passed to
+    the engine with the SQL.
+    """
+
+    sql: str
+    hogql: str
+    limit: int | None
+    offset: int | None
+    has_implicit_limit: bool
+    columns: tuple[str, ...] | None = None
+    settings: Mapping[str, Any] = field(default_factory=lambda: dict(REQUIRED_SETTINGS))
+
+
+def _validate_args(team_id: int, timezone: str, max_limit: int, default_limit: int | None, database: str) -> None:
+    if isinstance(team_id, bool) or not isinstance(team_id, int):
+        raise TypeError("team_id must be an int")
+    if not isinstance(max_limit, int) or (default_limit is not None and not isinstance(default_limit, int)):
+        raise TypeError("limits must be ints")
+    if not database.isidentifier():
+        raise ValueError(f"Invalid database name {database!r}")
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise HogQLError(f"Unknown time zone {timezone!r}") from None
+
+
+def compile_hogql(
+    query: str,
+    *,
+    team_id: int,
+    values: Mapping[str, Any] | None = None,
+    timezone: str = "UTC",
+    default_limit: int | None = 100,
+    max_limit: int = 10_000,
+    database: str = "hoglab",
+    person_overrides: bool = False,
+    filters: Any = None,
+) -> CompiledQuery:
+    """Compile one HogQL SELECT for project ``team_id``; every refusal is a :class:`HogQLError`.
+
+    ``values`` bind ``{name}`` placeholders as literals. ``filters`` (a ``HogQLFilters`` or its dict) is what a
+    ``{filters}`` placeholder expands to (``true`` when absent). ``person_overrides`` routes
+    ``events.person_id`` through the person merge table.
+    """
+    _validate_args(team_id, timezone, max_limit, default_limit, database)
+    if not isinstance(query, str):
+        raise HogQLError("The query must be a string")
+    try:
+        return _compile(query, team_id, values, timezone, default_limit, max_limit, database, person_overrides, filters)
+    except HogQLError as e:
+        raise e.locate(query) from None
+    except RecursionError:
+        raise HogQLError("The query is nested too deeply") from None
+    except SqlglotError as e:
+        raise HogQLError(f"Could not compile the query: {str(e).splitlines()[0] if str(e) else e!r}") from None
+    except Exception as e:  # a bug in the compiler must still reach the user as a 400, and be logged
+        log.exception("HogQL compiler failed on %r", query[:1000])
+        raise HogQLError(f"Internal error while compiling the query ({type(e).__name__})", internal=True) from e
+
+
+def _filters_builder(filters: Any, timezone: str) -> Callable[[], exp.Expr]:
+    def build() -> exp.Expr:
+        from .filters import filters_to_expr
+
+        return filters_to_expr(filters, timezone=timezone)
+
+    return build
+
+
+def _compile(
+    query: str,
+    team_id: int,
+    values: Mapping[str, Any] | None,
+    timezone: str,
+    default_limit: int | None,
+    max_limit: int,
+    database: str,
+    person_overrides: bool,
+    filters: Any,
+) -> CompiledQuery:
+    tree = parse_hogql(query)
+    bound = bind_placeholders(tree, values, timezone=timezone, special={"filters": _filters_builder(filters, timezone)})
+    assert isinstance(bound, (exp.Select, exp.SetOperation))
+    check_query(bound)
+    top, limits = apply_limit(bound, default_limit=default_limit, max_limit=max_limit)
+    hogql = print_hogql(top)
+    remember_texts(top)
+    resolver = Resolver(team_id=team_id, database=database, timezone=timezone, person_overrides=person_overrides)
+    resolver.resolve_query(top, Env())
+    columns = name_columns(top, resolver.scopes)
+    from .guard import verify_guards, verify_lexing
+    from .timezones import apply_timezone
+
+    apply_timezone(top, timezone)
+    verify_guards(top, team_id=team_id, database=database)
+    sql = print_clickhouse(top)
+    verify_lexing(sql)
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError:
+        raise HogQLError("The query or a value contains text that is not valid Unicode") from None
+    return CompiledQuery(
+        sql=sql,
+        hogql=hogql,
+        limit=limits.limit,
+        offset=limits.offset,
+        has_implicit_limit=limits.has_implicit_limit,
+        columns=columns,
+    )

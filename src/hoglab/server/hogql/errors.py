@@ -1,0 +1,93 @@
+"""The one exception type the compiler raises for user input.
+
+>>> err = HogQLError("Function 'file' is not allowed", start=14, end=18, query="SELECT * FROM file('x')")
+>>> str(err)
+"Function 'file' is not allowed (line 1, column 15)"
+>>> (err.line, err.column)
+(1, 15)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+__all__ = ["HogQLError", "node_span"]
+
+
+class HogQLError(ValueError):
+    """A query hoglab refuses or cannot compile: the Query endpoint answers it with a 400.
+
+    ``start``/``end`` are character offsets into the HogQL text (``end`` exclusive) or ``None`` when the
+    problem has no single place (an empty query, a limit on the whole statement). ``line``/``column`` are
+    1-based and derived from ``start``. ``internal`` marks a failure of the compiler itself (a bug) that was
+    turned into a HogQLError so no other exception type reaches the endpoint; tests assert it never happens.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        query: str | None = None,
+        internal: bool = False,
+    ) -> None:
+        self.message = message
+        self.start = start
+        self.end = end if end is not None or start is None else start + 1
+        self.internal = internal
+        self.line: int | None = None
+        self.column: int | None = None
+        if start is not None and query is not None:
+            self.locate(query)
+        super().__init__(str(self))
+
+    def locate(self, query: str) -> HogQLError:
+        """Fill ``line``/``column`` from ``start`` (clamped into the text)."""
+        if self.start is None:
+            return self
+        start = max(0, min(self.start, len(query)))
+        self.line = query.count("\n", 0, start) + 1
+        self.column = start - (query.rfind("\n", 0, start) + 1) + 1
+        self.args = (str(self),)
+        return self
+
+    def __str__(self) -> str:
+        if self.line is not None and self.column is not None:
+            return f"{self.message} (line {self.line}, column {self.column})"
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as JSON-friendly data, e.g. for an API error body."""
+        return {
+            "message": self.message,
+            "start": self.start,
+            "end": self.end,
+            "line": self.line,
+            "column": self.column,
+        }
+
+
+def node_span(node: exp.Expr | None) -> tuple[int | None, int | None]:
+    """Character span of a parsed node: its own position, else the widest span of its positioned parts.
+
+    sqlglot records positions on identifiers, function names and some literals only, so a node without one
+    borrows them from its descendants.
+    """
+    if node is None:
+        return None, None
+    meta = node._meta or {}
+    if meta.get("start") is not None and meta.get("end") is not None:
+        return int(meta["start"]), int(meta["end"]) + 1
+    starts: list[int] = []
+    ends: list[int] = []
+    for child in node.walk():
+        cmeta = child._meta
+        if cmeta and cmeta.get("start") is not None and cmeta.get("end") is not None:
+            starts.append(int(cmeta["start"]))
+            ends.append(int(cmeta["end"]) + 1)
+    if not starts:
+        return None, None
+    return min(starts), max(ends)

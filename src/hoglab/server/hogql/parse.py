@@ -1,0 +1,155 @@
+"""Text to one SELECT (or set operation) tree, or a HogQLError that points at the problem.
+
+>>> parse_hogql("select event from events").sql()
+'SELECT event FROM events'
+>>> parse_hogql("select 1; select 2")
+Traceback (most recent call last):
+...
+hoglab.server.hogql.errors.HogQLError: Only one statement is allowed (line 1, column 9)
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.errors import ErrorLevel, ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from .dialect import HogQLDialect
+from .errors import HogQLError
+
+__all__ = ["MAX_QUERY_LENGTH", "parse_hogql", "parse_hogql_expr"]
+
+MAX_QUERY_LENGTH = 100_000
+# Statement keywords that can only start something other than a read. Naming them gives a clearer refusal
+# than sqlglot's parse error and catches them before any parser fallback (sqlglot turns unknown statements
+# such as SYSTEM or KILL into an opaque ``Command``).
+_WRITE_KEYWORDS = {
+    "ALTER", "ATTACH", "BACKUP", "CHECK", "CREATE", "DELETE", "DESCRIBE", "DESC", "DETACH", "DROP", "EXCHANGE",
+    "EXPLAIN", "GRANT", "INSERT", "KILL", "MOVE", "OPTIMIZE", "RENAME", "REPLACE", "RESTORE", "REVOKE", "SET",
+    "SHOW", "SYSTEM", "TRUNCATE", "UNDROP", "UPDATE", "USE", "WATCH", "EXISTS",
+}  # fmt: skip
+
+
+def _tokenize(text: str) -> list[Token]:
+    try:
+        tokens: list[Token] = HogQLDialect().tokenize(text)
+        return tokens
+    except TokenError as e:
+        raise HogQLError(f"Syntax error: {_first_line(str(e))}") from None
+
+
+def _first_line(message: str) -> str:
+    return message.strip().splitlines()[0] if message.strip() else "invalid query"
+
+
+def _check_tokens(tokens: list[Token]) -> None:
+    if not tokens:
+        raise HogQLError("The query is empty")
+    first = tokens[0]
+    if first.token_type not in (TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN):
+        word = first.text.upper()
+        what = f"{word} statements are" if word in _WRITE_KEYWORDS else f"Statements starting with {first.text!r} are"
+        raise HogQLError(f"{what} not allowed: HogQL runs SELECT queries only", start=first.start, end=first.end + 1)
+    for token in tokens:
+        if token.token_type == TokenType.INTO:
+            raise HogQLError("INTO is not allowed in HogQL", start=token.start, end=token.end + 1)
+    semicolons = [i for i, tok in enumerate(tokens) if tok.token_type == TokenType.SEMICOLON]
+    # A single trailing ';' is harmless; anything after a ';' is a second statement.
+    if semicolons and semicolons[0] != len(tokens) - 1:
+        tok = tokens[semicolons[0]]
+        raise HogQLError("Only one statement is allowed", start=tok.start, end=tok.end + 1)
+
+
+def _parse_error(err: ParseError, tokens: list[Token], text: str) -> HogQLError:
+    info = err.errors[0] if err.errors else {}
+    description = str(info.get("description") or _first_line(str(err)))
+    line, col = info.get("line"), info.get("col")
+    start: int | None = None
+    if isinstance(line, int) and isinstance(col, int):
+        # sqlglot reports the line and the column where the offending token ends; find that token.
+        for tok in tokens:
+            if tok.line == line and tok.col == col:
+                start = tok.start
+                break
+    return HogQLError(f"Syntax error: {description}", start=start, query=text)
+
+
+def _parse(text: str) -> exp.Expr:
+    if len(text) > MAX_QUERY_LENGTH:
+        raise HogQLError(f"The query is longer than {MAX_QUERY_LENGTH} characters")
+    tokens = _tokenize(text)
+    _check_tokens(tokens)
+    dialect = HogQLDialect()
+    try:
+        trees = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(tokens, text)
+    except ParseError as e:
+        raise _parse_error(e, tokens, text) from None
+    statements = [t for t in trees if t is not None]
+    if len(statements) != 1:
+        raise HogQLError("Only one statement is allowed")
+    return statements[0]
+
+
+def parse_hogql(text: str) -> exp.Query:
+    """Parse HogQL into one ``Select`` or set operation, with ClickHouse's placement of trailing clauses.
+
+    ClickHouse reads ``SELECT .. UNION ALL SELECT .. ORDER BY x LIMIT 5`` as ORDER BY/LIMIT of the *last*
+    SELECT, where sqlglot hangs them on the union; they are moved so every later step sees ClickHouse's tree.
+    """
+    try:
+        tree = _parse(text)
+        while isinstance(tree, exp.Subquery) and not _modifiers(tree) and not tree.alias:
+            tree = tree.this
+        if isinstance(tree, exp.Subquery):
+            raise HogQLError("Clauses after a parenthesised query are not valid ClickHouse: move them inside")
+        if not isinstance(tree, (exp.Select, exp.SetOperation)):
+            raise HogQLError("Only SELECT queries are allowed", start=None)
+        _normalize_set_operations(tree)
+        return tree
+    except HogQLError as e:
+        raise e.locate(text) from None
+    except RecursionError:
+        raise HogQLError("The query is nested too deeply") from None
+
+
+def parse_hogql_expr(text: str) -> exp.Expr:
+    """Parse a single HogQL expression (a ``hogql`` property filter, a runner's snippet).
+
+    >>> parse_hogql_expr("properties.$browser = 'Chrome'").sql()
+    "properties.$browser = 'Chrome'"
+    >>> parse_hogql_expr("1 from events")
+    Traceback (most recent call last):
+    ...
+    hoglab.server.hogql.errors.HogQLError: Not a single expression: '1 from events'
+    """
+    select = parse_hogql(f"SELECT {text}")
+    extra = [k for k, v in select.args.items() if v and k != "expressions"]
+    if not isinstance(select, exp.Select) or len(select.expressions) != 1 or extra:
+        raise HogQLError(f"Not a single expression: {text[:80]!r}")
+    node: exp.Expr = select.expressions[0]
+    return node
+
+
+_MODIFIER_KEYS = ("order", "limit", "offset", "limit_by")
+
+
+def _modifiers(node: exp.Expr) -> list[str]:
+    return [k for k in _MODIFIER_KEYS if node.args.get(k)]
+
+
+def _normalize_set_operations(tree: exp.Expr) -> None:
+    for node in list(tree.walk()):
+        if not isinstance(node, exp.SetOperation) or not _modifiers(node):
+            continue
+        last = node.expression
+        if not isinstance(last, exp.Select):
+            raise HogQLError(
+                "ORDER BY/LIMIT after a parenthesised branch of a set operation is not valid ClickHouse: "
+                "put it inside the parentheses, or wrap the whole query in a subquery"
+            )
+        for key in _modifiers(node):
+            value = node.args[key]
+            node.set(key, None)
+            if last.args.get(key):
+                raise HogQLError(f"Two {key.upper()} clauses for one SELECT")
+            last.set(key, value)

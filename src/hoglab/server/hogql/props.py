@@ -1,0 +1,89 @@
+"""Property access: JSON paths on ``properties`` columns, and how they compare.
+
+``properties.$browser`` becomes ``JSONExtract(<properties>, '$browser', 'Nullable(String)')``:
+
+* a string value comes back unescaped, a number or boolean as its JSON text (``'49.5'``, ``'true'``), an
+  object or array as raw JSON;
+* a missing key or a JSON ``null`` is ``NULL`` (PostHog returns null, not ``''``).
+
+Compared with a number literal (``properties.price > 10``, ``IN (1, 2)``, ``BETWEEN 1 AND 5``) the value is read
+as a number (``toFloat64OrNull``), which is how PostHog treats a property its taxonomy knows as numeric;
+compared with ``true``/``false`` it is compared with the JSON text ``'true'``/``'false'``. Anything else stays a
+string: write ``toFloat(properties.x)`` to do arithmetic.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+__all__ = ["JSON_META", "NAME_META", "PROP_META", "TYPED_NODES", "json_access", "mark_json", "type_comparisons"]
+
+JSON_META = "hq_json"  # node is a reference to a JSON column (a properties column of some view)
+PROP_META = "hq_prop"  # node is a property access (JSONExtract of a JSON column)
+NAME_META = "hq_name"  # name the value would have as a column (the last key, as PostHog names it)
+
+
+def mark_json(node: exp.Expr, name: str) -> exp.Expr:
+    node.meta[JSON_META] = True
+    node.meta[NAME_META] = name
+    return node
+
+
+def json_access(base: exp.Expr, keys: list[exp.Expr]) -> exp.Expr:
+    """``JSONExtract(base, k1, k2, ..., 'Nullable(String)')``, flattening an access already made on ``base``."""
+    if base.meta.get(PROP_META):
+        args = list(base.expressions[:-1])
+        root = args[0]
+        keys = [*args[1:], *keys]
+    else:
+        root = base
+    node = exp.Anonymous(this="JSONExtract", expressions=[root, *keys, exp.Literal.string("Nullable(String)")])
+    node.meta[PROP_META] = True
+    last = keys[-1] if keys else None
+    if isinstance(last, exp.Literal) and last.is_string:
+        node.meta[NAME_META] = last.this
+    return node
+
+
+def _is_number(node: exp.Expr) -> bool:
+    if isinstance(node, exp.Neg):
+        node = node.this
+    return isinstance(node, exp.Literal) and not node.is_string
+
+
+def _as_number(prop: exp.Expr) -> exp.Expr:
+    return exp.Anonymous(this="toFloat64OrNull", expressions=[prop])
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+TYPED_NODES = (*_COMPARISONS, exp.In, exp.Between)
+"""Nodes whose operands type_comparisons may retype."""
+
+
+def _is_prop(node: exp.Expr | None) -> bool:
+    return node is not None and bool(node.meta.get(PROP_META))
+
+
+def type_comparisons(nodes: list[exp.Expr]) -> None:
+    """Apply the number/boolean comparison rule to the comparisons in ``nodes`` (one scope's nodes)."""
+    for node in nodes:
+        if isinstance(node, _COMPARISONS):
+            left, right = node.this, node.expression
+            for prop, other, key in ((left, right, "this"), (right, left, "expression")):
+                if not _is_prop(prop) or other is None:
+                    continue
+                if _is_number(other):
+                    node.set(key, _as_number(prop))
+                elif isinstance(other, exp.Boolean):
+                    other.replace(exp.Literal.string("true" if other.this else "false"))
+        elif isinstance(node, exp.In) and _is_prop(node.this):
+            items = node.expressions
+            if items and all(_is_number(i) for i in items):
+                node.set("this", _as_number(node.this))
+        elif (
+            isinstance(node, exp.Between)
+            and _is_prop(node.this)
+            and _is_number(node.args["low"])
+            and _is_number(node.args["high"])
+        ):
+            node.set("this", _as_number(node.this))

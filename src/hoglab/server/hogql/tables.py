@@ -1,0 +1,315 @@
+"""The tables HogQL can read, and the guarded views that stand in for them.
+
+Every reference to a table is replaced by a *view*: a subquery over the physical table in database ``hoglab``
+whose WHERE starts with ``equals(<raw alias>.team_id, <team_id>)``. The view selects named columns only, so
+``team_id`` is not even visible outside it; the persons-like tables are collapsed to their newest version
+(argMax by ``version``) and deleted rows dropped inside the view. DateTime columns are converted to the project
+time zone inside the view (``toTimeZone``), so every function applied to them works in that zone, as PostHog's
+printer does by wrapping fields.
+
+>>> [f.name for f in TABLES["events"].fields][:4]
+['uuid', 'event', 'properties', 'timestamp']
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sqlglot import exp
+
+__all__ = [
+    "GUARD_META",
+    "PERSON_OVERRIDES_DDL",
+    "PERSON_OVERRIDES_TABLE",
+    "TABLES",
+    "Field",
+    "LazyJoin",
+    "TableSchema",
+    "ViewOptions",
+    "build_view",
+]
+
+PERSON_OVERRIDES_TABLE = "person_overrides"
+"""Physical table of person merges (old person id -> the id it was merged into). One place to rename it."""
+
+PERSON_OVERRIDES_DDL = """
+CREATE TABLE IF NOT EXISTS {db}.person_overrides (
+    team_id Int64,
+    old_person_id UUID,
+    override_person_id UUID,
+    version UInt64
+) ENGINE = ReplacingMergeTree(version)
+ORDER BY (team_id, old_person_id)
+"""
+"""The table the compiler expects for ``person_overrides=True`` (kept flat: an old id maps to its final id)."""
+
+GUARD_META = "hq_view"
+"""``Select.meta`` key set on every view; its value is the raw table alias the guard is written against."""
+
+FieldKind = Literal["plain", "json", "datetime"]
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: FieldKind = "plain"
+
+
+@dataclass(frozen=True)
+class LazyJoin:
+    """``events.person`` -> persons view joined on ``persons.id = events.person_id``."""
+
+    target: str
+    from_field: str
+    to_field: str
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    name: str
+    fields: tuple[Field, ...]
+    star: tuple[str, ...]
+    joins: dict[str, LazyJoin] = field(default_factory=dict)
+
+    def field(self, name: str) -> Field | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+
+_PERSON_JOIN = LazyJoin(target="persons", from_field="person_id", to_field="id")
+
+TABLES: dict[str, TableSchema] = {
+    "events": TableSchema(
+        name="events",
+        fields=(
+            Field("uuid"),
+            Field("event"),
+            Field("properties", "json"),
+            Field("timestamp", "datetime"),
+            Field("distinct_id"),
+            Field("elements_chain"),
+            Field("created_at", "datetime"),
+            Field("$session_id"),
+            Field("$window_id"),
+            Field("person_id"),
+        ),
+        # PostHog's ``*`` on events: database columns except team_id; person_id is a join in PostHog.
+        star=(
+            "uuid",
+            "event",
+            "properties",
+            "timestamp",
+            "distinct_id",
+            "elements_chain",
+            "created_at",
+            "$session_id",
+            "$window_id",
+        ),
+        joins={
+            "person": _PERSON_JOIN,
+            "pdi": LazyJoin(target="person_distinct_ids", from_field="distinct_id", to_field="distinct_id"),
+        },
+    ),
+    "persons": TableSchema(
+        name="persons",
+        fields=(Field("id"), Field("created_at", "datetime"), Field("properties", "json"), Field("is_identified")),
+        star=("id", "created_at", "properties", "is_identified"),
+    ),
+    "person_distinct_ids": TableSchema(
+        name="person_distinct_ids",
+        fields=(Field("distinct_id"), Field("person_id")),
+        star=("distinct_id", "person_id"),
+        joins={"person": _PERSON_JOIN},
+    ),
+    "cohort_people": TableSchema(
+        name="cohort_people",
+        fields=(Field("cohort_id"), Field("person_id")),
+        star=("cohort_id", "person_id"),
+        joins={"person": _PERSON_JOIN},
+    ),
+    "person_overrides": TableSchema(
+        name="person_overrides",
+        fields=(Field("old_person_id"), Field("override_person_id")),
+        star=("old_person_id", "override_person_id"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    team_id: int
+    database: str
+    timezone: str
+    person_overrides: bool = False
+    # Only the events view: whether person_id must go through the overrides join.
+    needs_person_id: bool = False
+    # Only the events view: keep a deterministic fraction of distinct ids (SAMPLE k).
+    sample: float | None = None
+
+
+def _col(table: str, name: str) -> exp.Column:
+    return exp.column(exp.to_identifier(name, quoted=True), table=exp.to_identifier(table))
+
+
+def _fn(name: str, *args: exp.Expr) -> exp.Anonymous:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _lit(value: str | int) -> exp.Literal:
+    return exp.Literal.string(value) if isinstance(value, str) else exp.Literal.number(value)
+
+
+def guard(alias: str, team_id: int) -> exp.Anonymous:
+    """``equals(<alias>.team_id, <team_id>)``: the team isolation predicate."""
+    return _fn("equals", _col(alias, "team_id"), _lit(team_id))
+
+
+def _in_zone(node: exp.Expr, opts: ViewOptions) -> exp.Expr:
+    # The physical columns are DateTime64(6, 'UTC'); converting them in the view keeps UTC projects on the fast
+    # path (no conversion, full use of the toDate(timestamp) sort key).
+    if opts.timezone == "UTC":
+        return node
+    return _fn("toTimeZone", node, _lit(opts.timezone))
+
+
+def _select(raw: str, table: str, opts: ViewOptions, items: list[exp.Expr]) -> exp.Select:
+    source = exp.Table(
+        this=exp.to_identifier(table),
+        db=exp.to_identifier(opts.database),
+        alias=exp.TableAlias(this=exp.to_identifier(raw)),
+    )
+    select = exp.Select(expressions=items).from_(source, copy=False).where(guard(raw, opts.team_id), copy=False)
+    select.meta[GUARD_META] = raw
+    return select
+
+
+def _argmax(raw: str, name: str) -> exp.Expr:
+    return _fn("argMax", _col(raw, name), _col(raw, "version"))
+
+
+def _not_deleted(raw: str) -> exp.Expr:
+    return _fn("equals", _argmax(raw, "is_deleted"), _lit(0))
+
+
+def _events_view(opts: ViewOptions) -> exp.Select:
+    raw = "__hq_e"
+    person_id: exp.Expr = _col(raw, "person_id")
+    if opts.person_overrides and opts.needs_person_id:
+        # if() over a "matched" marker instead of coalesce(): correct whatever join_use_nulls is set to.
+        person_id = _fn(
+            "if",
+            _fn("equals", _col("__hq_o", "matched"), _lit(1)),
+            _fn("assumeNotNull", _col("__hq_o", "override_person_id")),
+            person_id,
+        )
+    items = [
+        exp.alias_(_col(raw, "uuid"), "uuid", quoted=True),
+        exp.alias_(_col(raw, "event"), "event", quoted=True),
+        exp.alias_(_col(raw, "properties"), "properties", quoted=True),
+        exp.alias_(_in_zone(_col(raw, "timestamp"), opts), "timestamp", quoted=True),
+        exp.alias_(_col(raw, "distinct_id"), "distinct_id", quoted=True),
+        exp.alias_(_col(raw, "elements_chain"), "elements_chain", quoted=True),
+        exp.alias_(_in_zone(_col(raw, "created_at"), opts), "created_at", quoted=True),
+        exp.alias_(_col(raw, "$session_id"), "$session_id", quoted=True),
+        exp.alias_(_fn("JSONExtractString", _col(raw, "properties"), _lit("$window_id")), "$window_id", quoted=True),
+        exp.alias_(person_id, "person_id", quoted=True),
+    ]
+    select = _select(raw, "events", opts, items)
+    if opts.person_overrides and opts.needs_person_id:
+        overrides = _overrides_view(opts)
+        overrides.select(exp.alias_(_lit(1), "matched", quoted=True), copy=False)
+        select.join(
+            exp.Subquery(this=overrides, alias=exp.TableAlias(this=exp.to_identifier("__hq_o"))),
+            on=_fn("equals", _col("__hq_o", "old_person_id"), _col(raw, "person_id")),
+            join_type="LEFT",
+            copy=False,
+        )
+    if opts.sample is not None and opts.sample < 1:
+        buckets = 1_000_000
+        cut = max(1, round(opts.sample * buckets))
+        # PostHog samples by cityHash64(distinct_id); the events table here has no SAMPLE BY, so filter instead.
+        select.where(
+            _fn("less", _fn("modulo", _fn("cityHash64", _col(raw, "distinct_id")), _lit(buckets)), _lit(cut)),
+            copy=False,
+        )
+    return select
+
+
+def _persons_view(opts: ViewOptions) -> exp.Select:
+    raw = "__hq_p"
+    items = [
+        exp.alias_(_col(raw, "id"), "id", quoted=True),
+        exp.alias_(_in_zone(_argmax(raw, "created_at"), opts), "created_at", quoted=True),
+        exp.alias_(_argmax(raw, "properties"), "properties", quoted=True),
+        exp.alias_(_argmax(raw, "is_identified"), "is_identified", quoted=True),
+    ]
+    select = _select(raw, "persons", opts, items).group_by(_col(raw, "id"), copy=False)
+    return select.having(_not_deleted(raw), copy=False)
+
+
+def _pdi_view(opts: ViewOptions) -> exp.Select:
+    raw = "__hq_d"
+    items = [
+        exp.alias_(_col(raw, "distinct_id"), "distinct_id", quoted=True),
+        exp.alias_(_argmax(raw, "person_id"), "person_id", quoted=True),
+    ]
+    select = _select(raw, "person_distinct_ids", opts, items).group_by(_col(raw, "distinct_id"), copy=False)
+    return select.having(_not_deleted(raw), copy=False)
+
+
+def _cohort_view(opts: ViewOptions) -> exp.Select:
+    # Rows of a cohort's newest calculation (its highest version) are its members; older versions are history.
+    raw, inner = "__hq_c", "__hq_cv"
+    latest = _select(inner, "cohort_people", opts, [_col(inner, "cohort_id"), _fn("max", _col(inner, "version"))])
+    latest.group_by(_col(inner, "cohort_id"), copy=False)
+    items = [
+        exp.alias_(_col(raw, "cohort_id"), "cohort_id", quoted=True),
+        exp.alias_(_col(raw, "person_id"), "person_id", quoted=True),
+    ]
+    select = _select(raw, "cohort_people", opts, items)
+    select.where(
+        exp.In(
+            this=exp.Tuple(expressions=[_col(raw, "cohort_id"), _col(raw, "version")]), query=exp.Subquery(this=latest)
+        ),
+        copy=False,
+    )
+    return select.group_by(_col(raw, "cohort_id"), _col(raw, "person_id"), copy=False)
+
+
+def _overrides_view(opts: ViewOptions) -> exp.Select:
+    raw = "__hq_v"
+    items = [
+        exp.alias_(_col(raw, "old_person_id"), "old_person_id", quoted=True),
+        exp.alias_(_argmax(raw, "override_person_id"), "override_person_id", quoted=True),
+    ]
+    return _select(raw, PERSON_OVERRIDES_TABLE, opts, items).group_by(_col(raw, "old_person_id"), copy=False)
+
+
+_BUILDERS = {
+    "events": _events_view,
+    "persons": _persons_view,
+    "person_distinct_ids": _pdi_view,
+    "cohort_people": _cohort_view,
+    "person_overrides": _overrides_view,
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_view(table: str, opts: ViewOptions) -> exp.Select:
+    return _BUILDERS[table](opts)
+
+
+def build_view(table: str, opts: ViewOptions) -> exp.Select:
+    """The guarded subquery standing in for HogQL table ``table`` (a key of ``TABLES``).
+
+    >>> sql = build_view("persons", ViewOptions(team_id=7, database="hoglab", timezone="UTC")).sql("clickhouse")
+    >>> sql[sql.index("FROM") : sql.index("GROUP")]
+    'FROM hoglab.persons AS __hq_p WHERE equals(__hq_p."team_id", 7) '
+    """
+    # Built once per (table, options) and copied: copying a tree is about twice as fast as building it.
+    # The cached tree is never handed out, so no caller can change what later queries get.
+    template = _cached_view(table, opts)
+    view = template.copy()
+    view.meta[GUARD_META] = template.meta[GUARD_META]
+    return view

@@ -1,0 +1,73 @@
+"""A real chDB holding two projects (see world.py), and helpers to compile HogQL and run it there."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from hoglab.server.engine.ddl import create_statements
+from hoglab.server.hogql import PERSON_OVERRIDES_DDL, REQUIRED_SETTINGS, CompiledQuery, compile_hogql
+
+from .world import TEAM, World, build_world
+
+DATABASE = "hoglab_hogql_tests"
+# What the service runs queries with (issue 4), plus the compiler's own requirement.
+RUN_SETTINGS = {"readonly": 2, "max_execution_time": 30, **REQUIRED_SETTINGS}
+
+pytestmark = pytest.mark.xdist_group("hogql_chdb")
+
+
+class Runner:
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def raw(self, sql: str) -> dict[str, Any]:
+        settings = ", ".join(f"{k} = {v}" for k, v in RUN_SETTINGS.items())
+        result: dict[str, Any] = json.loads(self.conn.query(f"{sql} SETTINGS {settings}", "JSONCompact").data())
+        return result
+
+    def rows(self, sql: str) -> list[list[Any]]:
+        data: list[list[Any]] = self.raw(sql)["data"]
+        return data
+
+    def compile(self, hogql: str, **kwargs: Any) -> CompiledQuery:
+        kwargs.setdefault("team_id", TEAM)
+        kwargs.setdefault("database", DATABASE)
+        return compile_hogql(hogql, **kwargs)
+
+    def query(self, hogql: str, **kwargs: Any) -> list[list[Any]]:
+        return self.rows(self.compile(hogql, **kwargs).sql)
+
+
+def _insert(conn: Any, table: str, rows: list[dict[str, Any]]) -> None:
+    lines = "\n".join(json.dumps(r) for r in rows)
+    conn.query(f"INSERT INTO {DATABASE}.{table} FORMAT JSONEachRow\n{lines}")
+
+
+@pytest.fixture(scope="session")
+def world() -> World:
+    return build_world()
+
+
+@pytest.fixture(scope="session")
+def ch(tmp_path_factory: pytest.TempPathFactory, world: World) -> Iterator[Runner]:
+    chdb = pytest.importorskip("chdb")
+    conn = chdb.connect(str(tmp_path_factory.mktemp("hogql-chdb")))
+    for statement in create_statements(DATABASE):
+        conn.query(statement)
+    conn.query(" ".join(PERSON_OVERRIDES_DDL.split()).format(db=DATABASE))
+    _insert(conn, "events", world.events)
+    _insert(conn, "persons", world.persons)
+    _insert(conn, "person_distinct_ids", world.pdi)
+    _insert(conn, "cohort_people", world.cohorts)
+    _insert(conn, "person_overrides", world.overrides)
+    yield Runner(conn)
+    conn.close()
+
+
+@pytest.fixture
+def q(ch: Runner) -> Callable[..., list[list[Any]]]:
+    return ch.query
