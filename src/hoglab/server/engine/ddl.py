@@ -4,6 +4,11 @@ Every table leads its sort key with ``team_id`` so a project's scan reads only i
 HogQL table reference is guarded with ``team_id = <project>`` by the compiler.
 Persons and distinct ids are versioned (``ReplacingMergeTree``): the newest version of a row wins, and readers
 go through the compiler's view of them (argMax by version), never the raw table.
+
+``person_overrides`` (added by the event store) records person merges: when ``$identify``/``$create_alias``
+joins two existing persons, events already stamped with the absorbed person's id resolve to the survivor
+through it. Overrides are kept flat (an override never points at an id that is itself overridden), so one
+lookup suffices; see docs/engine.md for how the compiler resolves ``events.person_id``.
 """
 
 from __future__ import annotations
@@ -50,6 +55,15 @@ TABLES: dict[str, str] = {
             version UInt64
         ) ENGINE = ReplacingMergeTree(version)
         ORDER BY (team_id, distinct_id)
+    """,
+    "person_overrides": """
+        CREATE TABLE IF NOT EXISTS {db}.person_overrides (
+            team_id Int64,
+            old_person_id UUID,
+            override_person_id UUID,
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY (team_id, old_person_id)
     """,
     "cohort_people": """
         CREATE TABLE IF NOT EXISTS {db}.cohort_people (
