@@ -35,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from .base import EngineError, JsonResult
-from .ddl import DATABASE, TABLES, create_statements
+from .ddl import DATABASE, create_statements, is_insertable
 from .errors import EngineInUse, error_from_message
 from .jsonfmt import split_json_compact
 from .lock import DirLock
@@ -272,7 +272,7 @@ class ChdbEngine:
     def insert_arrow(self, table: str, data: pa.Table) -> None:
         """Append ``data`` to ``hoglab.<table>`` in one INSERT (an Arrow IPC stream). Columns match by name; UUID
         columns may be strings, ``binary(16)`` or ``pa.uuid()``."""
-        if table not in TABLES:
+        if not is_insertable(table):
             raise ValueError(f"unknown table {table!r}")
         if data.num_rows == 0:
             return

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import pyarrow as pa
 
 from .base import EngineError, JsonResult
-from .ddl import DATABASE, TABLES, create_statements
+from .ddl import DATABASE, create_statements, is_insertable
 from .errors import error_from_message
 from .jsonfmt import split_json_compact
 from .settings import JSON_OUTPUT_SETTINGS, QueryLimits, internal_settings, quote_string, user_query_settings
@@ -152,7 +152,7 @@ class ClickHouseEngine:
                 raise _engine_error(exc) from None
 
     def insert_arrow(self, table: str, data: pa.Table) -> None:
-        if table not in TABLES:
+        if not is_insertable(table):
             raise ValueError(f"unknown table {table!r}")
         if data.num_rows == 0:
             return

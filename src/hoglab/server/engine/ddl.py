@@ -13,9 +13,14 @@ lookup suffices; see docs/engine.md for how the compiler resolves ``events.perso
 
 from __future__ import annotations
 
-__all__ = ["DATABASE", "TABLES", "create_statements"]
+import re
+
+__all__ = ["DATABASE", "STAGING_PREFIX", "TABLES", "create_statements", "is_insertable"]
 
 DATABASE = "hoglab"
+# File loads stage rows in short-lived tables named "_load_<hex>[_suffix]" (ingest/files.py), dropped afterwards.
+STAGING_PREFIX = "_load_"
+_STAGING = re.compile(r"^_load_[0-9a-f]{32}(_[a-z]+)?$")
 
 TABLES: dict[str, str] = {
     "events": """
@@ -82,3 +87,8 @@ def create_statements(database: str = DATABASE) -> list[str]:
     return [f"CREATE DATABASE IF NOT EXISTS {database}"] + [
         " ".join(sql.split()).format(db=database) for sql in TABLES.values()
     ]
+
+
+def is_insertable(table: str) -> bool:
+    """Whether ``insert_arrow`` may write to ``table``: one of ``TABLES`` or a load's staging table."""
+    return table in TABLES or bool(_STAGING.match(table))
