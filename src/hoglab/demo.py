@@ -199,7 +199,6 @@ def generate_events(
 ) -> pa.Table:
     """The demo's events in PostHog's export shape: ``uuid, event, distinct_id, timestamp, properties,
     elements_chain`` (``timestamp`` a UTC timestamp, ``properties`` JSON text), sorted by time."""
-    import pyarrow as pa
 
     from hoglab.server.flag_hashing import variant_for
 
@@ -291,7 +290,8 @@ def _cumsum_by_group(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     total = np.cumsum(values)
     starts = np.cumsum(sizes) - sizes
     offsets = np.repeat(total[starts] - values[starts], sizes)
-    return total - offsets
+    result: np.ndarray = total - offsets
+    return result
 
 
 def _email(user: int) -> str:

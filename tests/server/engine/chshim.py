@@ -153,11 +153,10 @@ class _Handler(BaseHTTPRequestHandler):
                 statement = query[: insert.end()]
                 fmt = insert.group(1)
                 statement = statement[: statement.upper().rindex("FORMAT")].strip()
-                with core.writes.session() as session:
-                    with session.conn.send_insert(statement, fmt) as inserter:
-                        if data:
-                            inserter.append(data)
-                        result = inserter.finish()
+                with core.writes.session() as session, session.conn.send_insert(statement, fmt) as inserter:
+                    if data:
+                        inserter.append(data)
+                    result = inserter.finish()
                 summary = {"written_rows": str(result.rows_written), "written_bytes": str(result.bytes_written)}
                 headers["X-ClickHouse-Summary"] = json.dumps(summary)
                 self._reply(200, b"", headers)
@@ -173,7 +172,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers["Content-Type"] = "application/octet-stream"
             self._reply(200, out, headers)
         except RuntimeError as exc:
-            text = str(exc).replace("Streaming insert append failed: ", "").replace("Streaming insert finish failed: ", "")
+            text = re.sub(r"^Streaming insert \w+ failed: ", "", str(exc))
             code = re.search(r"Code:\s*(\d+)", text)
             headers["X-ClickHouse-Exception-Code"] = code.group(1) if code else "1000"
             self._reply(500, (text.rstrip() + " (version 26.9.2.1)\n").encode(), headers)

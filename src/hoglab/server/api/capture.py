@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from hoglab.schema import ErrorType
 
 from ..errors import APIError, AuthenticationFailed, NotAuthenticated, ValidationFailed
-from ..ingest import CapturedEvent, Ingestor, IngestError, decode_payload, normalize_batch
+from ..ingest import CapturedEvent, IngestError, Ingestor, decode_payload, normalize_batch
 
 __all__ = ["CAPTURE_PATHS", "router"]
 

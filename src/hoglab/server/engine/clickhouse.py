@@ -111,10 +111,11 @@ class ClickHouseEngine:
             yield client
         finally:
             with self._lock:
-                if self._closed:
-                    client.close()
-                else:
+                keep = not self._closed  # close() may have run while the client was out
+                if keep:
                     self._idle.append(client)
+            if not keep:
+                client.close()
 
     def execute(self, sql: str, *, settings: Mapping[str, Any] | None = None, tag: str | None = None) -> pa.Table:
         wanted = user_query_settings(self.limits, tag=tag, overrides=settings)

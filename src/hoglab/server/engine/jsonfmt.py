@@ -5,8 +5,8 @@ layout: each key starts a line with one tab. A string value can never hold a raw
 so the first ``\\n\\t"data":`` and the last ``\\n\\t"rows":`` delimit the rows exactly; only the small head and
 tail are parsed. The rows go to HTTP as they are, which is what keeps a 10,000-row answer cheap.
 
->>> raw = b'{\\n\\t"meta":\\n\\t[{"name": "a", "type": "UInt8"}],\\n\\n\\t"data":\\n\\t[\\n\\t\\t[1]\\n\\t],\\n\\n\\t"rows": 1\\n}\\n'
->>> r = split_json_compact(raw)
+>>> head = b'{\\n\\t"meta":\\n\\t[{"name": "a", "type": "UInt8"}],\\n\\n'
+>>> r = split_json_compact(head + b'\\t"data":\\n\\t[\\n\\t\\t[1]\\n\\t],\\n\\n\\t"rows": 1\\n}\\n')
 >>> r.columns, r.types, r.data, r.rows
 (['a'], ['UInt8'], b'[\\n\\t\\t[1]\\n\\t]', 1)
 """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["IngestError", "LoadError", "MAX_LISTED_PROBLEMS"]
+__all__ = ["MAX_LISTED_PROBLEMS", "IngestError", "LoadError"]
 
 MAX_LISTED_PROBLEMS = 20
 

@@ -176,7 +176,7 @@ def _event_time(raw: dict[str, Any], properties: dict[str, Any], *, sent_at: Any
 
 
 def normalize_batch(
-    raws: Sequence[Any], *, sent_at: Any = None, now: datetime | None = None, attr_prefix: str = "batch__"
+    raws: Sequence[Any], *, sent_at: Any = None, now: datetime | None = None, attr_prefix: str | None = "batch__"
 ) -> list[CapturedEvent]:
     """Every event of a batch, or the first problem: a batch is stored whole or not at all.
 

@@ -17,6 +17,7 @@ the staged rows to their person ids. Loading the same file twice stores its even
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import uuid
@@ -80,10 +81,8 @@ class _Staging:
 
     def drop(self) -> None:
         for table in self.created:
-            try:
+            with contextlib.suppress(EngineError):
                 self.engine.command(f"DROP TABLE IF EXISTS {table}")
-            except EngineError:
-                pass
 
 
 def _fill_stage(engine: Engine, staging: _Staging, source: Source) -> str:
@@ -112,7 +111,8 @@ def _parse_failure(source: Source, exc: QueryError) -> LoadError:
 
 
 def _rows(engine: Engine, sql: str) -> dict[str, list[Any]]:
-    return engine.execute(sql, settings=_INTERNAL).to_pydict()
+    columns: dict[str, list[Any]] = engine.execute(sql, settings=_INTERNAL).to_pydict()
+    return columns
 
 
 def _check(engine: Engine, stage: str, source: Source) -> int:

@@ -292,10 +292,7 @@ def _apply_property_updates(person: Person, properties: Mapping[str, Any]) -> bo
             props.setdefault(str(key), value)
     if isinstance(set_, Mapping):
         props.update({str(k): v for k, v in set_.items()})
-    if isinstance(unset, list | tuple):
-        for key in unset:
-            props.pop(str(key), None)
-    elif isinstance(unset, Mapping):
+    if isinstance(unset, list | tuple | Mapping):
         for key in unset:
             props.pop(str(key), None)
     return props != before

@@ -91,8 +91,8 @@ def _parquet_columns(path: Path) -> dict[str, str]:
         elif name == "timestamp" and pa.types.is_timestamp(typ):
             columns[name] = "Nullable(DateTime64(6, 'UTC'))"
         else:
-            raise IngestError(f"{path.name}: column {name!r} is {typ}; expected a string"
-                              + (" or a timestamp" if name == "timestamp" else "") + ".", code="invalid_file")  # fmt: skip
+            expected = "a string or a timestamp" if name == "timestamp" else "a string"
+            raise IngestError(f"{path.name}: column {name!r} is {typ}; expected {expected}.", code="invalid_file")
     return columns
 
 
@@ -174,8 +174,9 @@ def read_locally(source: Source) -> pa.Table:
         table = pcsv.read_csv(
             stream,
             read_options=pcsv.ReadOptions(column_names=["line"], block_size=1 << 24),
-            parse_options=pcsv.ParseOptions(delimiter="\x1f", quote_char=False, escape_char=False,
-                                            ignore_empty_lines=False),  # fmt: skip
+            parse_options=pcsv.ParseOptions(
+                delimiter="\x1f", quote_char=False, escape_char=False, ignore_empty_lines=False
+            ),
             convert_options=pcsv.ConvertOptions(column_types={"line": pa.string()}, strings_can_be_null=False),
         )
         table = table.set_column(0, "line", table.column(0).fill_null(""))

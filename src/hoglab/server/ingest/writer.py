@@ -25,7 +25,7 @@ from typing import Any
 from ..engine.base import Engine
 from .events import CapturedEvent, normalize_batch
 from .person_store import PersonStore
-from .persons import PersonRows, next_version
+from .persons import PersonRows, PersonState, next_version
 from .rows import events_table
 
 __all__ = ["Ingestor"]
@@ -133,11 +133,13 @@ class Ingestor:
         rows: list[tuple[Any, ...]] = []
         changes = PersonRows()
         with self.persons.lock:
-            states = {}
+            states: dict[int, PersonState] = {}
             for job in group:
                 state = states.get(job.team_id) or states.setdefault(job.team_id, self.persons.state(job.team_id))
                 for e in job.events:
-                    person_id = state.process(e.event, e.distinct_id, e.properties, e.timestamp, personless=e.personless)
+                    person_id = state.process(
+                        e.event, e.distinct_id, e.properties, e.timestamp, personless=e.personless
+                    )
                     rows.append(
                         (job.team_id, e.uuid, e.event, e.distinct_id, person_id, e.timestamp, e.properties_json,
                          e.elements_chain, job.received)
