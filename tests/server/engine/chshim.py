@@ -34,7 +34,8 @@ _PROTOCOL_PARAMS = {
     "http_headers_progress_interval_ms", "client_protocol_version", "user", "password", "buffer_size",
 }  # fmt: skip
 _FORMAT_AT_END = re.compile(r"\bFORMAT\s+(\w+)\s*;?\s*$", re.I)
-_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+.+?\s+FORMAT\s+(\w+)[ \t]*(?:\r?\n)?", re.I | re.S)
+# An INSERT whose data follows (``INSERT INTO t (a, b) FORMAT x``), not ``INSERT ... SELECT``.
+_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+[^\s(]+(?:\s*\([^)]*\))?\s+FORMAT\s+(\w+)[ \t]*(?:\r?\n)?", re.I)
 
 
 def _decode(body: bytes, encoding: str) -> bytes:
