@@ -82,7 +82,7 @@ def test_user_mistakes_are_query_errors_with_the_engine_message(engine: ChdbEngi
     with pytest.raises(QueryError) as unknown:
         engine.execute("SELECT nosuch FROM events")
     assert unknown.value.name == "UNKNOWN_IDENTIFIER" and "nosuch" in unknown.value.message
-    with pytest.raises(QueryError, match="ZERO|zero|Division"):
+    with pytest.raises(QueryError, match=r"ZERO|zero|Division"):
         engine.execute("SELECT intDiv(1, 0)")
 
 

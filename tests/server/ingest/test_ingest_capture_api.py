@@ -103,8 +103,9 @@ def test_bad_requests_store_nothing(client: _Client, engine: ChdbEngine, team: i
 
 
 def test_browsers_get_cors_headers(client: _Client) -> None:
-    preflight = client.options("/e/", headers={"Origin": "https://site.example", "Access-Control-Request-Method": "POST",
-                                               "Access-Control-Request-Headers": "content-type"})  # fmt: skip
+    asking = {"Origin": "https://site.example", "Access-Control-Request-Method": "POST",
+              "Access-Control-Request-Headers": "content-type"}  # fmt: skip
+    preflight = client.options("/e/", headers=asking)
     assert preflight.status_code == 200
     assert preflight.headers["access-control-allow-origin"] == "https://site.example"
     posted = client.post("/e/", json=[{"event": "x", "properties": {"token": TOKEN, "distinct_id": "d"}}],
@@ -246,6 +247,7 @@ def test_the_official_posthog_sdk_captures_into_the_service(tmp_path: Path) -> N
                     reason="hoglab.server.app (the service foundation) is not merged into this branch yet")  # fmt: skip
 def test_capture_is_mounted_in_the_real_app(tmp_path: Path) -> None:
     from hoglab.server.app import create_app
+
     from hoglab.server.config import ServerConfig
 
     app = create_app(ServerConfig(data_dir=tmp_path))

@@ -68,9 +68,9 @@ def test_property_updates_and_ids_never_merged_on() -> None:
 
 def _scenario(seed: int, users: int = 40) -> list[dict[str, Any]]:
     """Random sessions: anonymous browsing, $identify (maybe from a second anonymous device), aliases, $set and
-    $set_once. The two anonymous ids set ``a_*``/``b_*`` keys and identified ids (an alias only once created) ``u_*``/``o_*``
-    keys, so merges never have to pick between two values of a key and the expected properties are a plain
-    "last $set / first $set_once per key" over each person's events."""
+    $set_once. The two anonymous ids set ``a_*``/``b_*`` keys and identified ids (an alias only once created)
+    ``u_*``/``o_*`` keys, so merges never have to pick between two values of a key and the expected properties
+    are a plain "last $set / first $set_once per key" over each person's events."""
     rng = np.random.default_rng(seed)
     events: list[dict[str, Any]] = []
     clock = T0
