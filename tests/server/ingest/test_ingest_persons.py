@@ -209,3 +209,38 @@ def test_a_restarted_process_continues_from_the_stored_persons(engine: ChdbEngin
     (person,) = state.persons.values()
     assert person.properties == {"p": 1, "q": 2} and person.distinct_ids == {"a", "b"} and person.is_identified
     assert state.overrides == {person_uuid(team, "a"): person.id}
+
+
+def test_bulk_properties_of_a_load_equal_event_by_event_capture(engine: ChdbEngine, tmp_path: Path) -> None:
+    """A load computes most persons' properties in SQL; they must equal applying the events one by one."""
+    rng = np.random.default_rng(11)
+    events = []
+    for i in range(300):
+        props: dict[str, Any] = {}
+        for kind in ("$set_once", "$set", "$unset"):
+            if rng.random() < 0.5:
+                keys = [f"k{k}" for k in rng.choice(4, size=int(rng.integers(1, 3)), replace=False)]
+                values = [int(rng.integers(9)), "s", {"n": 1}]
+                props[kind] = keys if kind == "$unset" else {k: values[i % 3] for k in keys}
+        ts = T0 + timedelta(seconds=int(rng.integers(0, 50)))  # ties on purpose: the file line breaks them
+        events.append({"event": "e", "distinct_id": f"d{rng.integers(25)}", "properties": props,
+                       "timestamp": ts.isoformat()})  # fmt: skip
+    ordered = sorted(events, key=lambda e: e["timestamp"])  # stable: file order within a timestamp
+    loaded_team, captured_team = (int(x) for x in np.random.default_rng().integers(10**9, 2**62, size=2))
+    path = tmp_path / "props.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    load_file(engine, loaded_team, path)
+    Ingestor.for_engine(engine).capture_batch(captured_team, ordered)
+
+    def persons(team: int) -> dict[str, dict[str, Any]]:
+        rows = engine.execute(f"""
+            SELECT pdi.distinct_id AS d, p.props AS props FROM
+              (SELECT distinct_id, argMax(person_id, version) AS pid FROM person_distinct_ids
+               WHERE team_id = {team} GROUP BY distinct_id) AS pdi
+            INNER JOIN (SELECT id, argMax(properties, version) AS props FROM persons
+                        WHERE team_id = {team} GROUP BY id) AS p ON pdi.pid = p.id""").to_pylist()
+        return {r["d"]: json.loads(r["props"]) for r in rows}
+
+    loaded, captured = persons(loaded_team), persons(captured_team)
+    assert len(loaded) == 25 and loaded == captured
+    assert any(len(p) > 1 for p in loaded.values())

@@ -26,21 +26,20 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
 from ..engine.base import Engine, EngineError, QueryError
 from ..engine.ddl import DATABASE
 from ..engine.settings import quote_string
 from .errors import MAX_LISTED_PROBLEMS, IngestError, LoadError
+from .file_persons import resolve_file_persons
 from .person_store import PersonStore
-from .persons import PersonState, next_version
+from .persons import next_version
 from .sources import Source, describe_source, detect_format, read_locally, row_filter, row_select
 
 __all__ = ["LoadReport", "load_file"]
 
 _INTERNAL = {"max_result_rows": 0, "max_execution_time": 0}
-_PERSON_EVENTS = ("$identify", "$create_alias", "$merge_dangerously")
 
 
 @dataclass(frozen=True)
@@ -78,6 +77,9 @@ class _Staging:
         self.engine.command(f"CREATE TABLE {table} ({columns}) ENGINE = Memory")
         self.created.append(table)
         return table
+
+    def insert(self, table: str, data: pa.Table) -> None:
+        self.engine.insert_arrow(table.split(".", 1)[1], data)
 
     def drop(self) -> None:
         for table in self.created:
@@ -125,44 +127,6 @@ def _check(engine: Engine, stage: str, source: Source) -> int:
     return total
 
 
-def _resolve_persons(engine: Engine, state: PersonState, stage: str) -> tuple[pa.Table, int]:
-    """Apply person-changing rows, give every distinct id a person; the (distinct_id, person_id) map."""
-    before = len(state.persons)
-    special = _rows(engine, f"""
-        SELECT event, distinct_id, ts, properties FROM {stage}
-        WHERE NOT personless AND (event IN {_PERSON_EVENTS} OR position(properties, '"$set') > 0
-                                  OR position(properties, '"$unset') > 0)
-        ORDER BY ts, _line""")  # fmt: skip
-    for event, distinct_id, ts, properties in zip(
-        special["event"], special["distinct_id"], special["ts"], special["properties"], strict=True
-    ):
-        state.process(event, distinct_id, orjson.loads(properties), ts)
-    ids = _rows(engine, f"""
-        SELECT distinct_id, min(ts) AS first, argMax(person_id, ts) AS given, max(NOT personless) AS personful
-        FROM {stage} GROUP BY distinct_id""")
-    person_ids: list[str] = []
-    for distinct_id, first, given, personful in zip(
-        ids["distinct_id"], ids["first"], ids["given"], ids["personful"], strict=True
-    ):
-        if distinct_id not in state.pdi and personful:
-            if given:
-                state.add_person(str(uuid.UUID(given)), first, [distinct_id])
-            else:
-                state.ensure_person(distinct_id, first)
-        person_ids.append(state.person_id_for(distinct_id))
-    # A person id the file gives that ends up without distinct ids (merged away in the source) maps to the
-    # person its distinct id has now, so its events stay with the right person.
-    given_pairs = _rows(engine, f"SELECT DISTINCT person_id, distinct_id FROM {stage} WHERE person_id IS NOT NULL")
-    for given, distinct_id in zip(given_pairs["person_id"], given_pairs["distinct_id"], strict=True):
-        pid = str(uuid.UUID(given))
-        target = state.pdi.get(distinct_id)
-        if target and pid != target and pid not in state.persons:
-            state.add_override(pid, target)
-    mapping = pa.table({"distinct_id": pa.array(ids["distinct_id"], pa.string()),
-                        "person_id": pa.array(person_ids, pa.string())})  # fmt: skip
-    return mapping, len(state.persons) - before
-
-
 def load_file(
     engine: Engine, project_id: int, path: str | PathLike[str], *, format: str | None = None
 ) -> LoadReport:
@@ -186,13 +150,13 @@ def load_file(
         with store.lock:
             state = store.state(team)
             try:
-                mapping, created = _resolve_persons(engine, state, stage)
-                mapping_table = staging.create("map", "distinct_id String, person_id String")
-                engine.insert_arrow(mapping_table.split(".", 1)[1], mapping)
-                store.write(state.take_rows(next_version(state.max_version)))
-            except BaseException:
+                persons = resolve_file_persons(
+                    engine, state, stage, staging.create, staging.insert, next_version(state.max_version)
+                )
+            finally:
+                # Bulk-made persons are in the tables, not in the cache: reload on next use (also after a failure).
                 store.invalidate(team)
-                raise
+        mapping_table, created = persons.mapping_table, persons.created
         engine.command(f"""
             INSERT INTO {DATABASE}.events
                 (team_id, uuid, event, distinct_id, person_id, timestamp, properties, elements_chain, created_at)
