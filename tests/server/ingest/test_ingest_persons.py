@@ -244,3 +244,53 @@ def test_bulk_properties_of_a_load_equal_event_by_event_capture(engine: ChdbEngi
     loaded, captured = persons(loaded_team), persons(captured_team)
     assert len(loaded) == 25 and loaded == captured
     assert any(len(p) > 1 for p in loaded.values())
+
+
+def test_a_load_of_plain_identifies_equals_event_by_event_capture(engine: ChdbEngine, tmp_path: Path) -> None:
+    """Loads resolve the common "anonymous id becomes a user" $identify in SQL; it must match capture."""
+    rng = np.random.default_rng(5)
+    events: list[dict[str, Any]] = []
+    for user in range(120):
+        clock = T0 + timedelta(minutes=int(rng.integers(0, 10_000)))
+        anon, ident = f"a{user}", f"u{user}"
+        shape = user % 4  # 0: plain; 1: user seen before; 2: both had properties before; 3: anonymous only
+        if shape in (1, 2):
+            events.append({"event": "x", "distinct_id": ident, "timestamp": clock.isoformat(),
+                           "properties": {"$set": {"k": "user-early"}} if shape == 2 else {}})  # fmt: skip
+        for _ in range(int(rng.integers(1, 4))):
+            clock += timedelta(seconds=30)
+            props = {"$set_once": {"first": anon}} if rng.random() < 0.6 else {}
+            if rng.random() < 0.5:
+                props["$set"] = {"k": f"anon-{int(rng.integers(9))}"}
+            events.append({"event": "$pageview", "distinct_id": anon, "timestamp": clock.isoformat(),
+                           "properties": props})  # fmt: skip
+        if shape == 3:
+            continue
+        clock += timedelta(seconds=30)
+        events.append({"event": "$identify", "distinct_id": ident, "timestamp": clock.isoformat(),
+                       "properties": {"$anon_distinct_id": anon, "$set": {"email": f"{ident}@x"}}})  # fmt: skip
+        clock += timedelta(seconds=30)
+        late = {"$set": {"k": "late"}, "$unset": ["first"] if user % 5 == 0 else []}
+        events.append({"event": "buy", "distinct_id": ident if user % 3 else anon, "timestamp": clock.isoformat(),
+                       "properties": late})  # fmt: skip
+    ordered = sorted(events, key=lambda e: e["timestamp"])
+    loaded_team, captured_team = (int(x) for x in np.random.default_rng().integers(10**9, 2**62, size=2))
+    path = tmp_path / "identify.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    load_file(engine, loaded_team, path)
+    Ingestor.for_engine(engine).capture_batch(captured_team, ordered)
+
+    def persons(team: int) -> dict[frozenset[str], tuple[dict[str, Any], int]]:
+        rows = engine.execute(f"""
+            SELECT groupArray(pdi.distinct_id) AS ids, any(p.props) AS props, any(p.identified) AS identified FROM
+              (SELECT distinct_id, argMax(person_id, version) AS pid FROM person_distinct_ids
+               WHERE team_id = {team} GROUP BY distinct_id) AS pdi
+            INNER JOIN (SELECT id, argMax(properties, version) AS props, argMax(is_identified, version) AS identified
+                        FROM persons WHERE team_id = {team} GROUP BY id
+                        HAVING argMax(is_deleted, version) = 0) AS p ON pdi.pid = p.id
+            GROUP BY pdi.pid""").to_pylist()
+        return {frozenset(r["ids"]): (json.loads(r["props"]), r["identified"]) for r in rows}
+
+    loaded, captured = persons(loaded_team), persons(captured_team)
+    assert loaded == captured
+    assert sum(len(ids) == 2 for ids in loaded) == 90 and sum(flag for _, flag in loaded.values()) == 90

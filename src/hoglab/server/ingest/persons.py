@@ -282,17 +282,25 @@ class PersonState:
 
 
 def _apply_property_updates(person: Person, properties: Mapping[str, Any]) -> bool:
+    """``$set_once``, ``$set``, ``$unset`` in that order; whether anything changed (no copy: loads call this a lot)."""
     set_once, set_, unset = properties.get("$set_once"), properties.get("$set"), properties.get("$unset")
     if not (set_once or set_ or unset):
         return False
     props = person.properties
-    before = dict(props)
-    if isinstance(set_once, Mapping):
+    changed = False
+    if isinstance(set_once, dict):
         for key, value in set_once.items():
-            props.setdefault(str(key), value)
-    if isinstance(set_, Mapping):
-        props.update({str(k): v for k, v in set_.items()})
-    if isinstance(unset, list | tuple | Mapping):
+            if key not in props:
+                props[key] = value
+                changed = True
+    if isinstance(set_, dict):
+        for key, value in set_.items():
+            if key not in props or type(props[key]) is not type(value) or props[key] != value:
+                props[key] = value
+                changed = True
+    if isinstance(unset, list | tuple | dict):
         for key in unset:
-            props.pop(str(key), None)
-    return props != before
+            if isinstance(key, str) and key in props:
+                del props[key]
+                changed = True
+    return changed
