@@ -10,7 +10,8 @@ JSONL, CSV and Parquet in PostHog's export shape, then for each file times
   work that still stores the events (parse the timestamp and uuid; no validation, no persons).
 
 and prints events/s and the ratio load_file / baseline (1.0 would mean no overhead over the engine's own load).
-Each run goes to a fresh project of one engine in a temporary data directory.
+Each run goes to a fresh project of one engine in a temporary data directory, after the background merges of
+the previous runs have finished.
 """
 
 from __future__ import annotations
@@ -64,6 +65,13 @@ def make_files(n: int, directory: Path) -> dict[str, Path]:
     return files
 
 
+def quiesce(engine: ChdbEngine, limit: float = 120) -> None:
+    """Wait for background merges of earlier loads, so each timing starts from an idle engine (2 cores)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and engine.query_bytes("SELECT count() FROM system.merges").strip() != b"0":
+        time.sleep(0.2)
+
+
 def baseline(engine: ChdbEngine, team: int, fmt: str, path: Path) -> float:
     ch_format, structure, settings = BASELINE_SQL[fmt]
     ts = "timestamp" if fmt == "parquet" else "parseDateTime64BestEffort(timestamp, 6, 'UTC')"
@@ -100,7 +108,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{'format':8} {'load_file':>16} {'baseline':>16} {'ratio':>6}")
         for fmt, path in files.items():
             for _ in range(args.repeat):
+                quiesce(engine)
                 base = baseline(engine, next(teams), fmt, path)
+                quiesce(engine)
                 report = load_file(engine, next(teams), path)
                 assert report.rows == args.events, report
                 ours = report.seconds

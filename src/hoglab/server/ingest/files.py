@@ -35,7 +35,7 @@ from .errors import MAX_LISTED_PROBLEMS, IngestError, LoadError
 from .file_persons import resolve_file_persons
 from .person_store import PersonStore
 from .persons import next_version
-from .sources import Source, describe_source, detect_format, read_locally, row_filter, row_select
+from .sources import Source, describe_source, detect_format, exact_source, read_locally, row_filter, row_select
 
 __all__ = ["LoadReport", "load_file"]
 
@@ -87,9 +87,9 @@ class _Staging:
                 self.engine.command(f"DROP TABLE IF EXISTS {table}")
 
 
-def _fill_stage(engine: Engine, staging: _Staging, source: Source) -> str:
-    stage = staging.name()
-    select = row_select(source)
+def _fill_stage(engine: Engine, staging: _Staging, source: Source, suffix: str = "") -> str:
+    stage = staging.name(suffix)
+    staging.created.append(stage)
     if engine.name == "chdb":
         origin = f"file({quote_string(str(source.path))}, {source.clickhouse_format}, {quote_string(source.structure)})"
     else:
@@ -97,11 +97,10 @@ def _fill_stage(engine: Engine, staging: _Staging, source: Source) -> str:
         columns = ", ".join(f"`{f.name}` {_arrow_type_to_ch(f.type)}" for f in table.schema)
         origin = staging.create("raw", columns)
         engine.insert_arrow(origin.split(".", 1)[1], table)
-    rows = f"SELECT {select} FROM {origin} WHERE {row_filter(source)}"
-    if source.format == "jsonl":
+    rows = f"SELECT {row_select(source)} FROM {origin} WHERE {row_filter(source)}"
+    if source.clickhouse_format == "LineAsString":
         rows = f"SELECT * EXCEPT t FROM ({rows})"
-    engine.command(f"CREATE TABLE {stage} ENGINE = Memory AS {rows}")
-    staging.created.append(stage)
+    engine.command(f"CREATE TABLE {stage} ENGINE = Memory AS {rows}", settings=source.settings or None)
     return stage
 
 
@@ -117,14 +116,34 @@ def _rows(engine: Engine, sql: str) -> dict[str, list[Any]]:
     return columns
 
 
-def _check(engine: Engine, stage: str, source: Source) -> int:
+def _count(engine: Engine, stage: str) -> tuple[int, int]:
     counts = _rows(engine, f"SELECT count() AS n, countIf(problem != '') AS bad FROM {stage}")
-    total, bad = int(counts["n"][0]), int(counts["bad"][0])
+    return int(counts["n"][0]), int(counts["bad"][0])
+
+
+def _stage_checked(engine: Engine, staging: _Staging, source: Source) -> tuple[str, int]:
+    """The staged, fully valid rows and their count; or a :class:`LoadError` naming the bad lines."""
+    if engine.name != "chdb":
+        source = exact_source(source)  # uploaded from here, where pyarrow reads JSONL as lines
+    try:
+        stage = _fill_stage(engine, staging, source)
+        total, bad = _count(engine, stage)
+    except QueryError as exc:
+        if source.exact:
+            raise _parse_failure(source, exc) from None
+        total, bad = 0, 1  # the fast JSON reader stopped at a malformed line: read it line by line
+    if bad and not source.exact:
+        source = exact_source(source)
+        try:
+            stage = _fill_stage(engine, staging, source, "exact")
+        except QueryError as exc:
+            raise _parse_failure(source, exc) from None
+        total, bad = _count(engine, stage)
     if bad:
         first = _rows(engine, f"SELECT _line, problem FROM {stage} WHERE problem != '' "
                               f"ORDER BY _line LIMIT {MAX_LISTED_PROBLEMS}")  # fmt: skip
         raise LoadError(source.path.name, list(zip(first["_line"], first["problem"], strict=True)), bad)
-    return total
+    return stage, total
 
 
 def load_file(
@@ -140,11 +159,7 @@ def load_file(
     store = PersonStore.for_engine(engine)
     staging = _Staging(engine)
     try:
-        try:
-            stage = _fill_stage(engine, staging, source)
-        except QueryError as exc:
-            raise _parse_failure(source, exc) from None
-        total = _check(engine, stage, source)
+        stage, total = _stage_checked(engine, staging, source)
         if total == 0:
             return LoadReport(str(file), source.format, 0, 0, time.perf_counter() - started)
         with store.lock:

@@ -5,9 +5,11 @@ ClickHouse server the file is not on the server's disk, so it is read here with 
 staging table first. Either way the same SQL (``row_select``) turns rows into typed columns and a ``problem``
 text per row; ``_row_number`` (0-based; ClickHouse's virtual column for ``file()``) gives line numbers.
 
-JSONL is read as one string per line (``LineAsString``) and parsed with ``JSONExtract`` into a named tuple: one
-parse per line, an object value comes back as its JSON text (so ``properties`` may be an object or a JSON
-string) and blank lines keep their line numbers.
+JSONL is read with ClickHouse's ``JSONEachRow`` parser (parallel; objects are read as their JSON text, so
+``properties`` may be an object or a JSON string). That parser stops at a malformed line and numbers rows, not
+lines, so when a JSONL file has any problem it is read again the exact way (:func:`exact_source`): one string
+per line (``LineAsString``) parsed with ``JSONExtract`` into a named tuple, blank lines keeping their numbers,
+every bad line found.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import pyarrow as pa
 
 from .errors import IngestError
 
-__all__ = ["FIELDS", "REQUIRED", "Source", "describe_source", "detect_format", "read_locally", "row_filter",
-           "row_select"]
+__all__ = ["FIELDS", "REQUIRED", "Source", "describe_source", "detect_format", "exact_source", "read_locally",
+           "row_filter", "row_select"]
 
 FIELDS = ("uuid", "event", "distinct_id", "timestamp", "properties", "person_id", "elements_chain")
 REQUIRED = ("event", "distinct_id", "timestamp")
@@ -59,6 +61,8 @@ class Source:
     structure: str
     columns: dict[str, str] = field(default_factory=dict)  # field -> ClickHouse type of the source column
     line_offset: int = 1
+    exact: bool = True  # are _row_number + line_offset line numbers, and is every bad row found?
+    settings: dict[str, int] = field(default_factory=dict)  # input format settings for reading it
 
     def line_expr(self) -> str:
         return f"_row_number + {self.line_offset}"
@@ -96,10 +100,28 @@ def _parquet_columns(path: Path) -> dict[str, str]:
     return columns
 
 
+_JSON_INPUT = {
+    "input_format_json_read_objects_as_strings": 1,
+    "input_format_json_read_arrays_as_strings": 1,
+    "input_format_json_read_numbers_as_strings": 1,
+    "input_format_json_read_bools_as_strings": 1,
+    "input_format_skip_unknown_fields": 1,
+}
+
+
+def exact_source(source: Source) -> Source:
+    """The line-by-line reading of a JSONL file (exact line numbers, every bad line); other formats as they are."""
+    if source.exact:
+        return source
+    return Source(source.path, source.format, "LineAsString", "line String", {n: "json" for n in FIELDS}, 1)
+
+
 def describe_source(path: Path, fmt: str) -> Source:
     """The columns a file has (CSV header, Parquet schema; JSONL keys are found per line) and its structure."""
     if fmt == "jsonl":
-        return Source(path, fmt, "LineAsString", "line String", {name: "json" for name in FIELDS}, 1)
+        columns = {name: "Nullable(String)" for name in FIELDS}
+        structure = ", ".join(f"`{name}` {typ}" for name, typ in columns.items())
+        return Source(path, fmt, "JSONEachRow", structure, columns, 1, exact=False, settings=_JSON_INPUT)
     if fmt == "csv":
         header = _csv_header(path)
         names = list(dict.fromkeys(h.strip() for h in header))
@@ -121,12 +143,12 @@ def describe_source(path: Path, fmt: str) -> Source:
 
 def row_filter(source: Source) -> str:
     """``WHERE`` condition on source rows: blank JSONL lines are skipped (their line numbers still count)."""
-    return "notEmpty(trimBoth(line))" if source.format == "jsonl" else "1"
+    return "notEmpty(trimBoth(line))" if source.clickhouse_format == "LineAsString" else "1"
 
 
 def row_select(source: Source) -> str:
     """``SELECT`` list turning one source row into staging columns and a ``problem`` text ('' if none)."""
-    if source.format == "jsonl":
+    if source.clickhouse_format == "LineAsString":
         tuple_type = ", ".join(
             f"{name} Nullable(String)" for name in ("uuid", "event", "distinct_id", "timestamp", "properties",
                                                     "person_id", "elements_chain")
@@ -170,7 +192,7 @@ def read_locally(source: Source) -> pa.Table:
     import pyarrow.parquet as pq
 
     stream = pa.input_stream(str(source.path), compression="detect")
-    if source.format == "jsonl":
+    if source.clickhouse_format == "LineAsString":
         table = pcsv.read_csv(
             stream,
             read_options=pcsv.ReadOptions(column_names=["line"], block_size=1 << 24),
