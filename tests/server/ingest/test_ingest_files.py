@@ -170,3 +170,22 @@ def test_a_second_load_reuses_known_persons(engine: ChdbEngine, team: int, tmp_p
     assert engine.execute(f"SELECT uniqExact(person_id) AS n FROM events WHERE team_id = {team}").to_pylist() == [
         {"n": 1}
     ]
+
+
+def test_ids_named_only_by_identify_and_given_known_persons(engine: ChdbEngine, team: int, tmp_path: Path) -> None:
+    first = [{"event": "$identify", "distinct_id": "u", "timestamp": "2026-01-01T00:00:00Z",
+              "properties": {"$anon_distinct_id": "ghost-anon", "$set": {"a": 1}}},
+             {"event": "e", "distinct_id": "x", "timestamp": "2026-01-01T00:00:00Z", "person_id": PERSON}]  # fmt: skip
+    load_file(engine, team, _write(tmp_path / "first.jsonl", first, "jsonl"))
+    second = [{"event": "e", "distinct_id": "x2", "timestamp": "2026-01-02T00:00:00Z", "person_id": PERSON}]
+    assert load_file(engine, team, _write(tmp_path / "second.jsonl", second, "jsonl")).persons_created == 0
+    pdi = engine.execute(f"""
+        SELECT distinct_id, toString(argMax(person_id, version)) AS p FROM person_distinct_ids
+        WHERE team_id = {team} GROUP BY distinct_id ORDER BY distinct_id""").to_pylist()
+    by_id = {r["distinct_id"]: r["p"] for r in pdi}
+    assert set(by_id) == {"ghost-anon", "u", "x", "x2"}
+    assert by_id["ghost-anon"] == by_id["u"] == person_uuid(team, "u")
+    assert by_id["x"] == by_id["x2"] == PERSON
+    person = engine.execute(f"""SELECT argMax(properties, version) AS p, argMax(is_identified, version) AS i
+                                FROM persons WHERE team_id = {team} AND id = '{by_id["u"]}' GROUP BY id""")  # fmt: skip
+    assert person.to_pylist() == [{"p": '{"a":1}', "i": 1}]

@@ -104,41 +104,51 @@ def _apply_in_order(engine: Engine, state: PersonState, stage: str, only: str) -
 def _plain_identifies(engine: Engine, state: PersonState, stage: str) -> tuple[dict[str, tuple[str, str]], set[str]]:
     """The ``$identify`` events SQL can resolve (``{id: (group, person id)}``) and every id in any merge."""
     team = state.team_id
+    # Each merge row with the first person-changing row of its two ids (both had a person before it, or not?).
     merges = _rows(engine, f"""
-        SELECT event, distinct_id, JSONExtractString(properties, '$anon_distinct_id') AS anon,
-               JSONExtractString(properties, 'alias') AS alias, toUnixTimestamp64Micro(ts) AS us, _line,
-               person_id IS NOT NULL AS given
-        FROM {stage} WHERE NOT personless AND event IN {_MERGE_EVENTS}""")  # fmt: skip
+        WITH firsts AS (SELECT distinct_id, min((ts, _line)) AS first FROM {stage}
+                        WHERE NOT personless AND {_CHANGES} GROUP BY distinct_id)
+        SELECT m.event AS event, m.distinct_id AS distinct_id, m.anon AS anon, m.alias AS alias, m.given AS given,
+               ifNull(fu.first < (m.ts, m._line), 0) AS user_before,
+               ifNull(fa.first < (m.ts, m._line), 0) AS anon_before
+        FROM (SELECT event, distinct_id, JSONExtractString(properties, '$anon_distinct_id') AS anon,
+                     JSONExtractString(properties, 'alias') AS alias, ts, _line, person_id IS NOT NULL AS given
+              FROM {stage} WHERE NOT personless AND event IN {_MERGE_EVENTS}) AS m
+        LEFT JOIN firsts AS fu ON m.distinct_id = fu.distinct_id
+        LEFT JOIN firsts AS fa ON m.anon = fa.distinct_id""")  # fmt: skip
     involvement: Counter[str] = Counter()
     for distinct_id, anon, alias in zip(merges["distinct_id"], merges["anon"], merges["alias"], strict=True):
         involvement.update({distinct_id, anon, alias} - {""})
-    if not involvement:
-        return {}, set()
-    firsts = _rows(engine, f"""
-        SELECT distinct_id, tupleElement(first, 1) AS us, tupleElement(first, 2) AS line
-        FROM (SELECT distinct_id, min((toUnixTimestamp64Micro(ts), _line)) AS first FROM {stage}
-              WHERE NOT personless AND {_CHANGES} GROUP BY distinct_id)""")  # fmt: skip
-    first_change = {
-        d: (us, line) for d, us, line in zip(firsts["distinct_id"], firsts["us"], firsts["line"], strict=True)
-    }
     groups: dict[str, tuple[str, str]] = {}
-    for event, user, anon, micros, line, given in zip(
-        merges["event"], merges["distinct_id"], merges["anon"], merges["us"], merges["_line"], merges["given"],
-        strict=True,
+    for event, user, anon, given, user_before, anon_before in zip(
+        merges["event"], merges["distinct_id"], merges["anon"], merges["given"], merges["user_before"],
+        merges["anon_before"], strict=True,
     ):  # fmt: skip
         if (event != "$identify" or given or not anon or anon == user or involvement[user] != 1
                 or involvement[anon] != 1 or user in state.pdi or anon in state.pdi
                 or _valid_other_id(anon) is None or _valid_other_id(user) is None):  # fmt: skip
             continue
-        at = (micros, line)
-        user_before = first_change.get(user, at) < at
-        anon_before = first_change.get(anon, at) < at
         if user_before and anon_before:
             continue  # both had a person already: a real merge, where the survivor's values win
         # The person is the anonymous id's if it existed first, else the one made for the user at $identify.
         pid = person_uuid(team, anon if anon_before else user)
         groups[user] = groups[anon] = (user, pid)
     return groups, set(involvement)
+
+
+def _known_in_file(engine: Engine, state: PersonState, stage: str) -> dict[str, tuple[str | None, int]]:
+    """File ids the project knows, or whose given person id it has: ``{id: (given person id, first µs)}``."""
+    if not state.pdi and not state.persons:
+        return {}  # a new project (the usual first load): nothing to look up
+    rows = _rows(engine, f"""
+        SELECT distinct_id, argMax(person_id, ts) AS given, toUnixTimestamp64Micro(min(ts)) AS first
+        FROM {stage} GROUP BY distinct_id""")  # fmt: skip
+    known: dict[str, tuple[str | None, int]] = {}
+    for distinct_id, given, first in zip(rows["distinct_id"], rows["given"], rows["first"], strict=True):
+        given = str(uuid.UUID(given)) if given else None
+        if distinct_id in state.pdi or given in state.persons:
+            known[distinct_id] = (given, first)
+    return known
 
 
 def resolve_file_persons(
@@ -150,47 +160,52 @@ def resolve_file_persons(
     """
     team = state.team_id
     groups, involved = _plain_identifies(engine, state, stage)
-    ids = _rows(engine, f"""
-        SELECT distinct_id, toUnixTimestamp64Micro(min(ts)) AS first, argMax(person_id, ts) AS given,
-               max(NOT personless) AS personful
-        FROM {stage} GROUP BY distinct_id""")  # fmt: skip
-    sequential = [
-        d for d, given in zip(ids["distinct_id"], ids["given"], strict=True)
-        if (d in involved and d not in groups) or d in state.pdi or (given and str(uuid.UUID(given)) in state.persons)
-    ]  # fmt: skip
+    # Python's share: ids in merges SQL cannot resolve, and ids the project knows. Apply their rows in order.
+    known = _known_in_file(engine, state, stage)
+    sequential = sorted({d for d in involved if d not in groups} | set(known))
     seq_table = create_table("seq", "distinct_id String")
     insert(seq_table, pa.table({"distinct_id": pa.array(sequential, pa.string())}))
     before = len(state.persons)
     _apply_in_order(engine, state, stage, seq_table)
-
-    # Every distinct id's person: known (or just made) in Python, none for personless ids, else bulk (SQL), in
-    # a group of its own or of a plain $identify.
-    person_ids: list[str | None] = []
-    bulk: list[bool] = []
-    group_keys: list[str] = []
-    for distinct_id, first, given, personful in zip(
-        ids["distinct_id"], ids["first"], ids["given"], ids["personful"], strict=True
-    ):
+    resolved: dict[str, str] = {}
+    for distinct_id in sequential:
         pid = state.pdi.get(distinct_id)
-        if pid is None and given and str(uuid.UUID(given)) in state.persons:
-            pid = state.add_person(str(uuid.UUID(given)), _at(first), [distinct_id]).id
-        if pid is None and not personful and distinct_id not in groups:
-            pid = state.person_id_for(distinct_id)
-        bulk.append(pid is None)
-        group, group_pid = groups.get(distinct_id, (distinct_id, None))
-        group_keys.append(group)
-        person_ids.append(pid or group_pid or (str(uuid.UUID(given)) if given else None))
-    raw = create_table("ids", "distinct_id String, person_id Nullable(String), bulk UInt8, grp String, "
-                              "first DateTime64(6, 'UTC')")  # fmt: skip
-    insert(raw, pa.table({
-        "distinct_id": pa.array(ids["distinct_id"], pa.string()), "person_id": pa.array(person_ids, pa.string()),
-        "bulk": pa.array(bulk, pa.bool_()).cast(pa.uint8()), "grp": pa.array(group_keys, pa.string()),
-        "first": pa.array(ids["first"], pa.timestamp("us", tz="UTC")),
+        given, first = known.get(distinct_id, (None, 0))
+        if pid is None and given in state.persons:  # a given person id the project has: attach to it
+            pid = state.add_person(str(given), _at(first), [distinct_id]).id
+        if pid is not None:
+            resolved[distinct_id] = pid
+    python_map = create_table("py", "distinct_id String, person_id String")
+    insert(python_map, pa.table({"distinct_id": pa.array(list(resolved), pa.string()),
+                                 "person_id": pa.array(list(resolved.values()), pa.string())}))  # fmt: skip
+    group_map = create_table("grp", "distinct_id String, grp String, person_id String")
+    insert(group_map, pa.table({
+        "distinct_id": pa.array(list(groups), pa.string()),
+        "grp": pa.array([g for g, _ in groups.values()], pa.string()),
+        "person_id": pa.array([pid for _, pid in groups.values()], pa.string()),
     }))  # fmt: skip
+
+    # Every distinct id's person: Python's, else its plain $identify group's, else the file's person_id, else
+    # the derived id. Bulk (persons made here, in SQL) = not Python's and not only personless rows.
     mapping = create_table("map", "distinct_id String, person_id String, bulk UInt8, grp String, "
                                   "first DateTime64(6, 'UTC')")  # fmt: skip
-    engine.command(f"INSERT INTO {mapping} SELECT distinct_id, ifNull(person_id, {uuid5_sql(team, 'distinct_id')}),"
-                   f" bulk, grp, first FROM {raw}")  # fmt: skip
+    engine.command(f"""
+        INSERT INTO {mapping}
+        SELECT a.distinct_id,
+               coalesce(p.person_id, g.person_id, a.given, {uuid5_sql(team, 'a.distinct_id')}),
+               p.person_id IS NULL AND (a.personful OR g.person_id IS NOT NULL),
+               coalesce(g.grp, a.distinct_id), a.first
+        FROM (SELECT distinct_id, min(ts) AS first, argMax(person_id, ts) AS given,
+                     max(NOT personless) AS personful
+              FROM {stage} GROUP BY distinct_id) AS a
+        LEFT JOIN {python_map} AS p ON a.distinct_id = p.distinct_id
+        LEFT JOIN {group_map} AS g ON a.distinct_id = g.distinct_id""")  # fmt: skip
+    # An anonymous id named by a plain $identify but without rows of its own still joins the person.
+    engine.command(f"""
+        INSERT INTO {mapping}
+        SELECT g.distinct_id, g.person_id, 1, g.grp, f.first FROM {group_map} AS g
+        INNER JOIN (SELECT grp, min(first) AS first FROM {mapping} GROUP BY grp) AS f ON g.grp = f.grp
+        WHERE g.distinct_id NOT IN (SELECT distinct_id FROM {mapping})""")  # fmt: skip
 
     # A person id the file gives that ends up with no distinct id (merged away in the source) is overridden to
     # the person its distinct id has now, so its events stay with the right person.
@@ -206,20 +221,18 @@ def resolve_file_persons(
     created = len(state.persons) - before
     for table, data in person_tables(state.take_rows(version)).items():
         engine.insert_arrow(table, data)
-    if any(bulk):
-        props = create_table("props", "grp String, props String")
-        engine.command(f"INSERT INTO {props} " + PROPS_SQL.format(stage=stage, ids=mapping, changes=_CHANGES))
-        # A group of two ids is a plain $identify: that person is identified.
-        identified = f"m.grp IN (SELECT grp FROM {mapping} WHERE grp != distinct_id)"
-        engine.command(f"""
-            INSERT INTO {DATABASE}.persons (team_id, id, created_at, properties, is_identified, is_deleted, version)
-            SELECT {team}, toUUID(m.person_id), min(m.first),
-                   argMax(ifNull(p.props, '{{}}'), length(ifNull(p.props, ''))), max({identified}), 0, {version}
-            FROM {mapping} AS m LEFT JOIN {props} AS p ON m.grp = p.grp
-            WHERE m.bulk GROUP BY m.person_id""")  # fmt: skip
-        engine.command(f"""
-            INSERT INTO {DATABASE}.person_distinct_ids (team_id, distinct_id, person_id, is_deleted, version)
-            SELECT {team}, distinct_id, toUUID(person_id), 0, {version} FROM {mapping} WHERE bulk""")
-        counted = _rows(engine, f"SELECT uniqExact(person_id) AS n FROM {mapping} WHERE bulk")
-        created += int(counted["n"][0])
-    return FilePersons(mapping, created)
+    props = create_table("props", "grp String, props String")
+    engine.command(f"INSERT INTO {props} " + PROPS_SQL.format(stage=stage, ids=mapping, changes=_CHANGES))
+    # A group of two ids is a plain $identify: that person is identified.
+    identified = f"m.grp IN (SELECT grp FROM {mapping} WHERE grp != distinct_id)"
+    engine.command(f"""
+        INSERT INTO {DATABASE}.persons (team_id, id, created_at, properties, is_identified, is_deleted, version)
+        SELECT {team}, toUUID(m.person_id), min(m.first),
+               argMax(ifNull(p.props, '{{}}'), length(ifNull(p.props, ''))), max({identified}), 0, {version}
+        FROM {mapping} AS m LEFT JOIN {props} AS p ON m.grp = p.grp
+        WHERE m.bulk GROUP BY m.person_id""")  # fmt: skip
+    engine.command(f"""
+        INSERT INTO {DATABASE}.person_distinct_ids (team_id, distinct_id, person_id, is_deleted, version)
+        SELECT {team}, distinct_id, toUUID(person_id), 0, {version} FROM {mapping} WHERE bulk""")
+    counted = _rows(engine, f"SELECT uniqExact(person_id) AS n FROM {mapping} WHERE bulk")
+    return FilePersons(mapping, created + int(counted["n"][0]))
