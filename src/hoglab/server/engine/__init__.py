@@ -1,1 +1,70 @@
-"""Engine adapters: chDB in-process (default) and a ClickHouse server over HTTP (clickhouse-connect)."""
+"""Engine adapters: chDB in-process (default) and a ClickHouse server over HTTP (clickhouse-connect).
+
+Only this package talks to chDB or ClickHouse. Importing it does not import chDB (that boots an engine and makes
+the process unsafe to fork); the adapters import their driver when an engine is opened.
+
+>>> from hoglab.server.config import ServerConfig
+>>> # engine = open_engine(ServerConfig(data_dir=Path("/tmp/hoglab")))   # chDB in /tmp/hoglab/events
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .base import (
+    Engine,
+    EngineError,
+    JsonResult,
+    MemoryLimitExceeded,
+    QueryCancelled,
+    QueryError,
+    QueryTimeout,
+    TooManyRows,
+)
+from .errors import EngineInUse
+from .settings import QueryLimits
+
+if TYPE_CHECKING:
+    from hoglab.server.config import ServerConfig
+
+__all__ = [
+    "EVENTS_SUBDIR",
+    "Engine",
+    "EngineError",
+    "EngineInUse",
+    "JsonResult",
+    "MemoryLimitExceeded",
+    "QueryCancelled",
+    "QueryError",
+    "QueryLimits",
+    "QueryTimeout",
+    "TooManyRows",
+    "chdb_path",
+    "open_engine",
+]
+
+# chDB's files live in their own subdirectory of the service's data dir, next to the SQLite metadata.
+EVENTS_SUBDIR = "events"
+
+
+def chdb_path(data_dir: str | Path) -> Path:
+    """Where the embedded engine keeps its data inside a service data directory."""
+    return Path(data_dir).expanduser() / EVENTS_SUBDIR
+
+
+def open_engine(config: ServerConfig) -> Engine:
+    """The engine the configuration asks for: a ClickHouse server if ``clickhouse_url`` is set, else chDB in
+    ``<data_dir>/events``. Limits come from the config. Close it when done.
+
+    Raises :class:`EngineInUse` if another process owns the data directory (its PID is in the message), or if
+    this process already has a different one open.
+    """
+    limits = QueryLimits(max_execution_time=config.max_execution_time, max_memory_usage=config.max_memory_usage)
+    if config.clickhouse_url:
+        from .clickhouse import ClickHouseEngine
+
+        return ClickHouseEngine(config.clickhouse_url, limits=limits)
+    from .chdb import ChdbEngine
+
+    return ChdbEngine(chdb_path(config.data_dir), limits=limits)

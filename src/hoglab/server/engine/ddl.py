@@ -4,13 +4,23 @@ Every table leads its sort key with ``team_id`` so a project's scan reads only i
 HogQL table reference is guarded with ``team_id = <project>`` by the compiler.
 Persons and distinct ids are versioned (``ReplacingMergeTree``): the newest version of a row wins, and readers
 go through the compiler's view of them (argMax by version), never the raw table.
+
+``person_overrides`` (added by the event store) records person merges: when ``$identify``/``$create_alias``
+joins two existing persons, events already stamped with the absorbed person's id resolve to the survivor
+through it. Overrides are kept flat (an override never points at an id that is itself overridden), so one
+lookup suffices; see docs/engine.md for how the compiler resolves ``events.person_id``.
 """
 
 from __future__ import annotations
 
-__all__ = ["DATABASE", "TABLES", "create_statements"]
+import re
+
+__all__ = ["DATABASE", "STAGING_PREFIX", "TABLES", "create_statements", "is_insertable"]
 
 DATABASE = "hoglab"
+# File loads stage rows in short-lived tables named "_load_<hex>[_suffix]" (ingest/files.py), dropped afterwards.
+STAGING_PREFIX = "_load_"
+_STAGING = re.compile(r"^_load_[0-9a-f]{32}(_[a-z]+)?$")
 
 TABLES: dict[str, str] = {
     "events": """
@@ -51,6 +61,15 @@ TABLES: dict[str, str] = {
         ) ENGINE = ReplacingMergeTree(version)
         ORDER BY (team_id, distinct_id)
     """,
+    "person_overrides": """
+        CREATE TABLE IF NOT EXISTS {db}.person_overrides (
+            team_id Int64,
+            old_person_id UUID,
+            override_person_id UUID,
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY (team_id, old_person_id)
+    """,
     "cohort_people": """
         CREATE TABLE IF NOT EXISTS {db}.cohort_people (
             team_id Int64,
@@ -68,3 +87,8 @@ def create_statements(database: str = DATABASE) -> list[str]:
     return [f"CREATE DATABASE IF NOT EXISTS {database}"] + [
         " ".join(sql.split()).format(db=database) for sql in TABLES.values()
     ]
+
+
+def is_insertable(table: str) -> bool:
+    """Whether ``insert_arrow`` may write to ``table``: one of ``TABLES`` or a load's staging table."""
+    return table in TABLES or bool(_STAGING.match(table))

@@ -1,0 +1,375 @@
+"""The demo project's events: deterministic (seeded), ~60 days, tens of thousands of users, one experiment.
+
+Users arrive uniformly over the window and come back for a few sessions of ``$pageview``s. About 45% sign up in
+their first session (``signup`` and ``$identify`` from their anonymous id to their email, with ``$set`` of
+``email``/``plan``); 3% of those also used a second device before signing in on it, which merges two persons
+(an override). Every user's first pageview ``$set``s ``$browser``/``$os`` and ``$set_once``s
+``$initial_country``/``$initial_browser``. Signed-up users visit ``/checkout`` in 45% of their later sessions
+and may ``purchase`` (with a ``price``). About 220,000 events at the default size (20,000 users).
+
+The experiment (:data:`DEMO_EXPERIMENT`, flag ``new-checkout``, control/test 50/50) runs for the last 30 days.
+A signed-up user's first checkout visit in that window is their exposure: ``$feature_flag_called`` with the
+variant PostHog's hashing gives their distinct id (``flag_hashing.variant_for``), and their later events carry
+``$feature/new-checkout``. Exactly 30% of control's and 34.5% of test's exposed users then ``purchase`` (+15%
+relative, whatever the seed; about 1,700 exposures per variant at the default size), which is significant.
+
+Same ``seed`` and ``end`` → the same events, byte for byte.
+
+>>> from datetime import datetime, UTC
+>>> t = generate_events(seed=1, end=datetime(2026, 1, 1, tzinfo=UTC), users=200)
+>>> t.equals(generate_events(seed=1, end=datetime(2026, 1, 1, tzinfo=UTC), users=200))
+True
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from hoglab.server.engine.base import Engine
+    from hoglab.server.ingest.files import LoadReport
+
+__all__ = ["DEMO_EXPERIMENT", "DEMO_SEED", "DEMO_USERS", "DemoExperiment", "default_end", "generate_events",
+           "seed_events"]  # fmt: skip
+
+DEMO_SEED = 20260101
+DEMO_USERS = 20_000
+DEMO_DAYS = 60
+FLAG_KEY = "new-checkout"
+CONVERSION = {"control": 0.30, "test": 0.345}
+
+_BROWSERS = np.array(["Chrome", "Safari", "Firefox", "Edge"])
+_BROWSER_P = [0.62, 0.22, 0.1, 0.06]
+_OS = np.array(["Windows", "Mac OS X", "iOS", "Android", "Linux"])
+_OS_P = [0.38, 0.22, 0.18, 0.17, 0.05]
+_COUNTRIES = np.array(["US", "GB", "DE", "FR", "IN", "BR", "CA", "NL"])
+_COUNTRY_P = [0.36, 0.12, 0.1, 0.08, 0.12, 0.08, 0.08, 0.06]
+_PLANS = np.array(["free", "pro", "enterprise"])
+_PLAN_P = [0.7, 0.25, 0.05]
+_PAGES = np.array(["/", "/pricing", "/docs", "/blog", "/features", "/about"])
+_SITE = "https://hoglab.example"
+
+
+@dataclass(frozen=True)
+class DemoExperiment:
+    """The demo's running experiment, in the shapes the Experiments API takes (legacy ``filters``)."""
+
+    name: str = "New checkout flow"
+    description: str = "Does the redesigned checkout page turn more checkout visits into purchases?"
+    feature_flag_key: str = FLAG_KEY
+    variants: tuple[dict[str, Any], ...] = (
+        {"key": "control", "name": "Control", "rollout_percentage": 50},
+        {"key": "test", "name": "New checkout", "rollout_percentage": 50},
+    )
+    days_running: int = 30
+    filters: dict[str, Any] = field(default_factory=lambda: {
+        "insight": "FUNNELS",
+        "events": [
+            {"id": "$pageview", "name": "$pageview", "type": "events", "order": 0,
+             "properties": [{"key": "$current_url", "value": "/checkout", "operator": "icontains", "type": "event"}]},
+            {"id": "purchase", "name": "purchase", "type": "events", "order": 1},
+        ],
+        "funnel_window_interval": 14,
+        "funnel_window_interval_unit": "day",
+    })  # fmt: skip
+    secondary_metrics: tuple[dict[str, Any], ...] = (
+        {"name": "Purchases", "filters": {"insight": "TRENDS", "events": [{"id": "purchase", "order": 0}]}},
+    )
+
+    def start_for(self, end: datetime | date | None = None) -> datetime:
+        """When the experiment started, for data generated up to ``end``."""
+        return _end(end) - timedelta(days=self.days_running)
+
+    @property
+    def start_date(self) -> datetime:
+        """The start for the default ``end`` (today, 00:00 UTC)."""
+        return self.start_for(None)
+
+    def create_body(self, end: datetime | date | None = None) -> dict[str, Any]:
+        """A ``POST /api/projects/:id/experiments/`` body creating this experiment, already started."""
+        start = self.start_for(end)
+        return {
+            "name": self.name,
+            "description": self.description,
+            "feature_flag_key": self.feature_flag_key,
+            "start_date": start.isoformat(),
+            "parameters": {"feature_flag_variants": [dict(v) for v in self.variants], "minimum_detectable_effect": 10},
+            "filters": {**self.filters, "date_from": start.isoformat()},
+            "secondary_metrics": [dict(m) for m in self.secondary_metrics],
+        }
+
+
+DEMO_EXPERIMENT = DemoExperiment()
+
+
+def default_end() -> datetime:
+    """Today at 00:00 UTC: the demo's data ends there, so relative ranges (``-30d``) have data."""
+    return datetime.combine(datetime.now(UTC).date(), datetime.min.time(), tzinfo=UTC)
+
+
+def _end(end: datetime | date | None) -> datetime:
+    if end is None:
+        return default_end()
+    if not isinstance(end, datetime):
+        return datetime.combine(end, datetime.min.time(), tzinfo=UTC)
+    return end if end.tzinfo else end.replace(tzinfo=UTC)
+
+
+def _uuids(rng: np.random.Generator, n: int) -> pa.Array:
+    """``n`` random version-4 UUID strings, vectorised (no per-row Python)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    raw = rng.integers(0, 256, size=(n, 16), dtype=np.uint8)
+    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40
+    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80
+    hexed = pa.array(np.frombuffer(raw.tobytes().hex().encode(), dtype="S32")).cast(pa.string())
+    parts = [pc.utf8_slice_codeunits(hexed, a, b) for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32))]
+    return pc.binary_join_element_wise(*parts, "-")
+
+
+def _concat(*parts: Any) -> pa.Array:
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(*parts, "")
+
+
+def _where(mask: np.ndarray, values: Any, n: int) -> pa.Array:
+    """``values`` where ``mask``, else '' (a JSON fragment that is present on some rows only)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = values if isinstance(values, pa.Array) else pa.array(np.broadcast_to(values, n))
+    return pc.if_else(pa.array(mask), values, "")
+
+
+def _text(values: np.ndarray) -> pa.Array:
+    import pyarrow as pa
+
+    return pa.array(values.astype(str))
+
+
+@dataclass
+class _Rows:
+    """Event rows as columns, appended in blocks (numpy), then sorted by time."""
+
+    ts: list[np.ndarray] = field(default_factory=list)
+    user: list[np.ndarray] = field(default_factory=list)
+    kind: list[np.ndarray] = field(default_factory=list)
+    session: list[np.ndarray] = field(default_factory=list)
+    page: list[np.ndarray] = field(default_factory=list)
+    identified: list[np.ndarray] = field(default_factory=list)
+    device2: list[np.ndarray] = field(default_factory=list)
+    variant: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, ts: np.ndarray, user: np.ndarray, kind: int, session: np.ndarray, *, page: Any = -1,
+            identified: Any = True, device2: Any = False, variant: Any = 0) -> None:  # fmt: skip
+        n = len(ts)
+        self.ts.append(ts.astype(np.int64))
+        self.user.append(user.astype(np.int64))
+        self.kind.append(np.full(n, kind, np.int8))
+        self.session.append(session.astype(np.int64))
+        self.page.append(np.broadcast_to(np.asarray(page, np.int64), n).copy())
+        self.identified.append(np.broadcast_to(np.asarray(identified, bool), n).copy())
+        self.device2.append(np.broadcast_to(np.asarray(device2, bool), n).copy())
+        self.variant.append(np.broadcast_to(np.asarray(variant, np.int8), n).copy())
+
+    def columns(self) -> dict[str, np.ndarray]:
+        cols = {name: np.concatenate(getattr(self, name)) for name in self.__dataclass_fields__}
+        order = np.lexsort((cols["kind"], cols["user"], cols["ts"]))
+        return {name: col[order] for name, col in cols.items()}
+
+
+PAGEVIEW, SIGNUP, IDENTIFY, CHECKOUT, EXPOSURE, PURCHASE = range(6)
+_EVENT_NAMES = np.array(["$pageview", "signup", "$identify", "$pageview", "$feature_flag_called", "purchase"])
+_US = 1_000_000
+_DAY = 86_400 * _US
+
+
+def generate_events(
+    seed: int = DEMO_SEED, end: datetime | date | None = None, users: int = DEMO_USERS, days: int = DEMO_DAYS
+) -> pa.Table:
+    """The demo's events in PostHog's export shape: ``uuid, event, distinct_id, timestamp, properties,
+    elements_chain`` (``timestamp`` a UTC timestamp, ``properties`` JSON text), sorted by time."""
+
+    from hoglab.server.flag_hashing import variant_for
+
+    rng = np.random.default_rng(seed)
+    end_us = int(_end(end).timestamp() * _US)
+    start_us = end_us - days * _DAY
+    exp_start_us = int(DEMO_EXPERIMENT.start_for(end).timestamp() * _US)
+
+    # Users: arrival, attributes, whether and how they sign up.
+    first_seen = rng.integers(start_us, end_us - 3600 * _US, size=users)
+    browser = rng.choice(len(_BROWSERS), size=users, p=_BROWSER_P)
+    os_ = rng.choice(len(_OS), size=users, p=_OS_P)
+    country = rng.choice(len(_COUNTRIES), size=users, p=_COUNTRY_P)
+    plan = rng.choice(len(_PLANS), size=users, p=_PLAN_P)
+    signs_up = rng.random(users) < 0.45
+    second_device = signs_up & (rng.random(users) < 0.03)
+
+    # Sessions: 1 + Poisson(2.5) per user, a few days apart, inside the window.
+    n_sessions = 1 + rng.poisson(2.5, size=users)
+    s_user = np.repeat(np.arange(users), n_sessions)
+    s_index = np.arange(len(s_user)) - np.repeat(np.cumsum(n_sessions) - n_sessions, n_sessions)
+    gaps = np.where(s_index == 0, 0, rng.exponential(4 * _DAY, size=len(s_user))).astype(np.int64)
+    s_start = first_seen[s_user] + _cumsum_by_group(gaps, n_sessions)
+    keep = s_start < end_us - 600 * _US
+    s_user, s_index, s_start = s_user[keep], s_index[keep], s_start[keep]
+    s_id = np.arange(len(s_user))
+    rows = _Rows()
+
+    # Pageviews: 1 + Poisson(2) per session, a minute or so apart. Before signing up a user is anonymous.
+    n_views = 1 + rng.poisson(2.0, size=len(s_user))
+    v_session = np.repeat(s_id, n_views)
+    v_index = np.arange(len(v_session)) - np.repeat(np.cumsum(n_views) - n_views, n_views)
+    v_ts = s_start[v_session] + v_index * rng.integers(20 * _US, 120 * _US, size=len(v_session))
+    v_user = s_user[v_session]
+    first_session = s_index[v_session] == 0
+    anonymous = ~signs_up[v_user] | (first_session & (v_index == 0))
+    rows.add(v_ts, v_user, PAGEVIEW, v_session, page=rng.integers(0, len(_PAGES), size=len(v_session)),
+             identified=~anonymous)  # fmt: skip
+
+    # Sign-up in the first session, right after the first pageview: $identify (anonymous -> email), then signup.
+    su_session = s_id[(s_index == 0) & signs_up[s_user]]
+    su_ts = s_start[su_session] + 10 * _US
+    rows.add(su_ts, s_user[su_session], IDENTIFY, su_session)
+    rows.add(su_ts + _US, s_user[su_session], SIGNUP, su_session)
+
+    # Second device: an anonymous pageview on another id in the user's last session, then $identify on it.
+    d2_session = s_id[second_device[s_user] & (s_index == np.maximum(n_sessions[s_user] - 1, 1)) & (s_index > 0)]
+    rows.add(s_start[d2_session] - 30 * _US, s_user[d2_session], PAGEVIEW, d2_session, page=0, identified=False,
+             device2=True)  # fmt: skip
+    rows.add(s_start[d2_session] - 20 * _US, s_user[d2_session], IDENTIFY, d2_session, device2=True)
+
+    # Checkout: signed-up users visit it in 35% of their later sessions.
+    checkout = signs_up[s_user] & (s_index > 0) & (rng.random(len(s_user)) < 0.45)
+    c_session = s_id[checkout]
+    c_ts = s_start[c_session] + 5 * 60 * _US
+    c_user = s_user[c_session]
+    in_experiment = c_ts >= exp_start_us
+    # A user's first checkout in the experiment window is their exposure.
+    exposed_first = np.zeros(len(c_session), bool)
+    candidates = np.flatnonzero(in_experiment)
+    _, first = np.unique(c_user[candidates], return_index=True)
+    exposed_first[candidates[first]] = True
+    variants = list(DEMO_EXPERIMENT.variants)
+    user_variant = np.zeros(users, np.int8)
+    for u in np.unique(c_user[exposed_first]):
+        key = variant_for(FLAG_KEY, _email(int(u)), variants)
+        user_variant[u] = 1 if key == "control" else 2
+    c_variant = np.where(in_experiment, user_variant[c_user], 0)
+    rows.add(c_ts[exposed_first] - _US, c_user[exposed_first], EXPOSURE, c_session[exposed_first],
+             variant=c_variant[exposed_first])  # fmt: skip
+    rows.add(c_ts, c_user, CHECKOUT, c_session, variant=c_variant)
+
+    # Purchases. Before the experiment a checkout converts at control's rate, at random. An exposed checkout
+    # converts at its variant's rate exactly: round(n * rate) of each variant's exposed users, picked at random,
+    # so the effect is the same, +15%, whatever the seed.
+    buys = ~in_experiment & (rng.random(len(c_session)) < CONVERSION["control"])
+    for code, key in ((1, "control"), (2, "test")):
+        pool = np.flatnonzero(exposed_first & (c_variant == code))
+        buys[rng.choice(pool, size=round(len(pool) * CONVERSION[key]), replace=False)] = True
+    b_ts = np.minimum(c_ts[buys] + rng.integers(60 * _US, 3 * 3600 * _US, size=int(buys.sum())), end_us - 1)
+    rows.add(b_ts, c_user[buys], PURCHASE, c_session[buys], variant=c_variant[buys])
+
+    cols = rows.columns()
+    return _table(cols, rng, browser, os_, country, plan)
+
+
+def _cumsum_by_group(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Running sums that restart at each group (groups are consecutive, ``sizes`` long)."""
+    total = np.cumsum(values)
+    starts = np.cumsum(sizes) - sizes
+    offsets = np.repeat(total[starts] - values[starts], sizes)
+    result: np.ndarray = total - offsets
+    return result
+
+
+def _email(user: int) -> str:
+    return f"user{user:06d}@example.com"
+
+
+def _anon(user: int, second: bool = False) -> str:
+    return f"{'d2' if second else 'anon'}-{user:06d}"
+
+
+def _table(cols: dict[str, np.ndarray], rng: np.random.Generator, browser: np.ndarray, os_: np.ndarray,
+           country: np.ndarray, plan: np.ndarray) -> pa.Table:  # fmt: skip
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(cols["ts"])
+    user, kind, variant = cols["user"], cols["kind"], cols["variant"]
+    users = len(browser)
+    emails = pa.array([_email(u) for u in range(users)])
+    anons = pa.array([_anon(u) for u in range(users)])
+    d2 = pa.array([_anon(u, True) for u in range(users)])
+    user_idx = pa.array(user)
+    distinct_id = pc.if_else(
+        pa.array(cols["device2"] & (kind == PAGEVIEW)),
+        d2.take(user_idx),
+        pc.if_else(pa.array(cols["identified"]), emails.take(user_idx), anons.take(user_idx)),
+    )
+    b = _text(_BROWSERS[browser[user]])
+    o = _text(_OS[os_[user]])
+    page = np.where(kind == CHECKOUT, "/checkout", _PAGES[np.maximum(cols["page"], 0)])
+    page = np.where(np.isin(kind, (SIGNUP, IDENTIFY)), "/signup", page)
+    page = np.where(np.isin(kind, (EXPOSURE, PURCHASE)), "/checkout", page)
+    url = _concat(_SITE, _text(page))
+    variant_name = _text(np.array(["", "control", "test"])[variant])
+    first_view = np.zeros(n, bool)
+    pv = np.flatnonzero((kind == PAGEVIEW) & ~cols["device2"])
+    _, first = np.unique(user[pv], return_index=True)
+    first_view[pv[first]] = True
+    # The second device's first pageview sets properties too, so it has a person of its own until $identify
+    # merges it into the user's (the demo's person merges, with their overrides).
+    first_view |= cols["device2"] & (kind == PAGEVIEW)
+    price = _text(np.round(rng.gamma(4.0, 12.5, size=n), 2))
+    identify_anon = pc.if_else(pa.array(cols["device2"]), d2.take(user_idx), anons.take(user_idx))
+    props = _concat(
+        '{"$browser":"', b, '","$os":"', o, '","$current_url":"', url, '","$session_id":"',
+        _text(cols["session"]), '","$lib":"web"',
+        _where(variant > 0, _concat(',"$feature/new-checkout":"', variant_name, '"'), n),
+        _where(kind == EXPOSURE, _concat(',"$feature_flag":"new-checkout","$feature_flag_response":"',
+                                         variant_name, '"'), n),
+        _where(kind == PURCHASE, _concat(',"price":', price), n),
+        _where(first_view, _concat(',"$set":{"$browser":"', b, '","$os":"', o, '"},"$set_once":{"$initial_country":"',
+                                   _text(_COUNTRIES[country[user]]), '","$initial_browser":"', b, '"}'), n),
+        _where(kind == IDENTIFY, _concat(',"$anon_distinct_id":"', identify_anon, '","$set":{"email":"',
+                                         emails.take(user_idx), '","plan":"', _text(_PLANS[plan[user]]), '"}'), n),
+        "}",
+    )  # fmt: skip
+    return pa.table({
+        "uuid": _uuids(rng, n),
+        "event": _text(_EVENT_NAMES[kind]),
+        "distinct_id": distinct_id,
+        "timestamp": pa.array(cols["ts"], pa.timestamp("us", tz="UTC")),
+        "properties": props,
+        "elements_chain": pa.array(np.full(n, ""), pa.string()),
+    })  # fmt: skip
+
+
+def seed_events(
+    engine: Engine, project_id: int, *, seed: int = DEMO_SEED, end: datetime | date | None = None,
+    users: int = DEMO_USERS,
+) -> LoadReport:  # fmt: skip
+    """Generate the demo's events and load them into ``project_id`` through the file loader (persons and
+    all). Create the experiment's metadata with ``DEMO_EXPERIMENT.create_body(end)``."""
+    import pyarrow.parquet as pq
+
+    from hoglab.server.ingest.files import load_file
+
+    table = generate_events(seed=seed, end=end, users=users)
+    with tempfile.TemporaryDirectory(prefix="hoglab-demo-") as tmp:
+        path = Path(tmp) / "demo-events.parquet"
+        pq.write_table(table, path, compression="zstd")
+        return load_file(engine, project_id, path)

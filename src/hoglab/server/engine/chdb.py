@@ -1,0 +1,314 @@
+"""The embedded engine: chDB (in-process ClickHouse) over a data directory.
+
+chDB's constraints shape this module (measured in engine-notes §5):
+
+* One data directory per process, and no second process on it. The process-wide :class:`_Core` owns the
+  directory: every :class:`ChdbEngine` on the same path shares it, another path in this process is refused with
+  a clear error, and a lock file (``lock.py``) names the process holding it to any other process.
+* ``import chdb`` boots the engine, and a process that forks afterwards hangs in the child. chDB is imported
+  here, lazily, when the first engine opens; a forked child that touches the engine gets an error instead.
+* A connection runs one statement at a time and settings are per connection. Statements borrow a
+  :class:`_Session` from one of two pools: *read* sessions are ``readonly=2`` for good (it cannot be lowered
+  again, so a read session can never write) and *write* sessions serve DDL and inserts. A session applies the
+  settings a statement asks for with ``SET`` (only what differs from last time), which leaves the SQL text
+  untouched: an error message quotes the user's statement, not our settings.
+* There is no in-process interrupt: ``cancel(tag)`` runs ``KILL QUERY ... SYNC`` on a separate control
+  connection, matching the ``log_comment`` every tagged query carries.
+
+>>> import tempfile
+>>> engine = ChdbEngine(tempfile.mkdtemp())
+>>> engine.execute("SELECT 1 AS one").to_pylist()
+[{'one': 1}]
+>>> engine.close()
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from .base import EngineError, JsonResult
+from .ddl import DATABASE, create_statements, is_insertable
+from .errors import EngineInUse, error_from_message
+from .jsonfmt import split_json_compact
+from .lock import DirLock
+from .settings import (
+    JSON_OUTPUT_SETTINGS,
+    QueryLimits,
+    internal_settings,
+    quote_string,
+    settings_clause,
+    user_query_settings,
+)
+
+__all__ = ["ChdbEngine"]
+
+_registry_lock = threading.Lock()
+_core: _Core | None = None
+
+
+def _in_child_after_fork() -> None:
+    # chDB's threads do not survive fork(); the child must not touch the parent's engine (it would hang).
+    global _core
+    _core = None
+
+
+os.register_at_fork(after_in_child=_in_child_after_fork)
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    # Shutting chDB down with connections open makes it print errors at exit; close them first.
+    core = _core
+    if core is not None and core.pid == os.getpid():
+        core.close()
+
+
+class _Session:
+    """One chDB connection and the settings currently ``SET`` on it."""
+
+    def __init__(self, conn: Any, *, readonly: bool) -> None:
+        self.conn = conn
+        self.applied: dict[str, Any] = {}
+        self.broken = False
+        conn.query(f"USE {DATABASE}", "CSV")
+        if readonly:
+            conn.query("SET readonly=2", "CSV")
+
+    def run(self, sql: str, fmt: str, settings: Mapping[str, Any]) -> bytes:
+        wanted = {k: v for k, v in settings.items() if k != "readonly"}
+        changes = {k: v for k, v in wanted.items() if self.applied.get(k, _UNSET) != v}
+        resets = [k for k in self.applied if k not in wanted]
+        if changes or resets:
+            assignments = settings_clause(changes)[len("SETTINGS ") :]
+            assignments = ", ".join(filter(None, [assignments, *(f"{k}=DEFAULT" for k in resets)]))
+            # If the SET fails (an unknown setting in the overrides), the session's state is unknown: drop it.
+            self.broken = True
+            self.conn.query(f"SET {assignments}", "CSV")
+            self.applied = dict(wanted)
+            self.broken = False
+        return bytes(self.conn.query(sql, fmt).bytes())
+
+
+_UNSET = object()
+
+
+class _Pool:
+    def __init__(self, connect: Any, size: int, *, readonly: bool) -> None:
+        self._connect = connect
+        self._size = size
+        self._readonly = readonly
+        self._idle: list[_Session] = []
+        self._created = 0
+        self._available = threading.Condition()
+        self.closed = False
+
+    @contextmanager
+    def session(self) -> Iterator[_Session]:
+        with self._available:
+            if self.closed:
+                raise EngineError("the engine is closed")
+            while not self._idle and self._created >= self._size:
+                self._available.wait()
+            session = self._idle.pop() if self._idle else None
+            if session is None:
+                self._created += 1
+        try:
+            if session is None:
+                session = _Session(self._connect(), readonly=self._readonly)
+            yield session
+        finally:
+            with self._available:
+                if session is not None and not session.broken and not self.closed:
+                    self._idle.append(session)  # a failed statement leaves the connection usable
+                else:
+                    self._created -= 1
+                    if session is not None:
+                        session.conn.close()
+                self._available.notify()
+
+    def close(self) -> None:
+        with self._available:
+            self.closed = True
+            idle, self._idle = self._idle, []
+        for session in idle:
+            session.conn.close()
+
+
+class _Core:
+    """The process's one chDB instance: lock, DDL, read and write pools, control connection."""
+
+    def __init__(self, path: Path, pool_size: int) -> None:
+        self.path = path
+        self.pid = os.getpid()
+        self.refs = 0
+        self.lock = DirLock.acquire(path)
+        try:
+            import chdb  # lazy on purpose: importing chDB starts the engine in this process
+
+            def connect() -> Any:
+                return chdb.connect(str(path))
+
+            self._control = connect()
+            for statement in create_statements():
+                self._control.query(statement, "CSV")
+        except BaseException:
+            self.lock.release()
+            raise
+        self._control_lock = threading.Lock()
+        self.reads = _Pool(connect, pool_size, readonly=True)
+        self.writes = _Pool(connect, max(2, pool_size // 2), readonly=False)
+
+    def control(self, sql: str, fmt: str = "CSV") -> bytes:
+        with self._control_lock:
+            return bytes(self._control.query(sql, fmt).bytes())
+
+    def close(self) -> None:
+        self.reads.close()
+        self.writes.close()
+        self._control.close()
+        self.lock.release()
+
+
+def _acquire(path: Path, pool_size: int) -> _Core:
+    global _core
+    with _registry_lock:
+        if _core is None:
+            _core = _Core(path, pool_size)
+        elif _core.path != path:
+            raise EngineInUse(
+                f"This process already has the embedded engine open on {_core.path}; chDB allows one data "
+                f"directory per process, so {path} cannot be opened too. Close the other engine first."
+            )
+        _core.refs += 1
+        return _core
+
+
+def _release(core: _Core) -> None:
+    global _core
+    with _registry_lock:
+        core.refs -= 1
+        if core.refs > 0:
+            return
+        if _core is core:
+            _core = None
+    core.close()
+
+
+class ChdbEngine:
+    """The :class:`~hoglab.server.engine.base.Engine` on chDB. Thread-safe; cheap handles over one process core.
+
+    ``data_dir`` is chDB's own directory (``open_engine`` uses ``<service data dir>/events``). Opening it applies
+    the DDL (idempotent). Every handle must be closed; the directory is released when the last one is.
+    """
+
+    name = "chdb"
+
+    def __init__(self, data_dir: str | os.PathLike[str], *, limits: QueryLimits | None = None, pool_size: int = 8):
+        self.path = Path(data_dir).expanduser().resolve()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.limits = limits or QueryLimits()
+        self.database = DATABASE
+        self._core: _Core | None = _acquire(self.path, pool_size)
+
+    @staticmethod
+    def current_path() -> Path | None:
+        """The data directory this process has open, if any (tests use it to share the one engine)."""
+        core = _core
+        return core.path if core is not None and core.pid == os.getpid() else None
+
+    def _live(self) -> _Core:
+        core = self._core
+        if core is None:
+            raise EngineError("the engine is closed")
+        if core.pid != os.getpid():
+            raise EngineError(
+                f"the embedded engine was opened by process {core.pid}; a forked child cannot use it "
+                "(chDB hangs after fork). Open the engine in the child, or start it with 'spawn'."
+            )
+        return core
+
+    def _run(self, pool: str, sql: str, fmt: str, settings: Mapping[str, Any]) -> bytes:
+        core = self._live()
+        with (core.reads if pool == "read" else core.writes).session() as session:
+            try:
+                return session.run(sql, fmt, settings)
+            except RuntimeError as exc:  # chdb.ChdbError is a RuntimeError
+                raise error_from_message(str(exc)) from None
+
+    # -- the Engine protocol ----------------------------------------------------------------------------------
+
+    def execute(self, sql: str, *, settings: Mapping[str, Any] | None = None, tag: str | None = None) -> pa.Table:
+        """Run one read with the user-query guard rails (``settings.py``); the result as Arrow.
+
+        >>> # engine.execute("SELECT event, count() FROM events WHERE team_id = 1 GROUP BY event", tag="req-1")
+        """
+        wanted = {**JSON_OUTPUT_SETTINGS, **user_query_settings(self.limits, tag=tag, overrides=settings)}
+        return pa.ipc.open_stream(self._run("read", sql, "ArrowStream", wanted)).read_all()
+
+    def execute_json(
+        self, sql: str, *, settings: Mapping[str, Any] | None = None, tag: str | None = None
+    ) -> JsonResult:
+        """Run one read; rows as ``JSONCompact`` bytes plus ClickHouse's column types (see ``jsonfmt.py``)."""
+        overrides = {**JSON_OUTPUT_SETTINGS, **(settings or {})}
+        wanted = user_query_settings(self.limits, tag=tag, overrides=overrides)
+        return split_json_compact(self._run("read", sql, "JSONCompact", wanted))
+
+    def command(self, sql: str, *, settings: Mapping[str, Any] | None = None) -> None:
+        """Run DDL or a write (never user input)."""
+        self._run("write", sql, "CSV", internal_settings(settings))
+
+    def query_bytes(self, sql: str, fmt: str = "TabSeparated", *, settings: Mapping[str, Any] | None = None) -> bytes:
+        """Internal statements in any ClickHouse format, without the user-query limits (loaders, tools, tests)."""
+        return self._run("write", sql, fmt, internal_settings(settings))
+
+    def insert_arrow(self, table: str, data: pa.Table) -> None:
+        """Append ``data`` to ``hoglab.<table>`` in one INSERT (an Arrow IPC stream). Columns match by name; UUID
+        columns may be strings, ``binary(16)`` or ``pa.uuid()``."""
+        if not is_insertable(table):
+            raise ValueError(f"unknown table {table!r}")
+        if data.num_rows == 0:
+            return
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, data.schema) as writer:
+            writer.write_table(data)
+        payload = memoryview(sink.getvalue())
+        columns = ", ".join(f"`{name}`" for name in data.column_names)
+        core = self._live()
+        with core.writes.session() as session:
+            try:
+                with session.conn.send_insert(f"INSERT INTO {DATABASE}.{table} ({columns})", "ArrowStream") as ins:
+                    ins.append(payload)
+                    ins.finish()
+            except RuntimeError as exc:
+                raise error_from_message(str(exc)) from None
+
+    def cancel(self, tag: str) -> bool:
+        """Kill the query whose ``log_comment`` is ``tag``; ``True`` if one was running."""
+        core = self._live()
+        try:
+            out = core.control(f"KILL QUERY WHERE Settings['log_comment'] = {quote_string(tag)} SYNC", "TSV")
+        except RuntimeError as exc:
+            raise error_from_message(str(exc)) from None
+        return bool(out.strip())
+
+    def close(self) -> None:
+        core, self._core = self._core, None
+        if core is not None and core.pid == os.getpid():
+            _release(core)
+
+    def __enter__(self) -> ChdbEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ChdbEngine({str(self.path)!r})"

@@ -1,0 +1,33 @@
+"""Ingestion: events as PostHog's SDKs send them (``capture``), files in PostHog's export shape (``load_file``),
+and the persons both imply.
+
+>>> # from hoglab.server.ingest import Ingestor, load_file
+>>> # Ingestor.for_engine(engine).capture_batch(1, [{"event": "signup", "distinct_id": "u1"}])
+>>> # load_file(engine, 1, "events.parquet").rows
+"""
+
+from __future__ import annotations
+
+from .errors import IngestError, LoadError
+from .events import CapturedEvent, normalize_batch, normalize_event
+from .files import LoadReport, load_file
+from .payload import Payload, decode_payload
+from .person_store import PersonStore
+from .persons import PersonState, person_uuid
+from .writer import Ingestor
+
+__all__ = [
+    "CapturedEvent",
+    "IngestError",
+    "Ingestor",
+    "LoadError",
+    "LoadReport",
+    "Payload",
+    "PersonState",
+    "PersonStore",
+    "decode_payload",
+    "load_file",
+    "normalize_batch",
+    "normalize_event",
+    "person_uuid",
+]

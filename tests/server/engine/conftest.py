@@ -1,0 +1,33 @@
+"""One chDB engine per test process (chDB allows one data directory per process): every test of this package
+shares it and keeps to its own project through a fresh random ``team_id``."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hoglab.server.engine.chdb import ChdbEngine
+
+_ids = random.SystemRandom()
+
+
+@pytest.fixture(scope="session")
+def chdb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("chdb")
+
+
+@pytest.fixture(scope="module")
+def engine(chdb_dir: Path) -> Iterator[ChdbEngine]:
+    # If another fixture of this process already has the engine open, share its directory instead of failing.
+    opened = ChdbEngine(ChdbEngine.current_path() or chdb_dir)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def team() -> int:
+    """A project id no other test uses, so tests can share the engine's tables."""
+    return _ids.randrange(10**9, 2**62)

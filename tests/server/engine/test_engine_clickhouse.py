@@ -1,0 +1,140 @@
+"""ClickHouseEngine through the real clickhouse-connect client, against chshim.py (ClickHouse's HTTP protocol
+over this process's chDB): no ClickHouse server can run here (engine-notes §7)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pytest
+from chshim import ClickHouseShim
+
+from hoglab.server.config import ServerConfig
+from hoglab.server.engine import Engine, QueryCancelled, QueryError, TooManyRows, open_engine
+from hoglab.server.engine.chdb import ChdbEngine
+from hoglab.server.engine.clickhouse import ClickHouseEngine, parse_clickhouse_url
+from hoglab.server.ingest import LoadError, load_file
+
+
+@pytest.fixture(scope="module")
+def shim(engine: ChdbEngine) -> Iterator[ClickHouseShim]:
+    server = ClickHouseShim(engine)
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def ch(shim: ClickHouseShim) -> Iterator[ClickHouseEngine]:
+    remote = ClickHouseEngine(shim.url)
+    yield remote
+    remote.close()
+
+
+def test_open_engine_picks_clickhouse_for_a_url(shim: ClickHouseShim, tmp_path: Path) -> None:
+    remote = open_engine(ServerConfig(data_dir=tmp_path, clickhouse_url=shim.url, max_execution_time=7))
+    try:
+        assert isinstance(remote, ClickHouseEngine) and isinstance(remote, Engine)
+        assert remote.limits.max_execution_time == 7
+        assert not (tmp_path / "events").exists()
+    finally:
+        remote.close()
+    # It spoke the protocol: connect-time queries, then DDL, then settings as URL parameters.
+    queries = [r["query"] for r in shim.requests]
+    assert any(q.startswith("SELECT version(), timezone()") for q in queries)
+    assert any("CREATE TABLE IF NOT EXISTS hoglab.person_overrides" in q for q in queries)
+
+
+def test_same_results_as_the_embedded_engine(ch: ClickHouseEngine, engine: ChdbEngine) -> None:
+    sql = ("SELECT number AS n, toString(number) AS s, toDateTime64('2026-01-02 03:04:05', 6, 'UTC') AS ts "
+           "FROM numbers(1000)")  # fmt: skip
+    assert ch.execute(sql).to_pylist() == engine.execute(sql).to_pylist()
+    remote, local = ch.execute_json(sql), engine.execute_json(sql)
+    assert (remote.columns, remote.types, remote.rows) == (local.columns, local.types, local.rows)
+    assert orjson.loads(remote.data) == orjson.loads(local.data)
+    assert ch.execute("SELECT currentDatabase() AS db").to_pylist() == [{"db": "hoglab"}]
+
+
+def test_settings_travel_with_each_query(ch: ClickHouseEngine, shim: ClickHouseShim) -> None:
+    ch.execute("SELECT 1", tag="remote-tag", settings={"max_threads": 1})
+    sent = [r for r in shim.requests if r["query"].startswith("SELECT 1")][-1]["settings"]
+    assert sent["readonly"] == "2" and sent["log_comment"] == "remote-tag" and sent["join_use_nulls"] == "1"
+    assert sent["max_threads"] == "1"
+    with pytest.raises(TooManyRows):
+        ch.execute("SELECT number FROM numbers(100000)", settings={"max_result_rows": 1000})
+
+
+def test_errors_map_like_the_embedded_engine(ch: ClickHouseEngine, team: int) -> None:
+    with pytest.raises(QueryError) as syntax:
+        ch.execute("SELEC 1")
+    assert syntax.value.code == 62 and syntax.value.name == "SYNTAX_ERROR"
+    assert "version" not in syntax.value.message and "for url" not in syntax.value.message
+    with pytest.raises(QueryError) as unknown:
+        ch.execute_json("SELECT nosuch FROM events")
+    assert unknown.value.name == "UNKNOWN_IDENTIFIER"
+    with pytest.raises(QueryError):
+        ch.execute(f"INSERT INTO events (team_id) SELECT {team}")
+
+
+def test_insert_and_cancel(ch: ClickHouseEngine, engine: ChdbEngine, team: int) -> None:
+    ts = pa.array([1_700_000_000_000_000], pa.timestamp("us", tz="UTC"))
+    ch.insert_arrow("events", pa.table({
+        "team_id": pa.array([team], pa.int64()), "uuid": ["00000000-0000-4000-8000-0000000000aa"],
+        "event": ["remote"], "distinct_id": ["d"], "person_id": ["00000000-0000-4000-8000-0000000000bb"],
+        "timestamp": ts, "properties": ["{}"], "elements_chain": [""], "created_at": ts,
+    }))  # fmt: skip
+    assert engine.execute(f"SELECT event, toString(uuid) AS u FROM events WHERE team_id = {team}").to_pylist() == [
+        {"event": "remote", "u": "00000000-0000-4000-8000-0000000000aa"}
+    ]
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            ch.execute("SELECT sum(cityHash64(number)) FROM numbers(1000000000000)", tag="remote-slow")
+        except Exception as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run)
+    started = time.monotonic()
+    worker.start()
+    time.sleep(0.5)
+    assert ch.cancel("remote-slow") is True
+    worker.join(10)
+    assert isinstance(outcome.get("error"), QueryCancelled)
+    assert time.monotonic() - started < 3
+
+
+def test_load_file_uploads_when_the_server_cannot_read_the_file(
+    ch: ClickHouseEngine, engine: ChdbEngine, team: int, tmp_path: Path
+) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text(
+        '{"event": "a", "distinct_id": "u1", "timestamp": "2026-01-01T00:00:00Z", "properties": {"x": 1}}\n'
+        "\n"
+        '{"event": "b", "distinct_id": "u2", "timestamp": "2026-01-01T00:00:01Z"}\n'
+    )
+    report = load_file(ch, team, path)
+    assert report.rows == 2 and report.persons_created == 2
+    rows = engine.execute(f"SELECT event, properties FROM events WHERE team_id = {team} ORDER BY event").to_pylist()
+    assert [(r["event"], orjson.loads(r["properties"])) for r in rows] == [("a", {"x": 1}), ("b", {})]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"event": "a", "distinct_id": "u1", "timestamp": "2026-01-01"}\n\n{"event": "a"}\n')
+    with pytest.raises(LoadError) as excinfo:
+        load_file(ch, team, bad)
+    assert excinfo.value.problems == [(3, 'missing "distinct_id"')]
+
+
+def test_url_parsing() -> None:
+    assert parse_clickhouse_url("http://localhost")["port"] == 8123
+    args = parse_clickhouse_url("clickhouses://u@h/db?compress=0&connect_timeout=3")
+    assert (args["secure"], args["port"], args["username"], args["database"], args["compress"]) == (
+        True, 8443, "u", "db", False,
+    )  # fmt: skip
+    assert args["connect_timeout"] == 3
+    with pytest.raises(ValueError):
+        parse_clickhouse_url("ftp://h")
+    with pytest.raises(ValueError):
+        parse_clickhouse_url("http://h?bogus=1")

@@ -1,0 +1,133 @@
+"""The demo dataset: deterministic, the promised shape, and an experiment whose effect is real and significant
+(checked here with pandas and scipy, independently of the service)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pandas as pd
+import pyarrow as pa
+import pytest
+from scipy import stats
+
+from hoglab.demo import DEMO_EXPERIMENT, DEMO_USERS, default_end, generate_events, seed_events
+from hoglab.schema import ExperimentCreate
+from hoglab.server.engine.chdb import ChdbEngine
+from hoglab.server.flag_hashing import variant_for
+
+END = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def demo() -> pa.Table:
+    return generate_events(end=END)
+
+
+@pytest.fixture(scope="module")
+def frame(demo: pa.Table) -> pd.DataFrame:
+    df = demo.to_pandas()
+    df["props"] = [orjson.loads(p) for p in df["properties"]]
+    return df
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChdbEngine]:
+    opened = ChdbEngine(ChdbEngine.current_path() or tmp_path_factory.mktemp("chdb"))
+    yield opened
+    opened.close()
+
+
+def test_same_seed_same_events_other_seed_other_events() -> None:
+    a = generate_events(seed=5, end=END, users=1500)
+    assert a.equals(generate_events(seed=5, end=END, users=1500))
+    assert not a.equals(generate_events(seed=6, end=END, users=1500))
+    moved = generate_events(seed=5, end=date(2026, 6, 2), users=1500)
+    shift = np.array(moved["timestamp"].cast(pa.int64())) - np.array(a["timestamp"].cast(pa.int64()))
+    assert (shift == 86_400_000_000).all()  # a later end moves the same events
+
+
+def test_shape(demo: pa.Table, frame: pd.DataFrame) -> None:
+    assert demo.column_names == ["uuid", "event", "distinct_id", "timestamp", "properties", "elements_chain"]
+    assert 100_000 < demo.num_rows < 500_000 and frame["uuid"].is_unique
+    assert set(frame["event"]) == {"$pageview", "signup", "$identify", "$feature_flag_called", "purchase"}
+    ts = frame["timestamp"]
+    assert ts.is_monotonic_increasing and ts.min() >= END - timedelta(days=60) and ts.max() < END
+    assert ts.max() > END - timedelta(days=1)  # data right up to the end, so "-1d" and "-30d" ranges have some
+    persons = frame.loc[frame["event"] == "$identify", "distinct_id"].nunique()
+    anonymous = frame.loc[frame["distinct_id"].str.startswith("anon-"), "distinct_id"].nunique()
+    assert anonymous == DEMO_USERS and 0.4 * DEMO_USERS < persons < 0.5 * DEMO_USERS
+    purchases = frame[frame["event"] == "purchase"]
+    assert purchases["props"].map(lambda p: 0 < p["price"] < 1000).all()
+    first_views = frame[frame["props"].map(lambda p: "$set_once" in p)]
+    assert {"$initial_country", "$initial_browser"} <= set(first_views["props"].iloc[0]["$set_once"])
+
+
+def test_experiment_assignment_follows_posthog_hashing(frame: pd.DataFrame) -> None:
+    start = DEMO_EXPERIMENT.start_for(END)
+    variants = list(DEMO_EXPERIMENT.variants)
+    exposures = frame[frame["event"] == "$feature_flag_called"]
+    assert exposures["timestamp"].min() >= start and exposures["distinct_id"].is_unique
+    for distinct_id, props in zip(exposures["distinct_id"], exposures["props"], strict=True):
+        assert props["$feature_flag"] == "new-checkout"
+        assert props["$feature_flag_response"] == variant_for("new-checkout", distinct_id, variants)
+    flagged = frame[frame["props"].map(lambda p: "$feature/new-checkout" in p)]
+    exposed_at = exposures.set_index("distinct_id")["timestamp"]
+    assert (flagged["timestamp"].to_numpy() >= exposed_at.loc[flagged["distinct_id"]].to_numpy()).all()
+    assert (flagged["props"].map(lambda p: p["$feature/new-checkout"]).to_numpy()
+            == exposures.set_index("distinct_id").loc[flagged["distinct_id"], "props"]
+            .map(lambda p: p["$feature_flag_response"]).to_numpy()).all()  # fmt: skip
+
+
+def test_the_test_variant_converts_better_and_significantly(frame: pd.DataFrame) -> None:
+    exposures = frame[frame["event"] == "$feature_flag_called"]
+    variant = exposures.set_index("distinct_id")["props"].map(lambda p: p["$feature_flag_response"])
+    buyers = set(frame.loc[(frame["event"] == "purchase") & frame["props"].map(lambda p: "$feature/new-checkout" in p),
+                           "distinct_id"])  # fmt: skip
+    summary = pd.DataFrame({"variant": variant, "bought": variant.index.isin(buyers)}).groupby("variant")["bought"]
+    n, k = summary.size(), summary.sum()
+    rate = k / n
+    assert n.min() > 1000 and abs(n["test"] / n["control"] - 1) < 0.1  # a 50/50 split
+    assert rate["control"] == pytest.approx(0.30, abs=0.002) and rate["test"] == pytest.approx(0.345, abs=0.002)
+    table = [[k["test"], n["test"] - k["test"]], [k["control"], n["control"] - k["control"]]]
+    assert stats.chi2_contingency(table).pvalue < 0.05
+    rng = np.random.default_rng(0)
+    draws = {v: rng.beta(1 + k[v], 1 + n[v] - k[v], 100_000) for v in ("control", "test")}
+    assert (draws["test"] > draws["control"]).mean() > 0.95  # PostHog's funnel criterion is 0.9
+
+
+def test_experiment_metadata() -> None:
+    body = DEMO_EXPERIMENT.create_body(END)
+    created = ExperimentCreate.model_validate(body)
+    assert created.feature_flag_key == "new-checkout" and created.start_date == END - timedelta(days=30)
+    assert [v.key for v in created.parameters.feature_flag_variants or []] == ["control", "test"]
+    assert body["filters"]["insight"] == "FUNNELS" and [e["id"] for e in body["filters"]["events"]] == [
+        "$pageview", "purchase",
+    ]  # fmt: skip
+    assert DEMO_EXPERIMENT.start_date == default_end() - timedelta(days=30)
+    assert default_end().time() == datetime.min.time() and default_end().date() == datetime.now(UTC).date()
+
+
+def test_seeding_an_engine(engine: ChdbEngine, demo: pa.Table, tmp_path: Path) -> None:
+    team = random.SystemRandom().randrange(10**9, 2**62)
+    report = seed_events(engine, team, end=END)
+    assert report.rows == demo.num_rows and report.persons_created == DEMO_USERS
+    counts = engine.execute(f"""
+        SELECT (SELECT count() FROM events WHERE team_id = {team}) AS events,
+               (SELECT count() FROM (SELECT id FROM persons WHERE team_id = {team} GROUP BY id
+                                     HAVING argMax(is_deleted, version) = 0)) AS persons,
+               (SELECT count() FROM person_overrides WHERE team_id = {team}) AS overrides,
+               (SELECT countIf(n > 1) FROM (SELECT person_id, count() AS n FROM person_distinct_ids
+                                            WHERE team_id = {team} GROUP BY person_id)) AS multi""").to_pylist()[0]
+    assert counts["events"] == demo.num_rows and counts["persons"] == DEMO_USERS
+    assert counts["overrides"] > 0 and counts["multi"] > 0.4 * DEMO_USERS
+    identified = engine.execute(f"""
+        SELECT JSONExtractString(p, 'plan') AS plan, count() AS n FROM (
+            SELECT argMax(properties, version) AS p FROM persons WHERE team_id = {team} GROUP BY id
+            HAVING argMax(is_deleted, version) = 0 AND argMax(is_identified, version) = 1)
+        GROUP BY plan ORDER BY plan""").to_pylist()
+    assert [r["plan"] for r in identified] == ["enterprise", "free", "pro"]
