@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import httpx
 import pytest
 
 from hoglab.local import LocalService, start_local_service
+from hoglab.server.engine import chdb_path
 from hoglab.server.store import ProjectRecord
 
 # Generous limits: tests share nothing but the service, and rate limiting has its own tests and services.
@@ -32,9 +34,22 @@ SESSION_LIMITS = {
 
 
 @pytest.fixture(scope="session")
-def hoglab_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalService]:
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This test process's one service data directory (SQLite metadata and the chDB files under it)."""
+    return tmp_path_factory.mktemp("hoglab-data")
+
+
+@pytest.fixture(scope="session")
+def chdb_dir(data_dir: Path) -> Path:
+    """The process's one chDB directory: chDB serves a single data path per process, so every test that opens
+    the engine (directly, through the service, or with a raw connection) must use this one."""
+    return chdb_path(data_dir)
+
+
+@pytest.fixture(scope="session")
+def hoglab_service(data_dir: Path) -> Iterator[LocalService]:
     """The session's running service (``.url``, ``.state.store``, ``.state.engine``, ``.data_dir``)."""
-    service = start_local_service(tmp_path_factory.mktemp("hoglab-data"), config_overrides=SESSION_LIMITS)
+    service = start_local_service(data_dir, config_overrides=SESSION_LIMITS)
     yield service
     service.stop()
 

@@ -36,8 +36,8 @@ def frame(demo: pa.Table) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChdbEngine]:
-    opened = ChdbEngine(ChdbEngine.current_path() or tmp_path_factory.mktemp("chdb"))
+def engine(chdb_dir: Path) -> Iterator[ChdbEngine]:
+    opened = ChdbEngine(ChdbEngine.current_path() or chdb_dir)
     yield opened
     opened.close()
 

@@ -36,9 +36,11 @@ if TYPE_CHECKING:
 
     from hoglab.server.engine.base import Engine
     from hoglab.server.ingest.files import LoadReport
+    from hoglab.server.state import ServiceState
+    from hoglab.server.store import ProjectRecord
 
 __all__ = ["DEMO_EXPERIMENT", "DEMO_SEED", "DEMO_USERS", "DemoExperiment", "default_end", "generate_events",
-           "seed_events"]  # fmt: skip
+           "seed", "seed_events"]  # fmt: skip
 
 DEMO_SEED = 20260101
 DEMO_USERS = 20_000
@@ -373,3 +375,25 @@ def seed_events(
         path = Path(tmp) / "demo-events.parquet"
         pq.write_table(table, path, compression="zstd")
         return load_file(engine, project_id, path)
+
+
+def seed(
+    state: ServiceState, project: ProjectRecord, *, seed: int = DEMO_SEED, end: datetime | date | None = None,
+    users: int = DEMO_USERS,
+) -> None:  # fmt: skip
+    """Fill the demo project of a running service: its events and its experiment, each only once.
+
+    Called by ``hoglab serve --demo`` (and ``hoglab demo``) when the service starts; a restart finds both
+    already there and leaves them alone, so ids and results stay put.
+    """
+    from hoglab.server.api.experiment_rules import create_with_flag
+
+    engine = state.engine
+    if engine is None:
+        raise RuntimeError("the demo needs the service's events engine")
+    stored = engine.execute(f"SELECT count() AS n FROM events WHERE team_id = {int(project.id)}")
+    if int(stored.column("n")[0].as_py()) == 0:
+        seed_events(engine, project.id, seed=seed, end=end, users=users)
+    if state.store.flags.get_by_key(project.id, DEMO_EXPERIMENT.feature_flag_key) is None:
+        user = state.store.users.default()
+        create_with_flag(state.store, project.id, user.id, DEMO_EXPERIMENT.create_body(end))

@@ -1,5 +1,5 @@
 """The FastAPI app factory: routers, PostHog-shaped errors, OpenAPI at ``/api/schema/``, a lifespan that opens
-the metadata store (and closes it, and the engine when the app opened it).
+the metadata store and the events engine (shared by every app of the process on the same data).
 
 >>> from hoglab.server.config import ServerConfig
 >>> app = create_app(ServerConfig(data_dir="/tmp/hoglab-doc"))
@@ -47,10 +47,23 @@ _ERROR_STATUSES = {
 }
 
 
+def _close_ingestion(engine: Engine) -> None:
+    # Capture requests still queued must reach the engine before it closes: they were (or will be) answered 200.
+    from .ingest import Ingestor
+
+    Ingestor.for_engine(engine).close()
+
+
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     state: ServiceState = app.state.hoglab
     state.store.open()
+    if state.engine is None:
+        # The app owns its engine: opened here, in the serving process (chDB must never be forked after).
+        from .engine import acquire_engine
+
+        state.engine = acquire_engine(state.config)
+        state.owns_engine = True
     try:
         for hook in state.startup_hooks:
             try:
@@ -62,7 +75,11 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         state.store.close()
         if state.owns_engine and state.engine is not None:
-            state.engine.close()
+            from .engine import release_engine
+
+            release_engine(state.engine, before_close=_close_ingestion)
+            state.engine = None
+            state.owns_engine = False
 
 
 def create_app(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,9 +54,11 @@ def world() -> World:
 
 
 @pytest.fixture(scope="session")
-def ch(tmp_path_factory: pytest.TempPathFactory, world: World) -> Iterator[Runner]:
+def ch(chdb_dir: Path, world: World) -> Iterator[Runner]:
     chdb = pytest.importorskip("chdb")
-    conn = chdb.connect(str(tmp_path_factory.mktemp("hogql-chdb")))
+    # The process's one chDB path (tests/conftest.py); this suite keeps to its own database in it.
+    chdb_dir.mkdir(parents=True, exist_ok=True)
+    conn = chdb.connect(str(chdb_dir))
     for statement in create_statements(DATABASE):
         conn.query(statement)
     conn.query(" ".join(PERSON_OVERRIDES_DDL.split()).format(db=DATABASE))

@@ -14,11 +14,6 @@ from hoglab.server.engine.chdb import ChdbEngine
 _ids = random.SystemRandom()
 
 
-@pytest.fixture(scope="session")
-def chdb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("chdb")
-
-
 @pytest.fixture(scope="module")
 def engine(chdb_dir: Path) -> Iterator[ChdbEngine]:
     # If another fixture of this process already has the engine open, share its directory instead of failing.

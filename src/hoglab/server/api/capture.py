@@ -105,5 +105,12 @@ async def preflight(request: Request) -> Response:
 
 for _path in CAPTURE_PATHS:
     for _variant in (_path, _path + "/"):
-        router.add_api_route(_variant, capture, methods=["POST"], include_in_schema=_variant.endswith("/"))
+        router.add_api_route(
+            _variant,
+            capture,
+            methods=["POST"],
+            include_in_schema=_variant.endswith("/"),
+            # One OpenAPI operation per path: ids must be unique across the document.
+            operation_id="capture_" + _path.strip("/").replace("/", "_"),
+        )
         router.add_api_route(_variant, preflight, methods=["OPTIONS"], include_in_schema=False)

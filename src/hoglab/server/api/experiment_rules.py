@@ -6,14 +6,16 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from hoglab.schema import DEFAULT_VARIANTS, ExperimentParameters
+from hoglab.schema import DEFAULT_VARIANTS, ExperimentCreate, ExperimentParameters
 
 from ..errors import ValidationFailed
-from ..store import CohortRecord, ExperimentRecord, FlagRecord, UserRecord
+from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, Store, UserRecord
+from .common import validate_body
 
 __all__ = [
     "MODEL_ERROR_ATTRS",
     "UPDATABLE_FIELDS",
+    "create_with_flag",
     "experiment_body",
     "exposure_cohort_filters",
     "flag_filters",
@@ -147,3 +149,52 @@ def requires_flag_implementation(samples: Sequence[Mapping[str, Any]]) -> bool:
     (True, False)
     """
     return not any(isinstance(key, str) and key.startswith("$feature/") for props in samples for key in props)
+
+
+def _duplicate_key() -> ValidationFailed:
+    return ValidationFailed("There is already a feature flag with this key.", attr="key", code="unique")
+
+
+def create_with_flag(
+    store: Store, project_id: int, user_id: int, data: Mapping[str, Any]
+) -> tuple[ExperimentRecord, FlagRecord]:
+    """Validate a create body and store the experiment with its new multivariate flag.
+
+    Flag and experiment are written in one transaction: a failure on either leaves neither behind. Used by the
+    API and by the demo set-up, so both make experiments the same way.
+    """
+    payload = validate_body(ExperimentCreate, dict(data), model_error_attrs=MODEL_ERROR_ATTRS)
+    start_date = to_utc(payload.start_date, "start_date")
+    end_date = to_utc(payload.end_date, "end_date")
+    parameters = payload.parameters
+    variants = variants_from(parameters)
+    extra = (parameters.model_extra or {}) if parameters is not None else {}
+    with store.transaction():
+        if store.flags.get_by_key(project_id, payload.feature_flag_key) is not None:
+            raise _duplicate_key()
+        try:
+            flag = store.flags.create(
+                project_id,
+                payload.feature_flag_key,
+                name=f"Feature Flag for Experiment {payload.name}",
+                filters=flag_filters(variants, parameters.aggregation_group_type_index if parameters else None),
+                active=start_date is not None,
+                ensure_experience_continuity=bool(extra.get("ensure_experience_continuity")),
+                created_by_id=user_id,
+            )
+        except DuplicateFlagKey:
+            raise _duplicate_key() from None
+        record = store.experiments.create(
+            project_id,
+            name=payload.name,
+            feature_flag_id=flag.id,
+            description=payload.description or "",
+            parameters=data.get("parameters"),
+            secondary_metrics=data.get("secondary_metrics") or [],
+            filters=data.get("filters") or {},
+            start_date=start_date,
+            end_date=end_date,
+            archived=bool(payload.archived),
+            created_by_id=user_id,
+        )
+    return record, flag

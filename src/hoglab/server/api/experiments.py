@@ -23,7 +23,7 @@ from hoglab.schema import Experiment, ExperimentCreate, ExperimentUpdate, Pagina
 from ..auth import MAX_ID, AuthContext, require_scope
 from ..errors import NotFound, ValidationFailed
 from ..state import ServiceState, get_state
-from ..store import DuplicateFlagKey, ExperimentRecord, FlagRecord
+from ..store import ExperimentRecord, FlagRecord
 from . import experiment_rules as rules
 from .common import clamp_page, json_body_openapi, page_links, parse_json_object, raw_body, validate_body
 from .routing import SlashRouter
@@ -38,10 +38,6 @@ Write = Annotated[AuthContext, Depends(require_scope("experiment:write"))]
 State = Annotated[ServiceState, Depends(get_state)]
 Body = Annotated[bytes, Depends(raw_body)]
 ExperimentId = Annotated[int, Path(ge=1, le=MAX_ID, description="The experiment's id.")]
-
-
-def _duplicate_key() -> ValidationFailed:
-    return ValidationFailed("There is already a feature flag with this key.", attr="key", code="unique")
 
 
 def _load(state: ServiceState, auth: AuthContext, experiment_id: int) -> tuple[ExperimentRecord, FlagRecord]:
@@ -100,42 +96,7 @@ def list_experiments(
 )
 def create_experiment(request: Request, auth: Write, state: State, raw: Body) -> dict[str, Any]:
     data = parse_json_object(raw, request.headers.get("content-type"))
-    payload = validate_body(ExperimentCreate, data, model_error_attrs=rules.MODEL_ERROR_ATTRS)
-    start_date = rules.to_utc(payload.start_date, "start_date")
-    end_date = rules.to_utc(payload.end_date, "end_date")
-    parameters = payload.parameters
-    variants = rules.variants_from(parameters)
-    extra = (parameters.model_extra or {}) if parameters is not None else {}
-    store = state.store
-    # Flag and experiment in one transaction: a failure on either leaves neither behind.
-    with store.transaction():
-        if store.flags.get_by_key(auth.project.id, payload.feature_flag_key) is not None:
-            raise _duplicate_key()
-        try:
-            flag = store.flags.create(
-                auth.project.id,
-                payload.feature_flag_key,
-                name=f"Feature Flag for Experiment {payload.name}",
-                filters=rules.flag_filters(variants, parameters.aggregation_group_type_index if parameters else None),
-                active=start_date is not None,
-                ensure_experience_continuity=bool(extra.get("ensure_experience_continuity")),
-                created_by_id=auth.user.id,
-            )
-        except DuplicateFlagKey:
-            raise _duplicate_key() from None
-        record = store.experiments.create(
-            auth.project.id,
-            name=payload.name,
-            feature_flag_id=flag.id,
-            description=payload.description or "",
-            parameters=data.get("parameters"),
-            secondary_metrics=data.get("secondary_metrics") or [],
-            filters=data.get("filters") or {},
-            start_date=start_date,
-            end_date=end_date,
-            archived=bool(payload.archived),
-            created_by_id=auth.user.id,
-        )
+    record, flag = rules.create_with_flag(state.store, auth.project.id, auth.user.id, data)
     return rules.experiment_body(record, flag, auth.user)
 
 

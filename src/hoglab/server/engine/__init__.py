@@ -9,6 +9,8 @@ the process unsafe to fork); the adapters import their driver when an engine is 
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,8 +42,10 @@ __all__ = [
     "QueryLimits",
     "QueryTimeout",
     "TooManyRows",
+    "acquire_engine",
     "chdb_path",
     "open_engine",
+    "release_engine",
 ]
 
 # chDB's files live in their own subdirectory of the service's data dir, next to the SQLite metadata.
@@ -68,3 +72,47 @@ def open_engine(config: ServerConfig) -> Engine:
     from .chdb import ChdbEngine
 
     return ChdbEngine(chdb_path(config.data_dir), limits=limits)
+
+
+# Every app in a process that serves the same data shares one engine handle, so they share one capture writer
+# and one person cache (two caches of the same persons would disagree). Counted, closed with the last user.
+_shared: dict[str, tuple[Engine, int]] = {}
+_shared_lock = threading.Lock()
+
+
+def _engine_key(config: ServerConfig) -> str:
+    if config.clickhouse_url:
+        return "clickhouse:" + config.clickhouse_url
+    return "chdb:" + str(chdb_path(config.data_dir).resolve())
+
+
+def acquire_engine(config: ServerConfig) -> Engine:
+    """The process's engine for ``config`` (opened on first use); pair every call with :func:`release_engine`."""
+    key = _engine_key(config)
+    with _shared_lock:
+        engine, users = _shared.get(key, (None, 0))
+        if engine is None:
+            engine = open_engine(config)
+        _shared[key] = (engine, users + 1)
+        return engine
+
+
+def release_engine(engine: Engine, *, before_close: Callable[[Engine], None] | None = None) -> bool:
+    """Give back an engine from :func:`acquire_engine`; the last user closes it (after ``before_close``, which
+    flushes what still writes through it). ``True`` if it was closed."""
+    with _shared_lock:
+        for key, (shared, users) in _shared.items():
+            if shared is engine:
+                if users > 1:
+                    _shared[key] = (shared, users - 1)
+                    return False
+                del _shared[key]
+                break
+        else:
+            raise ValueError("this engine was not acquired with acquire_engine")
+    try:
+        if before_close is not None:
+            before_close(engine)
+    finally:
+        engine.close()
+    return True
