@@ -89,8 +89,13 @@ def plot_experiment(
     >>> from hoglab.stats import compare
     >>> c = compare({"control": (1000, 100), "test": (1000, 130)})
     >>> ax = plot_experiment(c)
-    >>> [round(v, 4) for v in ax.get_lines()[1].get_xdata()], round(c.row("test").lift_ci[0], 4)
-    ([0.0207, 0.6543], 0.0207)
+    >>> interval, estimate = ax.get_lines()[:2]  # per row: the interval, then the point estimate
+    >>> interval.get_xdata().tolist() == list(c.row("test").lift_ci)
+    True
+    >>> estimate.get_xdata().tolist() == [c.row("test").lift]
+    True
+    >>> [round(x, 4) for x in c.row("test").lift_ci]
+    [0.017, 0.6618]
     """
     if kind not in ("intervals", "posteriors"):
         raise ValueError(f"kind must be 'intervals' or 'posteriors', got {kind!r}")

@@ -53,7 +53,7 @@ def plot_trends(
     ...     {"label": "$pageview", "data": [1, 0, 2], "days": ["2025-06-01", "2025-06-02", "2025-06-03"],
     ...      "breakdown_value": ["Safari"], "action": {"order": 0}}]})
     >>> ax = plot_trends(df, ylabel="pageviews")
-    >>> [(line.get_label(), list(line.get_ydata())) for line in ax.get_lines()]
+    >>> [(line.get_label(), line.get_ydata().tolist()) for line in ax.get_lines()]
     [('Chrome', [3.0, 5.0, 4.0]), ('Safari', [1.0, 0.0, 2.0])]
     """
     frame = require_frame(df, ["value"], "the trends frame")
@@ -205,7 +205,7 @@ def plot_funnel(
     ...                                {"order": 2, "name": "purchase", "count": 100}]})
     >>> ax = plot_funnel(df)
     >>> converted, dropped = ax.containers[:2]
-    >>> [p.get_height() for p in converted], [p.get_height() for p in dropped]
+    >>> [float(p.get_height()) for p in converted], [float(p.get_height()) for p in dropped]
     ([1000.0, 400.0, 100.0], [0.0, 600.0, 300.0])
     >>> [t.get_text() for t in ax.texts]
     ['100%', '40.0%', '10.0%']

@@ -169,7 +169,7 @@ def plot_cumulative_effect(
     ...                       "variant": ["control", "test"] * 2,
     ...                       "n": [500, 500, 500, 500], "successes": [50, 60, 50, 70]})
     >>> ax = plot_cumulative_effect(daily)
-    >>> [round(v, 3) for v in ax.get_lines()[2].get_ydata()]  # the band's edges, then the estimate
+    >>> ax.get_lines()[2].get_ydata().round(3).tolist()  # the band's two edges, then the estimate
     [0.2, 0.3]
     """
     effects = cumulative_effect(

@@ -36,7 +36,7 @@ def plot_srm(
     vermillion when it is below the threshold (0.001 unless ``threshold`` says otherwise): a mismatch.
 
     >>> ax = plot_srm({"control": 5050, "test": 4950})
-    >>> [round(p.get_height(), 3) for p in ax.containers[0]], ax.get_title()
+    >>> [round(float(p.get_height()), 3) for p in ax.containers[0]], ax.get_title()
     ([0.505, 0.495], 'Traffic split as designed: p = 0.32 (χ² = 1, 1 dof)')
     """
     result = srm_result_of(data, expected_shares=expected_shares, metric=metric, threshold=threshold)
