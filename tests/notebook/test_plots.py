@@ -94,6 +94,15 @@ def test_one_line_has_no_legend_and_several_series_are_named_by_label() -> None:
     assert ax.get_legend().get_texts()[0].get_text() == r"\$pageview · Chrome"
 
 
+def test_lines_past_the_palette_differ_by_style() -> None:
+    results = [_trend("$pageview", [1, 2, 3, 4], f"browser {i}") for i in range(10)]
+    ax = plot_trends(trends_frame({"timezone": "UTC", "results": results}))
+    styles = [line.get_linestyle() for line in ax.get_lines()]
+    assert styles == ["-"] * 8 + ["-."] * 2
+    colours = [line.get_color() for line in ax.get_lines()]
+    assert len(set(colours[:8])) == 8 and colours[8] == colours[0]
+
+
 @pytest.mark.parametrize("tz", ["America/Los_Angeles", "Asia/Tokyo"])
 def test_tz_aware_dates_land_on_their_own_days(tz: str) -> None:
     # West of UTC a local midnight is the same UTC day at 07:00; east of UTC it is the previous UTC day.

@@ -107,6 +107,10 @@ def test_forest_on_the_difference_uses_newcombe_intervals_in_percentage_points()
     assert ax.xaxis.get_major_formatter()(0.02, 0) == "+2 pp"
     assert ax.texts[0].get_text().startswith("-1.40 pp [")
     assert ax.get_legend() is None  # one verdict: the colour needs no key
+    # A Comparison computed on the difference is drawn on the difference unless told otherwise.
+    absolute = hs.compare({"control": (5000, 500), "test": (5000, 430)}, relative=False)
+    assert "percentage points" in plot_experiment(absolute).get_xlabel()
+    assert plot_experiment(absolute, relative=True).get_xlabel().startswith("lift")
 
 
 def test_client_result_is_compared_the_bayesian_way() -> None:

@@ -57,7 +57,7 @@ def plot_experiment(
     *,
     ax: Axes | None = None,
     kind: Literal["intervals", "posteriors"] = "intervals",
-    relative: bool = True,
+    relative: bool | None = None,
     metric: str | None = None,
     method: Method | None = None,
     alpha: float | None = None,
@@ -78,7 +78,8 @@ def plot_experiment(
       per variant), compared with ``method="frequentist"`` unless ``method`` says otherwise.
 
     ``kind="intervals"`` is a forest plot: one row per (metric, variant) with its effect against the control
-    and the interval at level 1 − α, the lift (``relative=True``, a percent axis) or the difference, a line at
+    and the interval at level 1 − α, the lift (a percent axis) or, with ``relative=False``, the difference (by
+    default the headline the Comparison was computed for: ``compare(..., relative=...)``), a line at
     zero (the control), significant rows in colour (blue higher, vermillion lower: a direction, not a verdict
     on "better") with filled markers, inconclusive ones grey and hollow; the estimate, interval and p-value
     (or chance to win) are written to the right of the plot. ``kind="posteriors"`` draws each arm's posterior
@@ -102,7 +103,8 @@ def plot_experiment(
     comparison, source = comparison_of(result, method=method, alpha=alpha)
     ax = new_axes(ax, figsize)
     if kind == "intervals":
-        _forest(ax, comparison, source, relative=relative, metric=metric, title=title)
+        headline = comparison.relative if relative is None else relative
+        _forest(ax, comparison, source, relative=headline, metric=metric, title=title)
     else:
         _posteriors(ax, comparison, source, metric=metric, title=title)
     return ax

@@ -61,6 +61,8 @@ def plot_trends(
     keys, previous = _row_keys(frame)
     names = _names(list(dict.fromkeys(keys)))
     colours = {key: PALETTE[i % len(PALETTE)] for i, key in enumerate(dict.fromkeys(keys))}
+    # Past the palette's eight colours, lines differ by style too ("--" stays the previous period's).
+    styles = {key: ("-", "-.", ":")[(i // len(PALETTE)) % 3] for i, key in enumerate(dict.fromkeys(keys))}
     groups: dict[tuple[_Key, bool], list[int]] = {}
     for i, (key, prev) in enumerate(zip(keys, previous, strict=True)):
         groups.setdefault((key, prev), []).append(i)
@@ -69,7 +71,7 @@ def plot_trends(
     if any(previous):
         default_title += ", against the previous period"
     if "date" in frame.columns:
-        _trend_lines(ax, frame, groups, names, colours)
+        _trend_lines(ax, frame, groups, names, colours, styles)
         tz = timezone_of(frame["date"])
         ax.set_xlabel(f"date ({tz})" if tz is not None else "date")
         ax.set_ylabel(ylabel)
@@ -120,6 +122,7 @@ def _trend_lines(
     groups: dict[tuple[_Key, bool], list[int]],
     names: dict[_Key, str],
     colours: dict[_Key, str],
+    styles: dict[_Key, str],
 ) -> None:
     dates = frame["date"]
     if not pd.api.types.is_datetime64_any_dtype(dates):
@@ -140,7 +143,7 @@ def _trend_lines(
             pd.DatetimeIndex(x).to_pydatetime(),
             values[rows],
             color=colours[key],
-            linestyle="--" if prev else "-",
+            linestyle="--" if prev else styles[key],
             alpha=0.75 if prev else 1.0,
             marker="o" if len(rows) <= 31 else None,
             markersize=3,
