@@ -104,6 +104,7 @@ def test_forest_on_the_difference_uses_newcombe_intervals_in_percentage_points()
     np.testing.assert_allclose(interval.get_xdata(), [low, high], rtol=1e-9)
     assert to_hex(interval.get_color()) == LOWER_COLOUR.lower()  # significantly lower
     assert "percentage points" in ax.get_xlabel()
+    assert ax.get_title() == "Difference from control, 95% confidence intervals"
     assert ax.xaxis.get_major_formatter()(0.02, 0) == "+2 pp"
     assert ax.texts[0].get_text().startswith("-1.40 pp [")
     assert ax.get_legend() is None  # one verdict: the colour needs no key

@@ -247,7 +247,7 @@ def _forest(
         ax.set_xlabel(f"difference from {control} (variant − {control}, metric units)")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    what = f"{'lift' if relative else 'difference'} against {control}, {level_text(comparison.alpha)} "
+    what = f"{'lift against' if relative else 'difference from'} {control}, {level_text(comparison.alpha)} "
     what += _INTERVALS.get(comparison.method, "intervals")
     if comparison.correction:
         what += f" ({comparison.correction}-adjusted p)"
