@@ -48,6 +48,9 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(["actors", "events", "funnel", "series", "trends"], "hoglab.queries"),
     **dict.fromkeys(["to_arrow", "to_polars"], "hoglab.frames"),
+    **dict.fromkeys(
+        ["plot_cumulative_effect", "plot_experiment", "plot_funnel", "plot_srm", "plot_trends"], "hoglab.notebook"
+    ),
 }
 
 __all__ = [
@@ -75,6 +78,11 @@ __all__ = [
     "default_client",
     "events",
     "funnel",
+    "plot_cumulative_effect",
+    "plot_experiment",
+    "plot_funnel",
+    "plot_srm",
+    "plot_trends",
     "read_hogql",
     "series",
     "to_arrow",
@@ -101,6 +109,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
         ValidationError,
     )
     from .frames import to_arrow, to_polars
+    from .notebook import plot_cumulative_effect, plot_experiment, plot_funnel, plot_srm, plot_trends
     from .queries import actors, events, funnel, series, trends
 
 

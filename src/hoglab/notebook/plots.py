@@ -1,0 +1,36 @@
+"""Matplotlib plots of hoglab's frames and results; each returns the Axes it drew into.
+
+Every function takes ``ax=`` to draw into an existing Axes (a new figure otherwise) and never calls
+``plt.show()``. Colours are Okabe-Ito (safe with colour-vision deficiencies), the control is grey, dates are
+ticked and labelled in the data's own time zone, rates are on percent axes.
+
+=============================  ==================================================================================
+:func:`plot_trends`            trends frame: lines per series/breakdown over dates; totals as bars; compare dashed
+:func:`plot_funnel`            funnel frame: a bar per step with conversion labels, drop-off stacked and hatched
+:func:`plot_experiment`        Comparison or ExperimentResult: forest plot of effects, or posterior densities
+:func:`plot_cumulative_effect` daily sufficient statistics: cumulative effect with always-valid bounds
+:func:`plot_srm`               SRM check: observed against expected share per variant, p-value in the title
+:func:`cumulative_effect`      the numbers behind :func:`plot_cumulative_effect`, as a DataFrame
+=============================  ==================================================================================
+
+>>> import hoglab.stats as hs
+>>> ax = plot_experiment(hs.compare({"control": (5000, 500), "test": (5000, 560)}))
+>>> ax.get_xlabel()
+'lift against control (variant / control − 1)'
+"""
+
+from __future__ import annotations
+
+from ._plots_experiment import plot_experiment
+from ._plots_insights import plot_funnel, plot_trends
+from ._plots_sequential import cumulative_effect, plot_cumulative_effect
+from ._plots_srm import plot_srm
+
+__all__ = [
+    "cumulative_effect",
+    "plot_cumulative_effect",
+    "plot_experiment",
+    "plot_funnel",
+    "plot_srm",
+    "plot_trends",
+]
