@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -182,12 +181,9 @@ def _load(args: argparse.Namespace) -> int:
     path: Path = args.file
     if not path.is_file():
         raise CommandError(f"cannot read {path}: no such file", status=2)
-    try:
-        ingest = importlib.import_module("hoglab.server.ingest")
-        engine_module = importlib.import_module("hoglab.server.engine")
-        open_engine = engine_module.open_engine
-    except (ModuleNotFoundError, AttributeError):
-        raise CommandError("event loading is not available yet (hoglab.server.ingest is missing)", status=2) from None
+    from hoglab.server import ingest
+    from hoglab.server.engine import open_engine
+
     with _open_store(args.data_dir) as store:
         if store.projects.get(args.project) is None:
             raise CommandError(f"no project with id {args.project} (see: hoglab project list)", status=2)
@@ -205,7 +201,11 @@ def _load(args: argparse.Namespace) -> int:
         raise CommandError(f"cannot load {path}: {exc}") from None
     finally:
         engine.close()
-    print(f"loaded {path} into project {args.project}: {result}")
+    rate = f", {result.rows / result.seconds:,.0f} events/s" if result.seconds > 0 else ""
+    print(
+        f"loaded {result.rows:,} events ({result.persons_created:,} new persons) from {path} ({result.format}) "
+        f"into project {args.project} in {result.seconds:.2f} s{rate}"
+    )
     return 0
 
 
