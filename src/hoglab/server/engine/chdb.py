@@ -94,7 +94,13 @@ class _Session:
             self.conn.query(f"SET {assignments}", "CSV")
             self.applied = dict(wanted)
             self.broken = False
-        return bytes(self.conn.query(sql, fmt).bytes())
+        try:
+            return bytes(self.conn.query(sql, fmt).bytes())
+        except BaseException:
+            # chDB keeps the output a statement wrote before failing (a JSON head, even rows) in the connection
+            # and prepends it to the NEXT answer on it, which may be another project's: never reuse it.
+            self.broken = True
+            raise
 
 
 _UNSET = object()
@@ -127,7 +133,7 @@ class _Pool:
         finally:
             with self._available:
                 if session is not None and not session.broken and not self.closed:
-                    self._idle.append(session)  # a failed statement leaves the connection usable
+                    self._idle.append(session)
                 else:
                     self._created -= 1
                     if session is not None:
