@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 
 from .config import ServerConfig
+from .query_cache import QueryCache
 from .ratelimit import RateLimiter
 from .store import ExperimentRecord, ProjectRecord, Store
 
 if TYPE_CHECKING:
     from .engine.base import Engine
+    from .jobs import QueryJobs
 
 __all__ = [
     "EventPropertySampler",
@@ -45,6 +47,7 @@ def no_event_properties(
 class ServiceState:
     """The service's long-lived parts. ``engine`` is ``None`` until an engine is wired in.
 
+    ``query_jobs`` (the async query pool) runs while the app does; ``query_cache`` holds recent query answers.
     The two hooks let the engine and results work plug in without touching the routers:
     ``sample_event_properties`` feeds ``requires_flag_implementation``; ``experiment_results`` answers
     ``results`` and ``secondary_results`` (while ``None``, those answer a 400 ``no-results``).
@@ -58,6 +61,8 @@ class ServiceState:
     sample_event_properties: EventPropertySampler = no_event_properties
     experiment_results: ExperimentResultsProvider | None = None
     startup_hooks: tuple[StartupHook, ...] = ()
+    query_jobs: QueryJobs | None = None
+    query_cache: QueryCache = field(default_factory=QueryCache)
     extras: dict[str, Any] = field(default_factory=dict)
 
 
