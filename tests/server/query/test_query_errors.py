@@ -59,9 +59,7 @@ def test_user_mistakes_are_400_never_500(seeded: Seeded, hogql: str) -> None:
 def test_engine_messages_do_not_show_the_compiled_statement(seeded: Seeded) -> None:
     body = seeded.a.query("select event + 1 from events").json()
     assert body["code"] == "illegal_type_of_argument"
-    assert body["detail"] == "Illegal types LowCardinality(String) and UInt8 of arguments of function plus." or (
-        body["detail"].startswith("Illegal types")
-    )
+    assert body["detail"].startswith("Illegal types") and body["detail"].endswith("of arguments of function plus.")
     for internal in ("__hq", "hoglab.", "team_id", "In scope", str(seeded.a.id) + ")"):
         assert internal not in body["detail"]
 
