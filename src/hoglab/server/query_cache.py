@@ -3,9 +3,9 @@
 PostHog caches every query answer (in Redis) under ``cache_<team>_<hash of the query>`` and serves it again while
 it is "fresh" (``cache_target_age``; HogQL is cached like a daily insight). hoglab keeps a small LRU in the
 service process instead, bounded by entry count and bytes, and adds one rule PostHog does not need: an entry
-is only served while the engine's data is unchanged (``data_version``), so events loaded a second ago are never
-answered from a stale cache. Freshness then only matters for statements that depend on the clock (``now()``,
-relative date ranges).
+is only served while the engine's data is unchanged (``data_version``: chDB's count of finished writes, or a
+ClickHouse server's parts), so events loaded a second ago are never answered from a stale cache. Freshness then
+only matters for statements that depend on the clock (``now()``, relative date ranges).
 
 >>> from datetime import UTC, datetime
 >>> cache = QueryCache(max_entries=2)
@@ -59,7 +59,14 @@ _VERSION_SQL = (
 
 
 def data_version(engine: Engine) -> int:
-    """A number that changes whenever the engine's data may have changed (one read of ``system.parts``, ~2 ms)."""
+    """A number that changes whenever the engine's data may have changed.
+
+    chDB counts its own writes (the process owns the data, so that is free); a ClickHouse server, which other
+    processes may write to, is asked for its parts (one read of ``system.parts``, ~2 ms).
+    """
+    count = getattr(engine, "write_count", None)
+    if isinstance(count, int):
+        return count
     table = engine.execute(_VERSION_SQL)
     value = table.column("version")[0].as_py() if table.num_rows else 0
     return int(value or 0)

@@ -249,3 +249,22 @@ def test_execution_modes(body: dict, mode: str) -> None:
 )  # fmt: skip
 def test_engine_messages_are_scrubbed(message: str, expected: str) -> None:
     assert scrub_engine_message(message) == expected
+
+
+def test_the_same_request_is_compiled_once(seeded: Seeded, monkeypatch) -> None:
+    import hoglab.server.runners.hogql as runner
+
+    calls: list[str] = []
+    real = runner.compile_hogql
+
+    def counting(query: str, **kwargs):
+        calls.append(query)
+        return real(query, **kwargs)
+
+    monkeypatch.setattr(runner, "compile_hogql", counting)
+    hogql = "select count() from events where event = {e} and 1 = 1"
+    for _ in range(3):
+        assert seeded.a.rows(hogql, values={"e": "signup"}) == [[int((seeded.frame.event == "signup").sum())]]
+    assert seeded.a.rows(hogql, values={"e": "purchase"}) == [[int((seeded.frame.event == "purchase").sum())]]
+    seeded.b.rows(hogql, values={"e": "signup"})  # another project: its own compilation (its own guard)
+    assert calls == [hogql] * 3
