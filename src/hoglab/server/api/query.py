@@ -144,7 +144,10 @@ def _answer(state: ServiceState, project: ProjectRecord, prepared: Prepared) -> 
     return 200, join_members(members, fields)
 
 
-def _create(request: Request, auth: AuthContext, state: ServiceState, raw: bytes, kind: str | None) -> Response:
+def _create(request: Request, auth: AuthContext, raw: bytes, kind: str | None) -> Response:
+    # The state is read here rather than through a dependency: FastAPI runs each sync dependency in its thread
+    # pool, and every hop costs ~0.1-0.3 ms of the endpoint's overhead (docs/benchmarks.md, Query endpoint).
+    state = get_state(request)
     data = parse_json_object(raw, request.headers.get("content-type"))
     project = auth.project
     prepared = prepare(data, team_id=project.id, timezone=project.timezone or "UTC", path_kind=kind)
@@ -159,10 +162,10 @@ def _create(request: Request, auth: AuthContext, state: ServiceState, raw: bytes
     responses=_ANSWERS,
     openapi_extra=json_body_openapi(QueryRequest),
 )
-def create_query(request: Request, auth: Create, state: State, raw: Body) -> Response:
+def create_query(request: Request, auth: Create, raw: Body) -> Response:
     """Run a query (any kind with a runner). ``refresh``: ``blocking`` (default), ``force_blocking``, ``async``,
     ``lazy_async``, ``force_async``, ``async_except_on_cache_miss``; ``async: true`` means ``async``."""
-    return _create(request, auth, state, raw, None)
+    return _create(request, auth, raw, None)
 
 
 @router.get(BASE + "draft_sql/", summary="Retrieve query draft SQL")
@@ -195,12 +198,11 @@ def draft_query_sql(
 def create_query_with_kind(
     request: Request,
     auth: Create,
-    state: State,
     raw: Body,
     kind: Annotated[str, Path(description="The query kind, e.g. HogQLQuery; must match the body's.")],
 ) -> Response:
     """As ``POST /query/``, with the kind in the path (PostHog's ``create_with_kind``)."""
-    return _create(request, auth, state, raw, kind)
+    return _create(request, auth, raw, kind)
 
 
 def _not_found(query_id: str, team_id: int) -> NotFound:
