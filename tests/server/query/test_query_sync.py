@@ -209,3 +209,20 @@ def test_scope_query_read_is_required(seeded: Seeded) -> None:
     denied = other.post(seeded.a.path(), json={"query": {"kind": "HogQLQuery", "query": "select 1"}})
     assert denied.status_code == 403
     assert denied.json()["detail"] == "API key missing required scope 'query:read'"
+
+
+def test_openapi_lists_the_query_operations(seeded: Seeded) -> None:
+    document = seeded.a.http.get("/api/schema/").json()
+    operations = {(method, path) for path, item in document["paths"].items() for method in item}
+    base = "/api/projects/{project_id}/query/"
+    assert {
+        ("post", base),
+        ("post", base + "{kind}/"),
+        ("get", base + "{query_id}/"),
+        ("delete", base + "{query_id}/"),
+        ("get", base + "draft_sql/"),
+    } <= operations
+    create = document["paths"][base]["post"]
+    assert create["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/QueryRequest")
+    assert {"200", "202", "400", "429"} <= set(create["responses"])
+    assert "204" in document["paths"][base + "{query_id}/"]["delete"]["responses"]
