@@ -92,14 +92,16 @@ def breakdown_value_sql(bf: Any, p: Params) -> str:
 def ranked_sql(inner: str, limit: int, other: str, *, ascending: bool = False) -> str:
     """Wrap ``inner`` (columns ``bucket, bv, value``) so values past the top ``limit`` become ``other``.
 
-    The rank uses each value's total over all buckets; ``other`` rows sum the merged values per bucket.
+    The rank uses each value's total over all buckets; ``other`` rows sum the merged values per bucket. The
+    output columns get fresh names (``ranked_bv``, ``ranked_value``): ClickHouse aliases are global, and an outer
+    ``AS bv`` would replace the inner ``bv`` in the window's PARTITION BY.
     """
     order = "ASC" if ascending else "DESC"
     return f"""
-        SELECT bucket, if(rk <= {limit}, b0, {other}) AS bv, sum(v0) AS value
+        SELECT bucket, if(rk <= {limit}, b0, {other}) AS ranked_bv, sum(v0) AS ranked_value
         FROM (
             SELECT bucket, b0, v0, dense_rank() OVER (ORDER BY total {order}, b0 ASC) AS rk
             FROM (SELECT bucket, bv AS b0, value AS v0, sum(value) OVER (PARTITION BY bv) AS total FROM ({inner}))
         )
-        GROUP BY bucket, bv
+        GROUP BY bucket, ranked_bv
     """

@@ -127,9 +127,9 @@ def trends_items(
         found = ctx.execute(compiled).to_pylist()
         values: dict[Any, dict[str, float]] = {}
         for row in found:
-            bv = row["bv"]
+            bucket, bv, value = row.values()  # (bucket, bv, value) or the ranked names, in this order
             bv = tuple(bv) if isinstance(bv, list) else bv
-            values.setdefault(bv, {})[row["bucket"]] = _clean(row["value"])
+            values.setdefault(bv, {})[bucket] = _clean(value)
         if not breakdown:
             values = {None: values.get("", {})}
         items = []
