@@ -87,7 +87,9 @@ def funnel_person(events: list[tuple[float, int]], n: int, window: float, order:
             if s == step:
                 times.append(t)
                 step += 1
-            elif order == "strict":
+            elif order == "strict" and s != step - 1:
+                # Strict: anything else breaks the chain; a repeat of the step just done does not (PostHog's
+                # UDF clears only the steps an event does not match, and the attempt is still at that step).
                 break
         results.append((step, times[-1], t0, times))
     if not results:
