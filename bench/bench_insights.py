@@ -107,7 +107,8 @@ def window_funnel(engine: ChdbEngine, since: datetime, until: datetime) -> Any:
         SELECT pv, countIf(l >= 1), countIf(l >= 2), countIf(l >= 3) FROM (
           SELECT person_id, argMinIf(b0, timestamp, b0 != '') AS pv,
                  windowFunnel(1209600)(toDateTime(timestamp), event = '$pageview',
-                   event = '$pageview' AND JSONExtract(properties, '$current_url', 'Nullable(String)') LIKE '%/checkout%',
+                   event = '$pageview'
+                     AND JSONExtract(properties, '$current_url', 'Nullable(String)') LIKE '%/checkout%',
                    event = 'purchase') AS l
           FROM (SELECT *, ifNull(JSONExtract(properties, '$feature/new-checkout', 'Nullable(String)'), '') AS b0
                 FROM hoglab.events WHERE team_id = {TEAM}
@@ -144,7 +145,7 @@ def main() -> None:
         funnel = {"kind": "FunnelsQuery", "dateRange": date_range,
                   "series": [{"kind": "EventsNode", "event": "$pageview"},
                              {"kind": "EventsNode", "event": "$pageview", "properties": [
-                                 {"key": "$current_url", "value": "/checkout", "operator": "icontains", "type": "event"}]},
+                                 {"key": "$current_url", "value": "/checkout", "operator": "icontains", "type": "event"}]},  # noqa: E501
                              {"kind": "EventsNode", "event": "purchase"}],
                   "breakdownFilter": {"breakdown": "$feature/new-checkout"}}  # fmt: skip
         rng = run(trend)["resolved_date_range"]
@@ -152,7 +153,9 @@ def main() -> None:
         until = datetime.fromisoformat(rng["date_to"]).astimezone(UTC)
         print("person overrides:", overrides, "| range", since, "→", until)
         funnel_answer = run(funnel)["results"]
-        print("funnel (runner):", [[s["count"] for s in steps] + steps[0]["breakdown_value"] for steps in funnel_answer])
+        print(
+            "funnel (runner):", [[s["count"] for s in steps] + steps[0]["breakdown_value"] for steps in funnel_answer]
+        )
         print("funnel (by hand):", hand_funnel(engine, since, until).to_pylist())
         rows = [
             ("trend: 90-day DAU by $browser", lambda: run(trend), lambda: hand_trend(engine, since, until)),

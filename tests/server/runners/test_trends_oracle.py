@@ -37,7 +37,9 @@ def _expected(df, per_day):
 def test_total_and_daily_unique_persons_per_local_day(world):
     w, df, _ = world
     views = df[df["event"] == "$pageview"]
-    answer = _trend(w, [{"kind": "EventsNode", "event": "$pageview"}, {"kind": "EventsNode", "event": "$pageview", "math": "dau"}])
+    answer = _trend(
+        w, [{"kind": "EventsNode", "event": "$pageview"}, {"kind": "EventsNode", "event": "$pageview", "math": "dau"}]
+    )
     total, keys = _expected(df, views.groupby("day").size())
     dau, _ = _expected(df, views.groupby("day")["person"].nunique())
     assert answer["results"][0]["days"] == keys
@@ -82,7 +84,11 @@ def test_breakdown_top_values_other_and_null_buckets(world):
     totals = views.groupby("bv").size().sort_values(ascending=False)
     ranked = sorted(totals.index, key=lambda v: (-totals[v], v))
     top = ranked[:2]
-    answer = _trend(w, [{"kind": "EventsNode", "event": "$pageview"}], breakdownFilter={"breakdown": "$browser", "breakdown_limit": 2})
+    answer = _trend(
+        w,
+        [{"kind": "EventsNode", "event": "$pageview"}],
+        breakdownFilter={"breakdown": "$browser", "breakdown_limit": 2},
+    )
     got = {r["breakdown_value"]: r["data"] for r in answer["results"]}
     for value in top:
         assert got[value] == _expected(df, views[views["bv"] == value].groupby("day").size())[0]
@@ -132,21 +138,27 @@ def test_cumulative_and_total_value_displays(world):
     w, df, _ = world
     views = df[df["event"] == "$pageview"]
     daily, _ = _expected(df, views.groupby("day").size())
-    cumulative = _trend(w, [{"kind": "EventsNode", "event": "$pageview"}], trendsFilter={"display": "ActionsLineGraphCumulative"})
+    cumulative = _trend(
+        w, [{"kind": "EventsNode", "event": "$pageview"}], trendsFilter={"display": "ActionsLineGraphCumulative"}
+    )
     assert cumulative["results"][0]["data"] == list(np.cumsum(daily))
     assert cumulative["results"][0]["count"] == sum(daily)
-    bold = _trend(w, [{"kind": "EventsNode", "event": "$pageview", "math": "dau"}], trendsFilter={"display": "BoldNumber"})
+    bold = _trend(
+        w, [{"kind": "EventsNode", "event": "$pageview", "math": "dau"}], trendsFilter={"display": "BoldNumber"}
+    )
     assert bold["results"][0]["data"] == []
     assert bold["results"][0]["aggregated_value"] == views["person"].nunique()
 
 
 def test_series_and_global_property_filters(world):
     w, df, _ = world
-    views = df[(df["event"] == "$pageview") & (df["price"].fillna(-1) > 30) & (df["browser"].isin(["Chrome", "Safari"]))]
+    views = df[
+        (df["event"] == "$pageview") & (df["price"].fillna(-1) > 30) & (df["browser"].isin(["Chrome", "Safari"]))
+    ]
     answer = _trend(
         w,
-        [{"kind": "EventsNode", "event": "$pageview", "properties": [{"key": "price", "value": 30, "operator": "gt", "type": "event"}]}],
+        [{"kind": "EventsNode", "event": "$pageview", "properties": [{"key": "price", "value": 30, "operator": "gt", "type": "event"}]}],  # noqa: E501
         properties={"type": "AND", "values": [{"type": "OR", "values": [
-            {"key": "$browser", "value": "Chrome", "type": "event"}, {"key": "$browser", "value": "safari", "operator": "icontains", "type": "event"}]}]},
+            {"key": "$browser", "value": "Chrome", "type": "event"}, {"key": "$browser", "value": "safari", "operator": "icontains", "type": "event"}]}]},  # noqa: E501
     )  # fmt: skip
     assert answer["results"][0]["data"] == _expected(df, views.groupby("day").size())[0]

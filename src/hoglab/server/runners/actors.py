@@ -42,7 +42,9 @@ def _trend_actors(source: InsightActorsQuery, ctx: RunContext, p: Params) -> str
 
     query = source.source
     if query.kind != "TrendsQuery":
-        raise ValidationFailed("InsightActorsQuery supports trends here; use FunnelsActorsQuery for funnels.", attr="source.source")
+        raise ValidationFailed(
+            "InsightActorsQuery supports trends here; use FunnelsActorsQuery for funnels.", attr="source.source"
+        )
     index = source.series or 0
     if index >= len(query.series):
         raise ValidationFailed("No such series.", attr="source.series")
@@ -67,7 +69,9 @@ def _trend_actors(source: InsightActorsQuery, ctx: RunContext, p: Params) -> str
     if has_breakdown(query.breakdownFilter) and source.breakdown is not None:
         value = source.breakdown
         value = value[0] if isinstance(value, list) and len(value) == 1 else value
-        conditions.append(f"{breakdown_value_sql(query.breakdownFilter, p)} = {p.add(value if value is not None else BREAKDOWN_NULL)}")
+        conditions.append(
+            f"{breakdown_value_sql(query.breakdownFilter, p)} = {p.add(value if value is not None else BREAKDOWN_NULL)}"
+        )
     return f"SELECT DISTINCT person_id AS actor_id FROM events WHERE {' AND '.join(conditions)}"
 
 
@@ -77,7 +81,9 @@ def _funnel_actors(source: FunnelsActorsQuery, ctx: RunContext, p: Params) -> st
         raise ValidationFailed("FunnelsActorsQuery needs a funnelStep.", attr="source.funnelStep")
     n = len(source.source.series)
     if abs(step) > n or step == -1:
-        raise ValidationFailed("funnelStep is out of range (1..steps, or -2..-steps for drop-offs).", attr="source.funnelStep")
+        raise ValidationFailed(
+            "funnelStep is out of range (1..steps, or -2..-steps for drop-offs).", attr="source.funnelStep"
+        )
     persons, _ = funnel_person_rows(source.source, ctx, p)
     condition = f"step_reached >= {step - 1}" if step > 0 else f"step_reached = {-step - 2}"
     if source.funnelStepBreakdown is not None:
@@ -101,7 +107,7 @@ def _jsonable(value: Any, kind: str) -> Any:
 
 @register("ActorsQuery")
 def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
-    """Answer an ActorsQuery with PostHog's ``columns, results, types, hasMore, limit, offset, missing_actors_count``."""
+    """Answer an ActorsQuery: ``columns, results, types, hasMore, limit, offset, missing_actors_count``."""
     p = Params()
     select = list(query.select or ["person", "id", "created_at"])
     kinds, columns = [], []
@@ -118,30 +124,36 @@ def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
     elif query.source is not None:
         source_sql = f"SELECT * FROM ({query.source.query})"
     if source_sql:
-        where.append(f"id IN (SELECT actor_id FROM ({source_sql}))" if "actor_id" in source_sql else f"id IN ({source_sql})")
+        where.append(
+            f"id IN (SELECT actor_id FROM ({source_sql}))" if "actor_id" in source_sql else f"id IN ({source_sql})"
+        )
     for key in ("properties", "fixedProperties"):
         condition = property_filters_to_hogql(getattr(query, key), p, attr=key)
         if condition:
             where.append(condition.replace("person.properties.", "properties."))
     if query.search:
         term = p.add(f"%{query.search}%")
-        where.append(f"(toString(id) ILIKE {term} OR properties ILIKE {term} OR arrayExists(d -> d ILIKE {term}, pdi_ids))")
+        where.append(
+            f"(toString(id) ILIKE {term} OR properties ILIKE {term} OR arrayExists(d -> d ILIKE {term}, pdi_ids))"
+        )
     limit = min(query.limit or 100, MAX_SELECT_RETURNED_ROWS)
     offset = query.offset or 0
     order = [strip_alias(o) for o in (query.orderBy or ["created_at DESC", "id"])]
     hogql = f"""
-        SELECT {', '.join(columns)} FROM (
+        SELECT {", ".join(columns)} FROM (
             SELECT id, created_at, properties, is_identified, ids.pdi_ids AS pdi_ids FROM persons
             LEFT JOIN (SELECT person_id, arraySlice(arraySort(groupArray(distinct_id)), 1, 101) AS pdi_ids
                        FROM person_distinct_ids GROUP BY person_id) AS ids ON ids.person_id = persons.id
-        ) WHERE {' AND '.join(where) or 'true'}
-        ORDER BY {', '.join(order)} LIMIT {limit + 1} OFFSET {offset}"""
+        ) WHERE {" AND ".join(where) or "true"}
+        ORDER BY {", ".join(order)} LIMIT {limit + 1} OFFSET {offset}"""
     compiled = ctx.compile(hogql, values=p.values, max_limit=MAX_SELECT_RETURNED_ROWS + 1)
     result = ctx.execute_json(compiled)
     found = orjson.loads(result.data)
     missing = 0
     if source_sql and "actor_id" in source_sql:
-        counted = ctx.run(f"SELECT count() AS n FROM ({source_sql}) WHERE actor_id NOT IN (SELECT id FROM persons)", values=p.values)
+        counted = ctx.run(
+            f"SELECT count() AS n FROM ({source_sql}) WHERE actor_id NOT IN (SELECT id FROM persons)", values=p.values
+        )
         missing = int(counted.column("n")[0].as_py())
     return {
         "columns": select,

@@ -55,7 +55,9 @@ def series_conditions(
     return parts
 
 
-def rows(ctx: RunContext, hogql: str, values: Mapping[str, Any], *, max_rows: int | None = None) -> list[dict[str, Any]]:
+def rows(
+    ctx: RunContext, hogql: str, values: Mapping[str, Any], *, max_rows: int | None = None
+) -> list[dict[str, Any]]:
     """Run HogQL for the project and return the rows as dicts (column name → Python value)."""
     compiled = ctx.compile(hogql, values=values, max_limit=max_rows)
     table = ctx.execute(compiled)

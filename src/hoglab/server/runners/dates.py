@@ -229,7 +229,9 @@ class QueryDateRange:
 
     def shifted(self, n: int) -> QueryDateRange:
         """The same range ``n`` intervals later (negative: earlier), for the previous period of a comparison."""
-        return replace(self, date_from=shift(self.date_from, self.interval, n), date_to=shift(self.date_to, self.interval, n))
+        return replace(
+            self, date_from=shift(self.date_from, self.interval, n), date_to=shift(self.date_to, self.interval, n)
+        )
 
 
 def _date_range_label(start: date, end: date) -> str:

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from datetime import timedelta
 from typing import Any
@@ -24,7 +25,7 @@ from zoneinfo import ZoneInfo
 import orjson
 from sqlglot import exp
 
-from hoglab.schema import EventsQuery, MAX_SELECT_RETURNED_ROWS
+from hoglab.schema import MAX_SELECT_RETURNED_ROWS, EventsQuery
 
 from ..errors import ValidationFailed
 from ..hogql import HogQLError, parse_hogql_expr
@@ -57,9 +58,9 @@ def _has_aggregate(text: str, attr: str) -> bool:
         raise ValidationFailed(f"Invalid expression {text!r}: {e.message}", attr=attr) from None
     for node in tree.find_all(exp.Func):
         name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
-        if isinstance(node, exp.AggFunc) or is_aggregate(str(name)):
-            if not isinstance(node.parent, exp.Window) and not isinstance(node, exp.Window):
-                return True
+        aggregate = isinstance(node, exp.AggFunc) or is_aggregate(str(name))
+        if aggregate and not isinstance(node.parent, exp.Window) and not isinstance(node, exp.Window):
+            return True
     return False
 
 
@@ -82,10 +83,8 @@ def _jsonable(value: Any, kind: str, team_id: int) -> Any:
     if kind == "*" and isinstance(value, list):
         event = dict(zip(_STAR_KEYS, value, strict=False))
         event["team_id"] = team_id
-        try:
+        with contextlib.suppress(orjson.JSONDecodeError):
             event["properties"] = orjson.loads(event["properties"] or "{}")
-        except orjson.JSONDecodeError:
-            pass
         return event
     if kind == "person" and isinstance(value, list):
         uuid, created_at, properties, distinct_id = value
@@ -136,7 +135,11 @@ def run_events(query: EventsQuery, ctx: RunContext) -> dict[str, Any]:
     limit = min(query.limit or 100, MAX_SELECT_RETURNED_ROWS)
     offset = query.offset or 0
     order = list(query.orderBy or [])
-    if not order and not grouped and any(k == "*" or strip_alias(c) == "timestamp" for k, c in zip(kinds, query.select, strict=True)):
+    if (
+        not order
+        and not grouped
+        and any(k == "*" or strip_alias(c) == "timestamp" for k, c in zip(kinds, query.select, strict=True))
+    ):
         order = ["timestamp DESC"]
     columns = [f"{sql} AS c{i}" for i, sql in enumerate(select_sql)]
     hogql = f"SELECT {', '.join(columns)} FROM events WHERE {' AND '.join(where) or 'true'}"

@@ -52,8 +52,8 @@ def formula_letters(formula: str, *, attr: str) -> set[str]:
             walk(node.operand)
         elif isinstance(node, ast.Name) and len(node.id) == 1 and node.id.isalpha():
             letters.add(node.id)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(
-            node.value, bool
+        elif (
+            isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
         ):
             return
         else:
@@ -89,6 +89,6 @@ def evaluate_formula(formula: str, series: Sequence[Sequence[float]], *, attr: s
             column = series[ord(node.id) - ord("A")]
             return float(column[i]) if i < len(column) and column[i] is not None else 0.0
         assert isinstance(node, ast.Constant)
-        return float(node.value)
+        return float(node.value)  # type: ignore[arg-type]  # walk() admitted only int/float constants
 
     return [value(tree, i) for i in range(length)]

@@ -68,7 +68,9 @@ def funnel_person_rows(query: FunnelsQuery, ctx: RunContext, p: Params) -> tuple
     attribution = ff.breakdownAttributionType or "first_touch"
     attribution_step = int(ff.breakdownAttributionValue or 0)
     if attribution == "step" and attribution_step >= n:
-        raise ValidationFailed("breakdownAttributionValue must name a step.", attr="funnelsFilter.breakdownAttributionValue")
+        raise ValidationFailed(
+            "breakdownAttributionValue must name a step.", attr="funnelsFilter.breakdownAttributionValue"
+        )
     actor = f"({ff.funnelAggregateByHogQL})" if ff.funnelAggregateByHogQL else "person_id"
     start, end = rng.bounds_utc()
     sql = person_rows_sql(
@@ -152,7 +154,9 @@ def _run_time_to_convert(query: FunnelsQuery, ctx: RunContext, hogql: list[str])
     first = int(ff.funnelFromStep or 0)
     last = int(ff.funnelToStep) if ff.funnelToStep is not None else n - 1
     if not 0 <= first < last < n:
-        raise ValidationFailed("funnelFromStep must come before funnelToStep, both steps of the funnel.", attr="funnelsFilter.funnelToStep")
+        raise ValidationFailed(
+            "funnelFromStep must come before funnelToStep, both steps of the funnel.", attr="funnelsFilter.funnelToStep"
+        )
     p = Params()
     persons, rng = funnel_person_rows(query, ctx, p)
     diff = f"(times[{last + 1}] - times[{first + 1}]) / 1000000"

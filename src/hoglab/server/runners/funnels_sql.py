@@ -142,19 +142,21 @@ def person_rows_sql(
     elif attribution == "last_touch":
         prop_vals = "[argMaxIf(b0, ts0, b0 != '')]"
     elif attribution == "step":
-        prop_vals = f"if(countIf(bitTest(m0, {attribution_step})) > 0, groupUniqArrayIf(b0, bitTest(m0, {attribution_step})), [''])"
+        prop_vals = f"if(countIf(bitTest(m0, {attribution_step})) > 0, groupUniqArrayIf(b0, bitTest(m0, {attribution_step})), [''])"  # noqa: E501
     else:
         prop_vals = "groupUniqArray(b0)"
     if order == "unordered":
         body = unordered_expr(n, window)
         per_value = f"({body}) AS u, tupleElement(u, 1) - 1 AS step_reached, tupleElement(u, 2) AS times"
     else:
-        fold = fold_expr(n, window, strict=order == "strict", attribution_step=attribution_step if attribution == "step" else None)
+        fold = fold_expr(
+            n, window, strict=order == "strict", attribution_step=attribution_step if attribution == "step" else None
+        )
         per_value = (
             f"{fold} AS f, if(tupleElement(f, 6) = 1, -2, tupleElement(f, 4) - 1) AS step_reached, "
             f"tupleElement(f, 7) AS times"
         )
-    filter_all = "all_events" == attribution and bv_expr is not None
+    filter_all = attribution == "all_events" and bv_expr is not None
     pick = "arrayFilter((tt, bb2) -> bb2 = pv, ts_all, b_all)" if filter_all else "ts_all"
     pick_m = "arrayFilter((mm2, bb2) -> bb2 = pv, m_all, b_all)" if filter_all else "m_all"
     pick_x = "arrayFilter((xx2, bb2) -> bb2 = pv, x_all, b_all)" if filter_all else "x_all"

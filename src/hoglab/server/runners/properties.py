@@ -151,7 +151,9 @@ def _filter_to_hogql(flt: Any, p: Params, attr: str) -> str:
     if kind == "hogql":
         return f"({_get(flt, 'key')})"
     if kind == "cohort":
-        cohort = f"person_id IN (SELECT person_id FROM cohort_people WHERE cohort_id = {p.add(int(_get(flt, 'value')))})"
+        cohort = (
+            f"person_id IN (SELECT person_id FROM cohort_people WHERE cohort_id = {p.add(int(_get(flt, 'value')))})"
+        )
         return f"NOT ({cohort})" if _get(flt, "operator") == "not_in" else cohort
     if kind == "element":
         return _element_condition(flt, p, attr)

@@ -78,7 +78,8 @@ def _clean(value: Any) -> float:
 def _sort_key(item: dict[str, Any]) -> tuple[Any, ...]:
     bv = item.get("breakdown_value")
     special = 2 if bv == BREAKDOWN_OTHER else 1 if bv == BREAKDOWN_NULL else 0
-    total = item.get("aggregated_value") if item.get("aggregated_value") is not None else sum(item.get("data") or [])
+    aggregated = item.get("aggregated_value")
+    total = float(aggregated) if aggregated is not None else float(sum(item.get("data") or []))
     return (special, -total, str(bv))
 
 

@@ -102,7 +102,9 @@ def series_sql(
     n_buckets = 1 if total_value else len(rng.buckets())
 
     if math in ("first_time_for_user", "first_matching_event_for_user"):
-        inner = _first_time_sql(math, event_cond, filters, rng.interval if not total_value else None, bv, time_from, time_to)
+        inner = _first_time_sql(
+            math, event_cond, filters, rng.interval if not total_value else None, bv, time_from, time_to
+        )
     elif math in _ACTIVE_DAYS:
         inner = _active_sql(math, where, bucket, bv, rng, p, total_value)
     elif math in COUNT_PER_ACTOR_MATH:
