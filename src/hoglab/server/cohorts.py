@@ -8,9 +8,9 @@ exposure cohorts (``experiment_rules.exposure_cohort_filters``). Each leaf is Ho
 combines them with ``UNION``/``INTERSECT``/``EXCEPT`` in one ``INSERT ... SELECT`` into ``cohort_people``.
 
 Each calculation writes its rows under a new ``version``; readers (the HogQL ``cohort_people`` view, flag
-evaluation) take the newest version of each cohort, so a new calculation replaces the old one at once. An empty
-result writes one row for the nil person id, so "nobody" also replaces an older membership; no event has that
-person id and :func:`calculate` never counts it.
+evaluation) take the newest version of each cohort, so a new calculation replaces the old one at once. The rows of
+older versions are then deleted (a lightweight ``DELETE``), so an empty calculation also replaces an older
+membership: a cohort without rows has no members.
 
 Cohorts whose leaves are person properties are not materialised: flag evaluation matches them inline, as
 PostHog does. Static cohorts are not supported.
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from .state import ServiceState
 
 __all__ = [
-    "NIL_PERSON",
     "STALE_AFTER",
     "CohortNotComputable",
     "calculate",
@@ -52,7 +51,6 @@ __all__ = [
 
 log = logging.getLogger("hoglab.server.cohorts")
 
-NIL_PERSON = "00000000-0000-0000-0000-000000000000"
 # A cohort read through the API is recalculated when its last calculation is older than this.
 STALE_AFTER = timedelta(minutes=5)
 # Cohorts can be as large as the project: the leaf queries get no row cap of their own.
@@ -195,13 +193,11 @@ def calculate(state: ServiceState, project: ProjectRecord, cohort: CohortRecord)
             f"SELECT {team}, {int(cohort.id)}, person_id, {version} FROM ({select})",
             settings={"join_use_nulls": 1},
         )
-        count = _count(engine, team, cohort.id, version)
-        if count == 0:
-            engine.command(
-                f"INSERT INTO {DATABASE}.cohort_people (team_id, cohort_id, person_id, version) "
-                f"VALUES ({team}, {int(cohort.id)}, toUUID('{NIL_PERSON}'), {version})"
-            )
-        state.store.cohorts.mark_calculated(cohort.id, count)
+        engine.command(
+            f"DELETE FROM {DATABASE}.cohort_people WHERE team_id = {team} AND cohort_id = {int(cohort.id)}"
+            f" AND version < {version}"
+        )
+        state.store.cohorts.mark_calculated(cohort.id, _count(engine, team, cohort.id, version))
     updated = state.store.cohorts.get(cohort.id, project.id)
     return updated if updated is not None else cohort
 
@@ -209,7 +205,7 @@ def calculate(state: ServiceState, project: ProjectRecord, cohort: CohortRecord)
 def _count(engine: Engine, team: int, cohort_id: int, version: int) -> int:
     table = engine.execute(
         f"SELECT count() AS n FROM {DATABASE}.cohort_people WHERE team_id = {team} AND cohort_id = {int(cohort_id)}"
-        f" AND version = {int(version)} AND person_id != toUUID('{NIL_PERSON}')"
+        f" AND version = {int(version)}"
     )
     return int(table.column("n")[0].as_py())
 
