@@ -208,3 +208,22 @@ def test_a_database_failure_fails_only_the_flags_that_need_it(make_project, monk
     assert answer["flags"]["needs-person"]["failed"] is True and answer["flags"]["needs-person"]["value"] is None
     legacy = ask(project, {"distinct_id": "u"}, path="/flags/").json()
     assert legacy["featureFlags"] == {"simple": True}  # a failed flag is left out rather than reported off
+
+
+def test_feature_flag_reads(make_project):
+    project = make_project()
+    made = project.http.post(f"/api/projects/{project.id}/experiments/", json={"name": "E", "feature_flag_key": "e"})
+    assert made.status_code == 201
+    simple = make_flag(project, "simple", [{"properties": [], "rollout_percentage": 30}])
+    listed = project.http.get(f"/api/projects/{project.id}/feature_flags/", params={"limit": 1})
+    assert listed.status_code == 200
+    page = listed.json()
+    assert page["count"] == 2 and page["next"] and [f["key"] for f in page["results"]] == ["e"]
+    assert page["results"][0]["experiment_set"] == [made.json()["id"]] and page["results"][0]["active"] is False
+    one = project.http.get(f"/api/projects/{project.id}/feature_flags/{simple.id}/").json()
+    assert (one["key"], one["is_simple_flag"], one["rollout_percentage"]) == ("simple", True, 30)
+    other = make_project()
+    assert other.http.get(f"/api/projects/{other.id}/feature_flags/{simple.id}/").status_code == 404
+    reader = make_project(scopes=["experiment:read"])
+    denied = reader.http.get(f"/api/projects/{reader.id}/feature_flags/")
+    assert denied.status_code == 403 and denied.json()["detail"] == "API key missing required scope 'feature_flag:read'"
