@@ -140,8 +140,10 @@ def test_evaluate_flags_snapshots(project, sdk):
 def test_local_evaluation_with_a_personal_key_agrees_with_the_server(project):
     _experiment(project, "local-exp", start_date=iso(datetime.now(UTC) - timedelta(hours=1)))
     store = project.service.state.store
-    store.flags.create(project.id, "pros", filters={"groups": [
-        {"properties": [{"key": "plan", "value": ["pro", "team"], "type": "person"}], "rollout_percentage": 50}]})
+    pro_or_team = {"key": "plan", "value": ["pro", "team"], "type": "person"}
+    store.flags.create(
+        project.id, "pros", filters={"groups": [{"properties": [pro_or_team], "rollout_percentage": 50}]}
+    )
     _, reader = store.keys.create(store.users.default().id, ["feature_flag:read"], [project.id], label="sdk")
     client = posthog.Posthog(
         project.api_token, host=project.service.url, personal_api_key=reader, capture_mode="v0", send=False,
