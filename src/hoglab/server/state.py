@@ -11,13 +11,14 @@ from fastapi import Request
 from .config import ServerConfig
 from .query_cache import QueryCache
 from .ratelimit import RateLimiter
-from .store import ExperimentRecord, ProjectRecord, Store
+from .store import CohortRecord, ExperimentRecord, ProjectRecord, Store
 
 if TYPE_CHECKING:
     from .engine.base import Engine
     from .jobs import QueryJobs
 
 __all__ = [
+    "CohortCalculator",
     "EventPropertySampler",
     "ExperimentResultsProvider",
     "ServiceState",
@@ -32,6 +33,8 @@ EventPropertySampler = Callable[["ServiceState", ProjectRecord, Sequence[str]], 
 ExperimentResultsProvider = Callable[
     ["ServiceState", ProjectRecord, ExperimentRecord, "int | None", bool], Mapping[str, Any]
 ]
+# (state, project, cohort) -> the cohort after computing its membership (count, last_calculation); never raises.
+CohortCalculator = Callable[["ServiceState", ProjectRecord, CohortRecord], CohortRecord]
 # Runs once the store is open, before the first request (e.g. seeding the demo project's events).
 StartupHook = Callable[["ServiceState"], None]
 
@@ -50,7 +53,8 @@ class ServiceState:
     ``query_jobs`` (the async query pool) runs while the app does; ``query_cache`` holds recent query answers.
     The two hooks let the engine and results work plug in without touching the routers:
     ``sample_event_properties`` feeds ``requires_flag_implementation``; ``experiment_results`` answers
-    ``results`` and ``secondary_results`` (while ``None``, those answer a 400 ``no-results``).
+    ``results`` and ``secondary_results`` (while ``None``, those answer a 400 ``no-results``);
+    ``calculate_cohort`` computes a new exposure cohort's members (while ``None``, it is created empty).
     """
 
     config: ServerConfig
@@ -60,6 +64,7 @@ class ServiceState:
     owns_engine: bool = False
     sample_event_properties: EventPropertySampler = no_event_properties
     experiment_results: ExperimentResultsProvider | None = None
+    calculate_cohort: CohortCalculator | None = None
     startup_hooks: tuple[StartupHook, ...] = ()
     query_jobs: QueryJobs | None = None
     query_cache: QueryCache = field(default_factory=QueryCache)

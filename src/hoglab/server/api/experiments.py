@@ -220,6 +220,8 @@ def create_exposure_cohort(auth: Write, state: State, id: ExperimentId) -> dict[
             created_by_id=auth.user.id,
         )
         store.experiments.update(auth.project.id, id, {"exposure_cohort_id": cohort.id})
+    if state.calculate_cohort is not None:
+        cohort = state.calculate_cohort(state, auth.project, cohort)  # members from events so far, with count
     return {"cohort": rules.cohort_body(cohort, auth.user)}
 
 
