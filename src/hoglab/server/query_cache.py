@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -78,7 +79,11 @@ def cache_key(team_id: int, query: Mapping[str, Any], *, timezone: str) -> str:
     >>> cache_key(1, {"kind": "HogQLQuery", "query": "select 1"}, timezone="UTC")[:8]
     'cache_1_'
     """
-    digest = hashlib.sha256(orjson.dumps([query, timezone], option=orjson.OPT_SORT_KEYS)).hexdigest()
+    try:
+        canonical = orjson.dumps([query, timezone], option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # integers beyond 64 bits (a value of 10**30): the slower encoder takes any JSON
+        canonical = json.dumps([query, timezone], sort_keys=True, default=str).encode()
+    digest = hashlib.sha256(canonical).hexdigest()
     return f"cache_{int(team_id)}_{digest}"
 
 

@@ -9,6 +9,7 @@ through the kind's runner, write the answer as bytes, and turn every failure int
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -197,8 +198,21 @@ def _default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+def _fallback(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return iso(value)
+    try:
+        return _default(value)
+    except TypeError:
+        return str(value)
+
+
 def dumps(value: Any) -> bytes:
-    return orjson.dumps(value, default=_default, option=_DUMP_OPTIONS)
+    """JSON with orjson; integers beyond 64 bits (which orjson refuses) go through the standard encoder."""
+    try:
+        return orjson.dumps(value, default=_default, option=_DUMP_OPTIONS)
+    except TypeError:
+        return json.dumps(value, default=_fallback, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def join_members(*members: bytes) -> bytes:

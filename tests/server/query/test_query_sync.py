@@ -226,3 +226,9 @@ def test_openapi_lists_the_query_operations(seeded: Seeded) -> None:
     assert create["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/QueryRequest")
     assert {"200", "202", "400", "429"} <= set(create["responses"])
     assert "204" in document["paths"][base + "{query_id}/"]["delete"]["responses"]
+
+
+def test_integers_beyond_64_bits_are_a_value_like_any_other(seeded: Seeded) -> None:
+    response = seeded.a.query("select {n} > 1 as big", values={"n": 10**30})
+    assert response.status_code == 200, response.text
+    assert response.json()["results"] == [[1]]

@@ -268,3 +268,12 @@ def test_the_same_request_is_compiled_once(seeded: Seeded, monkeypatch) -> None:
     assert seeded.a.rows(hogql, values={"e": "purchase"}) == [[int((seeded.frame.event == "purchase").sum())]]
     seeded.b.rows(hogql, values={"e": "signup"})  # another project: its own compilation (its own guard)
     assert calls == [hogql] * 3
+
+
+def test_answers_with_huge_integers_are_still_written() -> None:
+    from hoglab.server.query_run import dumps
+
+    assert json.loads(dumps({"n": 10**30, "at": datetime(2025, 1, 1, tzinfo=UTC)})) == {
+        "n": 10**30,
+        "at": "2025-01-01T00:00:00Z",
+    }
