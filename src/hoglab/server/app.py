@@ -34,6 +34,7 @@ from .store import Store
 
 if TYPE_CHECKING:
     from .engine.base import Engine
+    from .jobs import QueryJobs
 
 __all__ = ["ServiceState", "StartupHook", "create_app", "get_state", "seed_demo_hook"]
 
@@ -56,6 +57,22 @@ def _close_ingestion(engine: Engine) -> None:
     Ingestor.for_engine(engine).close()
 
 
+def _start_query_jobs(state: ServiceState) -> QueryJobs:
+    from .jobs import QueryJobs
+    from .query_run import describe_failure
+
+    assert state.engine is not None
+    jobs = QueryJobs(
+        state.store.async_queries,
+        state.engine,
+        workers=state.config.query_workers,
+        ttl_seconds=state.config.query_status_ttl_seconds,
+        describe=describe_failure,
+    )
+    jobs.start()
+    return jobs
+
+
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     state: ServiceState = app.state.hoglab
@@ -67,6 +84,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.engine = acquire_engine(state.config)
         state.owns_engine = True
     try:
+        state.query_jobs = _start_query_jobs(state)
         for hook in state.startup_hooks:
             try:
                 hook(state)
@@ -75,6 +93,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
                 log.exception("startup step %s failed; the service runs without it", getattr(hook, "__name__", hook))
         yield
     finally:
+        # Async queries stop first (their statuses are written, their engine queries killed), then the rest.
+        if state.query_jobs is not None:
+            state.query_jobs.close()
+            state.query_jobs = None
         state.store.close()
         if state.owns_engine and state.engine is not None:
             from .engine import release_engine

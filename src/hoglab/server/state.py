@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 
 from .config import ServerConfig
+from .query_cache import QueryCache
 from .ratelimit import RateLimiter
 from .store import CohortRecord, ExperimentRecord, ProjectRecord, Store
 
 if TYPE_CHECKING:
     from .engine.base import Engine
+    from .jobs import QueryJobs
 
 __all__ = [
     "CohortCalculator",
@@ -48,6 +50,7 @@ def no_event_properties(
 class ServiceState:
     """The service's long-lived parts. ``engine`` is ``None`` until an engine is wired in.
 
+    ``query_jobs`` (the async query pool) runs while the app does; ``query_cache`` holds recent query answers.
     The two hooks let the engine and results work plug in without touching the routers:
     ``sample_event_properties`` feeds ``requires_flag_implementation``; ``experiment_results`` answers
     ``results`` and ``secondary_results`` (while ``None``, those answer a 400 ``no-results``);
@@ -63,6 +66,8 @@ class ServiceState:
     experiment_results: ExperimentResultsProvider | None = None
     calculate_cohort: CohortCalculator | None = None
     startup_hooks: tuple[StartupHook, ...] = ()
+    query_jobs: QueryJobs | None = None
+    query_cache: QueryCache = field(default_factory=QueryCache)
     extras: dict[str, Any] = field(default_factory=dict)
 
 

@@ -94,7 +94,13 @@ class _Session:
             self.conn.query(f"SET {assignments}", "CSV")
             self.applied = dict(wanted)
             self.broken = False
-        return bytes(self.conn.query(sql, fmt).bytes())
+        try:
+            return bytes(self.conn.query(sql, fmt).bytes())
+        except BaseException:
+            # chDB keeps the output a statement wrote before failing (a JSON head, even rows) in the connection
+            # and prepends it to the NEXT answer on it, which may be another project's: never reuse it.
+            self.broken = True
+            raise
 
 
 _UNSET = object()
@@ -127,7 +133,7 @@ class _Pool:
         finally:
             with self._available:
                 if session is not None and not session.broken and not self.closed:
-                    self._idle.append(session)  # a failed statement leaves the connection usable
+                    self._idle.append(session)
                 else:
                     self._created -= 1
                     if session is not None:
@@ -163,6 +169,7 @@ class _Core:
             self.lock.release()
             raise
         self._control_lock = threading.Lock()
+        self.write_count = 0  # finished writes: what result caches compare (see ChdbEngine.write_count)
         self.reads = _Pool(connect, pool_size, readonly=True)
         self.writes = _Pool(connect, max(2, pool_size // 2), readonly=False)
 
@@ -242,6 +249,9 @@ class ChdbEngine:
                 return session.run(sql, fmt, settings)
             except RuntimeError as exc:  # chdb.ChdbError is a RuntimeError
                 raise error_from_message(str(exc)) from None
+            finally:
+                if pool == "write":
+                    core.write_count += 1
 
     # -- the Engine protocol ----------------------------------------------------------------------------------
 
@@ -289,6 +299,15 @@ class ChdbEngine:
                     ins.finish()
             except RuntimeError as exc:
                 raise error_from_message(str(exc)) from None
+            finally:
+                core.write_count += 1
+
+    @property
+    def write_count(self) -> int:
+        """How many writes (DDL, inserts, loads) finished on this data since it was opened. This process owns the
+        data dir and writes only through here, so an unchanged count means unchanged data: result caches compare
+        it instead of asking the engine (``server/query_cache.py``)."""
+        return self._live().write_count
 
     def cancel(self, tag: str) -> bool:
         """Kill the query whose ``log_comment`` is ``tag``; ``True`` if one was running."""

@@ -1,4 +1,5 @@
-"""SQLite metadata of the service: projects, users, personal API keys, feature flags, cohorts, experiments.
+"""SQLite metadata of the service: projects, users, personal API keys, feature flags, cohorts, experiments,
+and the status of asynchronous queries.
 
 Events live in the engine; everything a person creates through the API lives here, in
 ``<data_dir>/hoglab.sqlite3``.
@@ -27,6 +28,7 @@ from .flags import DuplicateFlagKey, FlagRepository
 from .keys import KEY_PREFIX, VALID_SCOPES, KeyRepository, hash_key, validate_scopes
 from .migrations import migrate
 from .projects import ProjectRepository
+from .queries import AsyncQueryRecord, AsyncQueryRepository
 from .records import CohortRecord, ExperimentRecord, FlagRecord, KeyRecord, ProjectRecord, UserRecord
 from .users import DEFAULT_USER_EMAIL, UserRepository
 
@@ -35,6 +37,8 @@ __all__ = [
     "DEFAULT_USER_EMAIL",
     "KEY_PREFIX",
     "VALID_SCOPES",
+    "AsyncQueryRecord",
+    "AsyncQueryRepository",
     "CohortRecord",
     "DuplicateFlagKey",
     "ExperimentPage",
@@ -62,6 +66,7 @@ class Store:
         self.flags = FlagRepository(self.db)
         self.cohorts = CohortRepository(self.db)
         self.experiments = ExperimentRepository(self.db)
+        self.async_queries = AsyncQueryRepository(self.db)
 
     @classmethod
     def open_at(cls, data_dir: Path | str) -> Store:
