@@ -196,7 +196,8 @@ class ExperimentPicker:
         try:
             self.result = experiments.results(experiment_id, refresh=refresh)
         except HoglabError as exc:
-            self.error = f"No results: {_reason(exc)}"
+            reason = _reason(exc)
+            self.error = reason if reason.lower().startswith("no results") else f"No results: {reason}"
             return
         try:
             analysis = analyse(self.result, variant_rollout(self.experiment))

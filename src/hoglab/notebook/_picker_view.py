@@ -76,7 +76,7 @@ def analyse(result: ExperimentResult, rollout: Mapping[str, float] | None = None
     >>> a = analyse(r)
     >>> a.table.set_index("variant").loc["test", ["units", "conversions", "rate"]].tolist()
     [500.0, 85.0, 0.17]
-    >>> a.verdict.significance_code.value, round(a.table["p_value"].iloc[1], 4)
+    >>> a.verdict.significance_code.value, round(float(a.table["p_value"].iloc[1]), 4)
     ('significant', 0.0247)
     """
     statistics, kind = variant_statistics(result)
