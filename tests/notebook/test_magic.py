@@ -3,6 +3,7 @@ mocks): the expected numbers come from pandas on the same events (``events_proje
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator
 from typing import Any
 
@@ -63,8 +64,14 @@ def ipython() -> Iterator[InteractiveShell]:
 
 @pytest.fixture
 def shell(
-    ipython: InteractiveShell, events_project: EventsProject, capsys: pytest.CaptureFixture[str]
+    ipython: InteractiveShell,
+    events_project: EventsProject,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Shell]:
+    # Python's own displayhook sets builtins._ (doctests run earlier in this process do), and IPython then leaves
+    # the notebook's _ alone; a kernel has no builtins._.
+    monkeypatch.delattr(builtins, "_", raising=False)
     client = events_project.client()
     ipython.user_ns["c"] = client
     yield Shell(ipython, capsys)
