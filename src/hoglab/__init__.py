@@ -8,6 +8,9 @@ The public API, loaded on first use so ``import hoglab`` stays fast (no pandas, 
     trend = client.query(hoglab.trends("$pageview", math="dau", interval="week"))
     steps = client.query(hoglab.funnel(["$pageview", "signup", "purchase"], window="14d"))
     result = client.experiments.results(1)         # result.to_frame(), result.verdict
+    hoglab.pick_experiment()                       # a widget: choose an experiment, see its results
+
+In IPython or Jupyter, ``%load_ext hoglab`` adds the ``%%hogql`` cell magic (see ``docs/notebook.md``).
 
 Submodules: :mod:`hoglab.schema` (the request/answer models), :mod:`hoglab.frames` (answers to DataFrames),
 :mod:`hoglab.queries` (builders), :mod:`hoglab.errors` (the exception hierarchy), :mod:`hoglab.client`.
@@ -20,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# name -> module that defines it. Other parts of hoglab add their entries here (stats, notebook, the picker,
-# load_ipython_extension): one line each, and a name in __all__.
+# name -> module that defines it: one line each, and a name in __all__. ``%load_ext hoglab`` finds
+# load_ipython_extension through this map, so loading the extension imports only hoglab.notebook._magic.
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
         [
@@ -49,7 +52,18 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["actors", "events", "funnel", "series", "trends"], "hoglab.queries"),
     **dict.fromkeys(["to_arrow", "to_polars"], "hoglab.frames"),
     **dict.fromkeys(
-        ["plot_cumulative_effect", "plot_experiment", "plot_funnel", "plot_srm", "plot_trends"], "hoglab.notebook"
+        [
+            "ExperimentPicker",
+            "load_ipython_extension",
+            "pick_experiment",
+            "plot_cumulative_effect",
+            "plot_experiment",
+            "plot_funnel",
+            "plot_srm",
+            "plot_trends",
+            "unload_ipython_extension",
+        ],
+        "hoglab.notebook",
     ),
 }
 
@@ -58,6 +72,7 @@ __all__ = [
     "AuthenticationError",
     "Client",
     "ConfigurationError",
+    "ExperimentPicker",
     "ExperimentResult",
     "HoglabError",
     "InvalidArgument",
@@ -78,6 +93,8 @@ __all__ = [
     "default_client",
     "events",
     "funnel",
+    "load_ipython_extension",
+    "pick_experiment",
     "plot_cumulative_effect",
     "plot_experiment",
     "plot_funnel",
@@ -88,6 +105,7 @@ __all__ = [
     "to_arrow",
     "to_polars",
     "trends",
+    "unload_ipython_extension",
 ]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily through __getattr__
@@ -109,7 +127,17 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
         ValidationError,
     )
     from .frames import to_arrow, to_polars
-    from .notebook import plot_cumulative_effect, plot_experiment, plot_funnel, plot_srm, plot_trends
+    from .notebook import (
+        ExperimentPicker,
+        load_ipython_extension,
+        pick_experiment,
+        plot_cumulative_effect,
+        plot_experiment,
+        plot_funnel,
+        plot_srm,
+        plot_trends,
+        unload_ipython_extension,
+    )
     from .queries import actors, events, funnel, series, trends
 
 

@@ -22,6 +22,7 @@ MODULES = [
     "hoglab.client._errors",
     "hoglab.client._retry",
     "hoglab.client._results",
+    "hoglab.client._values",
 ]
 
 

@@ -1,4 +1,5 @@
-"""Plots render off-screen (Agg) and every test's figures are closed."""
+"""Plots render off-screen (Agg) and every test's figures are closed; the magic's tests share a project with
+known events on the session's real service."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from collections.abc import Iterator
 
 import matplotlib
 import pytest
+from notebooktesting import EventsProject, events_frame, make_events
+
+from hoglab.local import LocalService
 
 matplotlib.use("Agg")  # before pyplot is imported anywhere: no display, deterministic rendering
 
@@ -16,3 +20,19 @@ import matplotlib.pyplot as plt
 def _close_figures() -> Iterator[None]:
     yield
     plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def events_project(hoglab_service: LocalService) -> EventsProject:
+    from hoglab.server.ingest import Ingestor
+
+    store = hoglab_service.state.store
+    a = store.projects.create("notebook A")
+    b = store.projects.create("notebook B")
+    _, key = store.keys.create(store.users.default().id, ["*"], [a.id, b.id], label="notebook tests")
+    a_events, b_events = make_events(60), make_events(17, offset=3)
+    engine = hoglab_service.state.engine
+    assert engine is not None
+    Ingestor.for_engine(engine).capture_batch(a.id, a_events)
+    Ingestor.for_engine(engine).capture_batch(b.id, b_events)
+    return EventsProject(hoglab_service.url, key, a.id, b.id, events_frame(a_events), events_frame(b_events))

@@ -339,6 +339,9 @@ MODULES = [
     "hoglab.notebook._plots_experiment",
     "hoglab.notebook._plots_sequential",
     "hoglab.notebook._plots_srm",
+    "hoglab.notebook._placeholders",
+    "hoglab.notebook._magic",
+    "hoglab.notebook._picker_view",
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import random
@@ -135,6 +136,13 @@ class Client:
                 )
             self._project_id = projects[0].id
         return self._project_id
+
+    def for_project(self, project_id: int | str) -> Client:
+        """This client on another project: same host, key, settings and connections (closing one closes both)."""
+        other = copy.copy(self)
+        other._project_id = self._check_project(project_id)
+        other._experiments = None
+        return other
 
     def projects(self) -> list[Project]:
         """The projects this key reaches."""

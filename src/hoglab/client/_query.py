@@ -30,6 +30,7 @@ from ..schema import (
     TrendsQueryResponse,
     parse_query,
 )
+from ._values import encode_values
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -130,8 +131,7 @@ def run_hogql(
     output: str,
 ) -> Any:
     text = _strip(sql)
-    if values is not None and not isinstance(values, Mapping):
-        raise InvalidArgumentType("values: expected a dict of placeholder values.", argument="values")
+    values = encode_values(client, values)
     if run_async:
         from ._jobs import submit
 
@@ -189,6 +189,7 @@ def hogql_pages(
     if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
         raise InvalidArgument(f"page_size: expected a positive integer, got {page_size!r}.", argument="page_size")
     base = _strip(sql)
+    values = encode_values(client, values)
     order = None if _LIMIT.search(base) else _ORDER_BY_TIMESTAMP.search(base)
     direction = ((order.group(1) if order else None) or "ASC").upper()
     cursor: Any = None  # the last timestamp, as the SQL value

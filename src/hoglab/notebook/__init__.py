@@ -1,11 +1,13 @@
-"""The notebook toolkit: matplotlib plots (and, later, the ``%%hogql`` magic and the experiment picker).
+"""The notebook toolkit: matplotlib plots, the ``%%hogql`` magic and the experiment picker.
 
 Needs the ``[notebook]`` extra. Names load on first use, so loading the IPython extension does not import
-matplotlib until a plot is drawn::
+matplotlib (or pandas) until a plot is drawn or a query runs::
 
-    from hoglab.notebook import plot_trends, plot_funnel, plot_experiment
+    %load_ext hoglab                      # %hogql / %%hogql
+    from hoglab.notebook import plot_trends, plot_funnel, plot_experiment, ExperimentPicker
     plot_trends(client.query(hoglab.trends("$pageview", breakdown="$browser")))
     plot_experiment(client.experiments.results(7), kind="posteriors")
+    ExperimentPicker(client)              # choose an experiment: summary, results, verdict, plot
 """
 
 from __future__ import annotations
@@ -26,18 +28,27 @@ _LAZY: dict[str, str] = {
         ],
         "hoglab.notebook.plots",
     ),
+    **dict.fromkeys(["HogQLMagics", "load_ipython_extension", "unload_ipython_extension"], "hoglab.notebook._magic"),
+    **dict.fromkeys(["ExperimentPicker", "pick_experiment"], "hoglab.notebook._picker"),
 }
 
 __all__ = [
+    "ExperimentPicker",
+    "HogQLMagics",
     "cumulative_effect",
+    "load_ipython_extension",
+    "pick_experiment",
     "plot_cumulative_effect",
     "plot_experiment",
     "plot_funnel",
     "plot_srm",
     "plot_trends",
+    "unload_ipython_extension",
 ]
 
 if TYPE_CHECKING:
+    from ._magic import HogQLMagics, load_ipython_extension, unload_ipython_extension
+    from ._picker import ExperimentPicker, pick_experiment
     from .plots import (
         cumulative_effect,
         plot_cumulative_effect,

@@ -1,0 +1,79 @@
+"""HogQL ``values`` of every common Python, numpy and pandas type reach a REAL hoglab service as the literals
+meant: datetimes as wall-clock times of the project's zone (expected counts from pandas on the same events)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import hoglab
+from hoglab.client import Client
+from hoglab.client._values import encode_value
+
+ZONE = "America/Los_Angeles"
+START = dt.datetime(2025, 3, 1, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def zoned(request: pytest.FixtureRequest) -> Any:
+    """A project in Los Angeles time with 48 hourly events, its client, and the events' UTC timestamps."""
+    from hoglab.server.ingest import Ingestor
+
+    project = request.getfixturevalue("make_project")(timezone=ZONE)
+    stamps = [START + dt.timedelta(hours=i) for i in range(48)]
+    events = [
+        {"event": "tick", "distinct_id": f"u{i % 5}", "properties": {"i": i}, "timestamp": s.isoformat()}
+        for i, s in enumerate(stamps)
+    ]
+    engine = project.service.state.engine
+    Ingestor.for_engine(engine).capture_batch(project.id, events)
+    client = Client(str(project.http.base_url).rstrip("/"), project.key, project.id, progress=False)
+    yield client, pd.Series(pd.to_datetime(stamps, utc=True))
+    client.close()
+
+
+def _count(client: Client, where: str, values: dict[str, Any]) -> int:
+    return int(client.hogql(f"select count() as n from events where {where}", values)["n"].iloc[0])
+
+
+def test_aware_datetimes_are_instants(zoned: Any) -> None:
+    client, stamps = zoned
+    cut = dt.datetime(2025, 3, 1, 20, 30, tzinfo=dt.UTC)
+    expected = int((stamps >= cut).sum())
+    assert 0 < expected < len(stamps)
+    assert _count(client, "timestamp >= {cut}", {"cut": cut}) == expected
+    assert _count(client, "timestamp >= {cut}", {"cut": pd.Timestamp(cut).tz_convert("Asia/Tokyo")}) == expected
+
+
+def test_naive_datetimes_and_dates_are_project_wall_clock(zoned: Any) -> None:
+    client, stamps = zoned
+    local = stamps.dt.tz_convert(ZONE).dt.tz_localize(None)
+    naive = dt.datetime(2025, 3, 1, 6, 0)
+    assert _count(client, "timestamp >= {t}", {"t": naive}) == int((local >= naive).sum())
+    numpy_naive = np.datetime64("2025-03-01T20:30")
+    assert _count(client, "timestamp >= {t}", {"t": numpy_naive}) == int((local >= pd.Timestamp(numpy_naive)).sum())
+    day = dt.date(2025, 3, 1)
+    assert _count(client, "toDate(timestamp) = {d}", {"d": day}) == int((local.dt.date == day).sum())
+
+
+def test_numbers_lists_and_sets(zoned: Any) -> None:
+    client, _ = zoned
+    wanted = {3, 5, 40}
+    for values in ({"s": wanted}, {"s": np.array(sorted(wanted))}, {"s": pd.Series(sorted(wanted))}):
+        assert _count(client, "toInt(properties.i) in {s}", values) == 3
+    assert _count(client, "toInt(properties.i) < {n}", {"n": np.int64(10)}) == 10
+    assert _count(client, "toInt(properties.i) < {n}", {"n": Decimal("10")}) == 10
+    assert _count(client, "toFloat(properties.i) < {n}", {"n": np.float32(2.5)}) == 3
+
+
+def test_unsupported_values_are_refused_before_sending() -> None:
+    with pytest.raises(hoglab.InvalidArgumentType, match=r"values\['x'\]: a dict cannot be bound"):
+        encode_value("x", {"a": 1})
+    assert encode_value("u", uuid.UUID(int=1)) == "00000000-0000-0000-0000-000000000001"
+    assert encode_value("t", pd.NaT) is None and encode_value("t", np.datetime64("NaT")) is None

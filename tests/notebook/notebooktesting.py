@@ -1,0 +1,57 @@
+"""Helpers of the notebook tests: known events (with names that would break SQL if pasted into it) and the
+same events as pandas frames, from which every expected number is computed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pandas as pd
+
+from hoglab.client import Client
+
+
+@dataclass
+class EventsProject:
+    """Two projects on the session's real service, ``a`` and ``b``, with known events, a key reaching both, and
+    the same events as pandas frames (expected numbers come from these frames, never through the service)."""
+
+    url: str
+    key: str
+    a: int
+    b: int
+    a_frame: pd.DataFrame
+    b_frame: pd.DataFrame
+
+    def client(self, project: int | None = None, **options: Any) -> Client:
+        return Client(self.url, self.key, self.a if project is None else project, progress=False, **options)
+
+
+# Event names that would break SQL if they were pasted into it.
+TRICKY_EVENTS = ("$pageview", "signup", "x' OR 1=1 --", "it's {odd}")
+START = datetime(2025, 3, 1, tzinfo=UTC)
+
+
+def make_events(n: int, *, offset: int = 0) -> list[dict[str, Any]]:
+    return [
+        {
+            "event": TRICKY_EVENTS[(i + offset) % len(TRICKY_EVENTS)],
+            "distinct_id": f"u{(i * 7 + offset) % 11}",
+            "properties": {"n": i, "plan": ("free", "pro")[i % 2]},
+            "timestamp": (START + timedelta(hours=5 * i + offset)).isoformat().replace("+00:00", "Z"),
+        }
+        for i in range(n)
+    ]
+
+
+def events_frame(events: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "event": [e["event"] for e in events],
+            "distinct_id": [e["distinct_id"] for e in events],
+            "timestamp": pd.to_datetime([e["timestamp"] for e in events], utc=True),
+            "n": [e["properties"]["n"] for e in events],
+            "plan": [e["properties"]["plan"] for e in events],
+        }
+    )
