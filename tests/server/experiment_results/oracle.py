@@ -60,7 +60,7 @@ def generate(seed: int, flag: str, *, persons: int = 660) -> pd.DataFrame:
         variant = VARIANTS[int(rng.choice(3, p=[0.34, 0.33, 0.33]))]
         ids = [f"anon-{k}", f"user-{k}"] if k % 3 == 0 else [f"anon-{k}"]
 
-        def did() -> str:
+        def did(ids: list[str] = ids) -> str:
             return ids[int(rng.integers(len(ids)))]
 
         response = "holdout" if rng.random() < 0.04 else variant
