@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..engine.base import EngineError
-from ..errors import ServerError
+from ..errors import NotFound, ServerError
 from ..jobs import iso, tag_for
 from ..query_cache import cache_key, data_version
 from ..query_run import LimitedEngine, api_error, dumps, join_members, statement_limits
@@ -122,9 +122,11 @@ def experiment_results(
 ) -> bytes:
     """The JSON answer of ``results`` (``index`` None) or ``secondary_results?id=index``."""
     engine = state.engine
+    if engine is None:
+        raise ServerError("The events engine is not running.")
     flag = state.store.flags.get(record.feature_flag_id)
-    if engine is None or flag is None:
-        raise ServerError("The events engine is not running." if engine is None else None)
+    if flag is None:
+        raise NotFound()
     plan = plan_for(project, record, flag, index)
     cache = state.query_cache
     now = utcnow()

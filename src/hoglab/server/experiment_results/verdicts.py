@@ -36,7 +36,7 @@ from hoglab.stats.posthog import (
 from ..errors import ValidationFailed
 from .metrics import FunnelRun, TrendRun
 
-__all__ = ["NO_RESULTS_FLAGS", "check_variants", "funnel_result", "secondary_values", "trend_result"]
+__all__ = ["NO_RESULTS_FLAGS", "check_variants", "funnel_result", "secondary_values", "trend_result", "trend_variants"]
 
 NO_RESULTS_FLAGS = ("no-events", "no-flag-info", "no-control-variant", "no-test-variant")
 """PostHog's ``ExperimentNoResultsErrorKeys``, in the order its detail lists them."""
