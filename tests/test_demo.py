@@ -131,3 +131,38 @@ def test_seeding_an_engine(engine: ChdbEngine, demo: pa.Table, tmp_path: Path) -
             HAVING argMax(is_deleted, version) = 0 AND argMax(is_identified, version) = 1)
         GROUP BY plan ORDER BY plan""").to_pylist()
     assert [r["plan"] for r in identified] == ["enterprise", "free", "pro"]
+
+
+def test_the_demo_experiment_through_results(make_project) -> None:
+    """The demo's experiment, seeded into the running service (a third of the default size), is significant
+    through ``/results``, with the counts pandas finds in the same generated events; the secondary metric too."""
+    from hoglab.demo import seed
+
+    users = 7000
+    project = make_project()
+    seed(project.service.state, project.record, users=users)
+    frame = generate_events(users=users).to_pandas()
+    frame["props"] = [orjson.loads(p) for p in frame["properties"]]
+    exposures = frame[frame["event"] == "$feature_flag_called"]
+    variant = exposures.set_index("distinct_id")["props"].map(lambda p: p["$feature_flag_response"])
+    flagged = frame[frame["props"].map(lambda p: "$feature/new-checkout" in p)]
+    purchases = flagged[flagged["event"] == "purchase"]
+    exposed = variant.groupby(variant).size()
+    converted = variant[variant.index.isin(set(purchases["distinct_id"]))].groupby(variant).size()
+
+    [experiment] = project.http.get(f"/api/projects/{project.id}/experiments/").json()["results"]
+    url = f"/api/projects/{project.id}/experiments/{experiment['id']}"
+    answer = project.http.get(f"{url}/results/")
+    assert answer.status_code == 200, answer.text
+    result = answer.json()["result"]
+    assert {v["key"]: (v["success_count"], v["failure_count"]) for v in result["variants"]} == {
+        key: (converted[key], exposed[key] - converted[key]) for key in ("control", "test")
+    }
+    assert result["significant"] is True and result["significance_code"] == "significant"
+    assert result["probability"]["test"] > 0.9 and result["expected_loss"] < 0.01
+
+    secondary = project.http.get(f"{url}/secondary_results/", params={"id": 0}).json()["result"]
+    bought = purchases.assign(variant=purchases["props"].map(lambda p: p["$feature/new-checkout"]))
+    counts = bought.groupby("variant").size()
+    assert secondary["result"] == {key: float(counts[key]) for key in ("control", "test")}
+    assert {v["key"]: v["absolute_exposure"] for v in secondary["variants"]} == exposed.to_dict()

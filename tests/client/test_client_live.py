@@ -99,3 +99,50 @@ def test_results_of_an_experiment_without_data_are_refused(live_client: Client) 
     with pytest.raises(hoglab.ValidationError) as info:
         live_client.experiments.results(created.id)
     assert info.value.status == 400 and info.value.detail
+
+
+def test_results_and_their_frame_match_the_service(live_client: Client, live_project: Any) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from hoglab.server.ingest import Ingestor
+
+    key, start = _key(), datetime.now(UTC) - timedelta(days=3)
+    funnel = {"insight": "FUNNELS", "events": [{"id": "view", "order": 0}, {"id": "buy", "order": 1}]}
+    purchases = {"insight": "TRENDS", "events": [{"id": "buy"}]}
+    created = live_client.experiments.create(
+        "Results", key, start=start, filters=funnel, secondary_metrics=[{"name": "buys", "filters": purchases}]
+    )
+    events = []
+    for variant, persons, buyers in (("control", 120, 30), ("test", 110, 50)):
+        for i in range(persons):
+            did, at = f"{variant}-{i}", start + timedelta(hours=1, minutes=i)
+            flagged = {f"$feature/{key}": variant}
+            events.append({"event": "$feature_flag_called", "distinct_id": did, "timestamp": at.isoformat(),
+                           "properties": {"$feature_flag": key, "$feature_flag_response": variant}})  # fmt: skip
+            events.append({"event": "view", "distinct_id": did, "timestamp": at.isoformat(), "properties": flagged})
+            if i < buyers:
+                bought = (at + timedelta(minutes=5)).isoformat()
+                events.append({"event": "buy", "distinct_id": did, "timestamp": bought, "properties": flagged})
+    Ingestor.for_engine(live_project.service.state.engine).capture_batch(live_project.id, events)
+
+    result = live_client.experiments.results(created.id)
+    raw = result.raw["result"]
+    assert result.kind == "funnel" and result.is_cached is False and result.last_refresh
+    frame = result.to_frame().set_index("key")
+    assert frame.loc["control", "success_count"] == 30 and frame.loc["test", "failure_count"] == 60
+    for variant in raw["variants"]:
+        row = frame.loc[variant["key"]]
+        assert (row["success_count"], row["failure_count"]) == (variant["success_count"], variant["failure_count"])
+        assert row["probability"] == raw["probability"][variant["key"]]
+        interval = [row["credible_interval_low"], row["credible_interval_high"]]
+        assert interval == raw["credible_intervals"][variant["key"]]
+    assert result.significance_code == raw["significance_code"] and result.expected_loss == raw["expected_loss"]
+    assert live_client.experiments.results(created.id).is_cached is True
+    assert live_client.experiments.results(created.id, refresh=True).is_cached is False
+
+    secondary = live_client.experiments.secondary_results(created.id, 0)
+    frame = secondary.to_frame().set_index("key")
+    assert secondary.kind == "trend" and frame["value"].to_dict() == {"control": 30.0, "test": 50.0}
+    assert frame["absolute_exposure"].to_dict() == {"control": 120, "test": 110}
+    assert frame["rate"].to_dict() == {"control": 30 / 120, "test": 50 / 110}
+    assert frame.loc["test", "exposure"] == secondary.raw["result"]["variants"][1]["exposure"] == 110 / 120

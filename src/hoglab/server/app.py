@@ -28,6 +28,7 @@ from .cohorts import calculate_quietly
 from .config import ServerConfig
 from .errors import install_error_handlers
 from .event_samples import sample_event_properties
+from .experiment_results import experiment_results
 from .ratelimit import RateLimiter
 from .state import ServiceState, StartupHook, get_state
 from .store import Store
@@ -128,9 +129,10 @@ def create_app(
         limiter=RateLimiter.from_config(config),
         engine=engine,
         startup_hooks=tuple(startup_hooks),
-        # Event-backed parts of the experiments API: both read the engine, so they answer only once it runs.
+        # Event-backed parts of the experiments API: they read the engine, so they answer only once it runs.
         sample_event_properties=sample_event_properties,
         calculate_cohort=calculate_quietly,
+        experiment_results=experiment_results,
     )
     install_error_handlers(app)
     for router in load_routers():

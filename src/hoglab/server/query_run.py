@@ -51,6 +51,7 @@ __all__ = [
     "execution_mode",
     "join_members",
     "prepare",
+    "statement_limits",
 ]
 
 log = logging.getLogger("hoglab.server.query")
@@ -152,6 +153,12 @@ def _apply_filters_override(model: BaseModel, override: Mapping[str, Any]) -> Ba
     except ValidationError as exc:
         body = validation_error_body(exc, filters)
         raise ValidationFailed(body.detail, attr="filters_override" + (f"__{body.attr}" if body.attr else "")) from None
+
+
+def statement_limits(config: Any) -> dict[str, Any]:
+    """The app's own limits on every statement of a request (``ServerConfig``): apps of one process share one
+    engine, opened with the first app's configuration, so they can't rely on the engine's defaults."""
+    return {"max_execution_time": config.max_execution_time, "max_memory_usage": config.max_memory_usage}
 
 
 class LimitedEngine:

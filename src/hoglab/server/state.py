@@ -29,9 +29,10 @@ __all__ = [
 
 # (state, project, event names or empty for any event) -> property sets of recent events, at most ~20.
 EventPropertySampler = Callable[["ServiceState", ProjectRecord, Sequence[str]], Sequence[Mapping[str, Any]]]
-# (state, project, experiment, secondary metric index or None, refresh) -> the results body.
+# (state, project, experiment, secondary metric index or None, refresh) -> the results body (JSON bytes, or a
+# mapping the router encodes).
 ExperimentResultsProvider = Callable[
-    ["ServiceState", ProjectRecord, ExperimentRecord, "int | None", bool], Mapping[str, Any]
+    ["ServiceState", ProjectRecord, ExperimentRecord, "int | None", bool], "Mapping[str, Any] | bytes"
 ]
 # (state, project, cohort) -> the cohort after computing its membership (count, last_calculation); never raises.
 CohortCalculator = Callable[["ServiceState", ProjectRecord, CohortRecord], CohortRecord]
@@ -53,7 +54,8 @@ class ServiceState:
     ``query_jobs`` (the async query pool) runs while the app does; ``query_cache`` holds recent query answers.
     The two hooks let the engine and results work plug in without touching the routers:
     ``sample_event_properties`` feeds ``requires_flag_implementation``; ``experiment_results`` answers
-    ``results`` and ``secondary_results`` (while ``None``, those answer a 400 ``no-results``);
+    ``results`` and ``secondary_results`` (``create_app`` sets it; while ``None``, those answer a 400
+    ``no-results``);
     ``calculate_cohort`` computes a new exposure cohort's members (while ``None``, it is created empty).
     """
 

@@ -16,6 +16,7 @@ import pytest
 
 from hoglab.server.flag_hashing import variant_for
 from hoglab.server.hogql import compile_hogql
+from hoglab.stats.posthog import trend_verdict
 
 from .helpers import iso
 
@@ -73,7 +74,8 @@ def _requires_flag_implementation(project, events: list[str]) -> bool:
 
 def test_an_experiment_run_by_the_official_sdk(project, sdk):
     start = datetime.now(UTC) - timedelta(days=1)
-    experiment = _experiment(project, "new-checkout", start_date=iso(start))
+    metric = {"insight": "TRENDS", "events": [{"id": "purchase", "order": 0}]}
+    experiment = _experiment(project, "new-checkout", start_date=iso(start), filters=metric)
     _experiment(project, "draft-idea")  # no start date: a draft, its flag inactive
 
     # Assignment: every user gets the variant PostHog's hashing gives, in the experiment's proportions.
@@ -111,6 +113,21 @@ def test_an_experiment_run_by_the_official_sdk(project, sdk):
         assert "$feature/draft-idea" not in properties
         assert properties["$active_feature_flags"] == ["new-checkout"]
     assert _requires_flag_implementation(project, ["purchase"]) is False
+
+    # /results counts them: the SDK's $feature_flag_called events are the exposures (persons per variant), the
+    # purchases it sent with send_feature_flags are the metric, split by the $feature/new-checkout they carry.
+    answer = project.http.get(f"/api/projects/{project.id}/experiments/{experiment['id']}/results/")
+    assert answer.status_code == 200, answer.text
+    result = answer.json()["result"]
+    exposed, bought = Counter(assigned.values()), Counter(assigned[user] for user in buyers)
+    assert {v["key"]: (v["count"], v["absolute_exposure"]) for v in result["variants"]} == {
+        variant: (bought[variant], exposed[variant]) for variant in ("control", "test")
+    }
+    assert result["variants"][1]["exposure"] == pytest.approx(exposed["test"] / exposed["control"])
+    verdict = trend_verdict({variant: (bought[variant], exposed[variant]) for variant in ("control", "test")})
+    assert (result["probability"], result["significance_code"]) == (
+        verdict.probability, verdict.significance_code.value)  # fmt: skip
+    assert exposed["control"] < 100 and result["significance_code"] == "not_enough_exposure"  # this split's control
 
     # The exposure cohort holds exactly the users who were exposed.
     url = f"/api/projects/{project.id}/experiments/{experiment['id']}/create_exposure_cohort_for_experiment/"

@@ -162,3 +162,19 @@ def test_series_and_global_property_filters(world):
             {"key": "$browser", "value": "Chrome", "type": "event"}, {"key": "$browser", "value": "safari", "operator": "icontains", "type": "event"}]}]},  # noqa: E501
     )  # fmt: skip
     assert answer["results"][0]["data"] == _expected(df, views.groupby("day").size())[0]
+
+
+def test_an_explicit_range_starts_at_its_exact_moment(world):
+    """``explicitDate``: events of the first day before ``date_from``'s time are out (PostHog's
+    ``use_start_of_interval`` is false), and ``date_to`` is exact too; without it the first day counts whole."""
+    w, df, zone = world
+    start, end = pd.Timestamp("2025-06-03 15:20:00", tz=zone), pd.Timestamp("2025-06-09 08:00:00", tz=zone)
+    views = df[df["event"] == "$pageview"]
+    inside = views[(views["timestamp"] >= start) & (views["timestamp"] <= end)]
+    whole_days = views[(views["timestamp"] >= start.normalize()) & (views["timestamp"] <= end.normalize()
+                                                                     + pd.Timedelta(days=1, microseconds=-1))]
+    series = [{"kind": "EventsNode", "event": "$pageview"}]
+    dates = {"date_from": start.isoformat(), "date_to": end.isoformat()}
+    exact = w.run({"kind": "TrendsQuery", "series": series, "dateRange": {**dates, "explicitDate": True}})
+    loose = w.run({"kind": "TrendsQuery", "series": series, "dateRange": dates})
+    assert exact["results"][0]["count"] == len(inside) < len(whole_days) == loose["results"][0]["count"]

@@ -225,30 +225,42 @@ def create_exposure_cohort(auth: Write, state: State, id: ExperimentId) -> dict[
     return {"cohort": rules.cohort_body(cohort, auth.user)}
 
 
-def _no_results(state: ServiceState, auth: AuthContext, record: ExperimentRecord, index: int | None) -> Any:
-    if state.experiment_results is not None:
-        return state.experiment_results(state, auth.project, record, index, False)
-    raise ValidationFailed(
-        "No results yet: experiment results are computed from the project's events (exposures and metric "
-        "events), and this service does not compute them yet.",
-        code="no-results",
-    )
+Refresh = Annotated[
+    str | None, Query(description="Any non-empty value recomputes instead of answering from the one-hour cache.")
+]
+_RESULTS_ANSWER: dict[int | str, dict[str, Any]] = {
+    200: {"description": '{"result": {...}, "last_refresh": "...", "is_cached": false}'}
+}
 
 
-@router.get(BASE + "{id}/results/", summary="Retrieve experiment results")
-def experiment_results(auth: Read, state: State, id: ExperimentId) -> Any:
+def _results(state: ServiceState, auth: AuthContext, record: ExperimentRecord, index: int | None, refresh: bool) -> Any:
+    if state.experiment_results is None:
+        raise ValidationFailed(
+            "No results: this service computes no experiment results (it runs without an events engine).",
+            code="no-results",
+        )
+    answer = state.experiment_results(state, auth.project, record, index, refresh)
+    if isinstance(answer, bytes):
+        return Response(answer, media_type="application/json")
+    return answer
+
+
+@router.get(BASE + "{id}/results/", summary="Retrieve experiment results", responses=_RESULTS_ANSWER)
+def experiment_results(auth: Read, state: State, id: ExperimentId, refresh: Refresh = None) -> Any:
     record, _ = _load(state, auth, id)
     if not record.filters:
         raise ValidationFailed("Experiment has no target metric")
-    return _no_results(state, auth, record, None)
+    return _results(state, auth, record, None, bool(refresh))
 
 
-@router.get(BASE + "{id}/secondary_results/", summary="Retrieve experiment secondary results")
+@router.get(BASE + "{id}/secondary_results/", summary="Retrieve experiment secondary results",
+            responses=_RESULTS_ANSWER)  # fmt: skip
 def experiment_secondary_results(
     auth: Read,
     state: State,
     id: ExperimentId,
     metric_id: Annotated[str | None, Query(alias="id", description="Index into secondary_metrics.")] = None,
+    refresh: Refresh = None,
 ) -> Any:
     record, _ = _load(state, auth, id)
     metrics = record.secondary_metrics or []
@@ -261,4 +273,4 @@ def experiment_secondary_results(
     index = int(metric_id)
     if index >= len(metrics):
         raise ValidationFailed("Invalid metric ID", attr="id")
-    return _no_results(state, auth, record, index)
+    return _results(state, auth, record, index, bool(refresh))

@@ -35,6 +35,7 @@ from ..query_run import (
     dumps,
     join_members,
     prepare,
+    statement_limits,
 )
 from ..ratelimit import query_rate_limited
 from ..runners import has_person_overrides
@@ -69,12 +70,6 @@ def _services(state: ServiceState) -> tuple[Any, QueryJobs]:
     return state.engine, state.query_jobs
 
 
-def _limits(state: ServiceState) -> dict[str, Any]:
-    # The app's own limits on every statement: apps of one process share one engine, opened with the first
-    # app's configuration, so they can't rely on the engine's defaults.
-    return {"max_execution_time": state.config.max_execution_time, "max_memory_usage": state.config.max_memory_usage}
-
-
 def _answer(state: ServiceState, project: ProjectRecord, prepared: Prepared) -> tuple[int, bytes]:
     engine, jobs = _services(state)
     cache = state.query_cache
@@ -105,7 +100,7 @@ def _answer(state: ServiceState, project: ProjectRecord, prepared: Prepared) -> 
                 prepared,
                 project=project,
                 engine=engine,
-                limits=_limits(state),
+                limits=statement_limits(state.config),
                 tag=tag,
                 person_overrides=overrides(at_version),
                 cancelled=cancelled,
@@ -131,7 +126,7 @@ def _answer(state: ServiceState, project: ProjectRecord, prepared: Prepared) -> 
                 prepared,
                 project=project,
                 engine=engine,
-                limits=_limits(state),
+                limits=statement_limits(state.config),
                 tag=tag,
                 person_overrides=overrides(version),
                 now=now,

@@ -11,6 +11,8 @@ datetimes and the list of interval starts the answer has one data point for (zer
   the project's zone.
 * ``date_from`` defaults to ``-7d``; ``date_to`` to now. Unless ``explicitDate``, ``date_to`` is moved to the end of
   its day (of its hour for hour and minute intervals), and a date-only ``date_to`` means the end of that day.
+* With ``explicitDate`` the range is exactly ``date_from``..``date_to``: events before ``date_from`` in its first
+  interval are left out too (PostHog's ``use_start_of_interval`` is false then); experiment results rely on it.
 * Weeks start on Sunday (PostHog's default ``week_start_day``; ClickHouse ``toStartOfWeek(x, 0)``).
 
 >>> from datetime import datetime, UTC
@@ -178,6 +180,7 @@ class QueryDateRange:
     date_to: datetime
     interval: str
     timezone: str
+    explicit: bool = False
 
     @property
     def first_bucket(self) -> datetime:
@@ -221,8 +224,9 @@ class QueryDateRange:
         return f"{bucket.day}-{bucket.strftime('%b-%Y')}"
 
     def bounds_utc(self) -> tuple[datetime, datetime]:
-        """The SQL filter bounds: from the start of the first interval to ``date_to`` (PostHog's adjusted start)."""
-        return self.first_bucket, self.date_to
+        """The SQL filter bounds: from the start of the first interval (PostHog's adjusted start), or from
+        ``date_from`` itself for an explicit range, to ``date_to``."""
+        return (self.date_from if self.explicit else self.first_bucket), self.date_to
 
     def to_json(self) -> dict[str, str]:
         return {"date_from": self.date_from.isoformat(), "date_to": self.date_to.isoformat()}
@@ -290,7 +294,7 @@ def resolve_date_range(
         date_to = _wall(_end_of_unit(date_to.replace(tzinfo=None), "h" if hourly else "d"), tz)
     if date_to < date_from:
         raise ValidationFailed("The date range ends before it starts.", attr=f"{attr}.date_to")
-    return QueryDateRange(date_from=date_from, date_to=date_to, interval=interval, timezone=timezone)
+    return QueryDateRange(date_from=date_from, date_to=date_to, interval=interval, timezone=timezone, explicit=explicit)
 
 
 def _resolve_one(text: str, now: datetime, tz: ZoneInfo, *, attr: str) -> tuple[datetime, bool]:

@@ -48,6 +48,7 @@ def previous_range(rng: QueryDateRange, compare_to: str | None) -> QueryDateRang
             date_to=(rng.date_to.replace(tzinfo=None) - delta).replace(tzinfo=tz),
             interval=rng.interval,
             timezone=rng.timezone,
+            explicit=rng.explicit,
         )
     return rng.shifted(-len(rng.buckets()))
 
