@@ -9,6 +9,7 @@ The public API, loaded on first use so ``import hoglab`` stays fast (no pandas, 
     steps = client.query(hoglab.funnel(["$pageview", "signup", "purchase"], window="14d"))
     result = client.experiments.results(1)         # result.to_frame(), result.verdict
     hoglab.pick_experiment()                       # a widget: choose an experiment, see its results
+    hoglab.experiment_report(1).write("out/")      # the whole analysis: text, figures, one HTML page
 
 In IPython or Jupyter, ``%load_ext hoglab`` adds the ``%%hogql`` cell magic (see ``docs/notebook.md``).
 
@@ -54,6 +55,8 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(
         [
             "ExperimentPicker",
+            "ExperimentReport",
+            "experiment_report",
             "load_ipython_extension",
             "pick_experiment",
             "plot_cumulative_effect",
@@ -73,6 +76,7 @@ __all__ = [
     "Client",
     "ConfigurationError",
     "ExperimentPicker",
+    "ExperimentReport",
     "ExperimentResult",
     "HoglabError",
     "InvalidArgument",
@@ -92,6 +96,7 @@ __all__ = [
     "connect",
     "default_client",
     "events",
+    "experiment_report",
     "funnel",
     "load_ipython_extension",
     "pick_experiment",
@@ -129,6 +134,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from .frames import to_arrow, to_polars
     from .notebook import (
         ExperimentPicker,
+        ExperimentReport,
+        experiment_report,
         load_ipython_extension,
         pick_experiment,
         plot_cumulative_effect,

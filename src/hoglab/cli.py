@@ -1,7 +1,8 @@
 """``hoglab``: run the service and manage its projects and keys from a shell.
 
     hoglab serve [--host 127.0.0.1] [--port 8000] [--data-dir DIR] [--demo] [--clickhouse-url URL]
-    hoglab demo [--port 8000] [--data-dir DIR] [--out DIR]
+    hoglab demo [--port 8000] [--data-dir DIR] [--out DIR] [--no-serve]
+    hoglab report EXPERIMENT_ID [--out DIR] [--host URL] [--project ID] [--refresh]
     hoglab project create NAME [--timezone TZ] [--data-dir DIR]
     hoglab project list [--data-dir DIR]
     hoglab key create --project ID[,ID...]|all --scopes experiment:read,query:read [--label L] [--data-dir DIR]
@@ -16,7 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -53,10 +54,16 @@ def _port(text: str) -> int:
     return value
 
 
-def _project_id(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) == 0 or int(text) >= 2**63:
-        raise argparse.ArgumentTypeError(f"a project id is a positive integer, got {text!r}")
-    return int(text)
+def _positive_id(what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        if not (text.isascii() and text.isdigit()) or int(text) == 0 or int(text) >= 2**63:
+            raise argparse.ArgumentTypeError(f"{what} id is a positive integer, got {text!r}")
+        return int(text)
+
+    return parse
+
+
+_project_id = _positive_id("a project")
 
 
 def _build_parser() -> _Parser:
@@ -74,10 +81,22 @@ def _build_parser() -> _Parser:
     serve.add_argument("--demo", action="store_true", help="make sure a demo project and a * key exist; print them")
     serve.add_argument("--clickhouse-url", default=None, metavar="URL", help="use a ClickHouse server for events")
 
-    demo = commands.add_parser("demo", parents=[common], help="the demo: service, demo project and key")
+    demo = commands.add_parser(
+        "demo", parents=[common], help="the demo service with its experiment analysed; serves until Ctrl-C"
+    )
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=_port, default=8000)
-    demo.add_argument("--out", type=Path, default=None, metavar="DIR", help="where the analysis report will go")
+    demo.add_argument("--out", type=Path, default=None, metavar="DIR", help="report folder (default: hoglab-report)")
+    demo.add_argument("--no-serve", action="store_true", help="stop once the report is written")
+
+    report = commands.add_parser(
+        "report", help="analyse an experiment of the service HOGLAB_HOST/HOGLAB_API_KEY point at (PostHog too)"
+    )
+    report.add_argument("experiment", type=_positive_id("an experiment"), metavar="EXPERIMENT_ID")
+    report.add_argument("--out", type=Path, default=None, metavar="DIR", help="report folder (default: hoglab-report)")
+    report.add_argument("--host", default=None, metavar="URL", help="default: $HOGLAB_HOST, else $POSTHOG_HOST")
+    report.add_argument("--project", default=None, metavar="ID", help="default: $HOGLAB_PROJECT_ID, else the key's")
+    report.add_argument("--refresh", action="store_true", help="recompute instead of using the server's cache")
 
     project = commands.add_parser("project", help="manage projects")
     project_commands = project.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=_Parser)
@@ -239,6 +258,31 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from hoglab._cli_report import run_demo
+    from hoglab.errors import HoglabError
+
+    config = _config(args.data_dir)
+    try:
+        return run_demo(args, config.data_dir)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    except (HoglabError, LookupError, RuntimeError) as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _report(args: argparse.Namespace) -> int:
+    from hoglab._cli_report import run_report
+    from hoglab.errors import HoglabError
+
+    try:
+        return run_report(args)
+    except OSError as exc:
+        raise CommandError(f"cannot write the report: {exc}") from None
+    except HoglabError as exc:
+        raise CommandError(str(exc)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``hoglab`` command; returns the exit status.
 
@@ -253,7 +297,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return _serve(args, demo=args.demo)
         if args.command == "demo":
-            return _serve(args, demo=True)
+            return _demo(args)
+        if args.command == "report":
+            return _report(args)
         if args.command == "project":
             return _project_create(args) if args.action == "create" else _project_list(args)
         if args.command == "key":

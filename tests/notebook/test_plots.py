@@ -341,7 +341,7 @@ MODULES = [
     "hoglab.notebook._plots_srm",
     "hoglab.notebook._placeholders",
     "hoglab.notebook._magic",
-    "hoglab.notebook._picker_view",
+    "hoglab.notebook._analysis",
 ]
 
 

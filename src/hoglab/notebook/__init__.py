@@ -8,6 +8,7 @@ matplotlib (or pandas) until a plot is drawn or a query runs::
     plot_trends(client.query(hoglab.trends("$pageview", breakdown="$browser")))
     plot_experiment(client.experiments.results(7), kind="posteriors")
     ExperimentPicker(client)              # choose an experiment: summary, results, verdict, plot
+    experiment_report(7).write("out/")    # the whole analysis as text, figures and one HTML page
 """
 
 from __future__ import annotations
@@ -30,12 +31,15 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(["HogQLMagics", "load_ipython_extension", "unload_ipython_extension"], "hoglab.notebook._magic"),
     **dict.fromkeys(["ExperimentPicker", "pick_experiment"], "hoglab.notebook._picker"),
+    **dict.fromkeys(["ExperimentReport", "experiment_report"], "hoglab.notebook._report"),
 }
 
 __all__ = [
     "ExperimentPicker",
+    "ExperimentReport",
     "HogQLMagics",
     "cumulative_effect",
+    "experiment_report",
     "load_ipython_extension",
     "pick_experiment",
     "plot_cumulative_effect",
@@ -49,6 +53,7 @@ __all__ = [
 if TYPE_CHECKING:
     from ._magic import HogQLMagics, load_ipython_extension, unload_ipython_extension
     from ._picker import ExperimentPicker, pick_experiment
+    from ._report import ExperimentReport, experiment_report
     from .plots import (
         cumulative_effect,
         plot_cumulative_effect,

@@ -19,7 +19,8 @@ from matplotlib.figure import Figure
 
 from ..errors import APIError, HoglabError
 from ..stats import Comparison, PostHogFunnelVerdict, PostHogTrendVerdict, SRMResult, StatsError
-from ._picker_view import Analysis, analyse, message_html, results_html, summary_html, variant_rollout
+from ._analysis import Analysis, analyse, variant_rollout
+from ._picker_view import message_html, results_html, summary_html
 from ._plots_experiment import plot_experiment
 from ._plots_srm import plot_srm
 

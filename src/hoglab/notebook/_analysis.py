@@ -1,0 +1,122 @@
+"""An experiment result recomputed from its variant counts with :mod:`hoglab.stats`.
+
+:func:`analyse` gives the frequentist and Bayesian numbers and PostHog's verdict side by side, agreeing with
+``hoglab.stats`` to the last digit; the experiment picker and the experiment report both show it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..client._results import ExperimentResult
+from ..schema import Experiment
+from ..stats import (
+    Comparison,
+    PostHogFunnelVerdict,
+    PostHogTrendVerdict,
+    Proportion,
+    SRMResult,
+    compare,
+    funnel_verdict,
+    trend_verdict,
+)
+from ._plots_experiment import variant_statistics
+
+__all__ = ["Analysis", "analyse", "variant_rollout"]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """An experiment result recomputed from its counts.
+
+    ``comparison`` is Bayesian (PostHog's framing, what :func:`~hoglab.plot_experiment` draws), ``frequentist``
+    the same data through the z-test / exact Poisson test, ``verdict`` PostHog's rules evaluated by
+    :mod:`hoglab.stats`, ``srm`` the split against the flag's rollout, and ``table`` one row per variant.
+    """
+
+    comparison: Comparison
+    frequentist: Comparison
+    verdict: PostHogFunnelVerdict | PostHogTrendVerdict
+    srm: SRMResult | None
+    table: pd.DataFrame
+
+
+def variant_rollout(experiment: Experiment) -> dict[str, float]:
+    """Planned share of each variant (0–1), from the flag's variants, else the experiment's parameters."""
+    flag_filters = experiment.feature_flag.filters if experiment.feature_flag is not None else {}
+    variants = (flag_filters.get("multivariate") or {}).get("variants") or []
+    if not variants:
+        variants = (experiment.parameters or {}).get("feature_flag_variants") or []
+    return {
+        str(v["key"]): float(v.get("rollout_percentage") or 0) / 100
+        for v in variants
+        if isinstance(v, Mapping) and "key" in v
+    }
+
+
+def analyse(result: ExperimentResult, rollout: Mapping[str, float] | None = None) -> Analysis:
+    """Recompute ``result`` from its variant counts (``ValueError``/``StatsError`` when it has none to use).
+
+    ``rollout`` gives the planned shares for the SRM check; equal shares when it does not name exactly the
+    variants of the result.
+
+    >>> r = ExperimentResult(1, {"result": {"variants": [
+    ...     {"key": "control", "success_count": 60, "failure_count": 440},
+    ...     {"key": "test", "success_count": 85, "failure_count": 415}]}})
+    >>> a = analyse(r)
+    >>> a.table.set_index("variant").loc["test", ["units", "conversions", "rate"]].tolist()
+    [500.0, 85.0, 0.17]
+    >>> a.verdict.significance_code.value, round(float(a.table["p_value"].iloc[1]), 4)
+    ('significant', 0.0247)
+    """
+    statistics, kind = variant_statistics(result)
+    planned = dict(rollout) if rollout and set(rollout) == set(statistics) and sum(rollout.values()) > 0 else None
+    options: dict[str, Any] = {"metric": kind, "name": result.metric, "expected_split": planned}
+    bayesian = compare(statistics, method="bayesian", **options)
+    frequentist = compare(statistics, method="frequentist", **options)
+    verdict: PostHogFunnelVerdict | PostHogTrendVerdict
+    if kind == "conversion":
+        verdict = funnel_verdict({k: (s.successes, s.n - s.successes) for k, s in statistics.items()})  # type: ignore[union-attr]
+    else:
+        verdict = trend_verdict({k: (s.count, s.exposure) for k, s in statistics.items()})  # type: ignore[union-attr]
+    srm = next(iter(bayesian.srm.values()), None)
+    return Analysis(bayesian, frequentist, verdict, srm, _table(statistics, bayesian, frequentist, verdict))
+
+
+def _table(
+    statistics: Mapping[str, Any],
+    bayesian: Comparison,
+    frequentist: Comparison,
+    verdict: PostHogFunnelVerdict | PostHogTrendVerdict,
+) -> pd.DataFrame:
+    rows = []
+    for key, stat in statistics.items():
+        is_funnel = isinstance(stat, Proportion)
+        units = float(stat.n if is_funnel else stat.exposure)
+        events = float(stat.successes if is_funnel else stat.count)
+        row: dict[str, Any] = {"variant": key, "units": units, "conversions" if is_funnel else "count": events}
+        row["rate"] = events / units if units else math.nan
+        if key != bayesian.control:
+            f, b = frequentist.row(key), bayesian.row(key)
+            row |= {
+                "lift": f.lift,
+                "confidence_low": f.lift_ci[0],
+                "confidence_high": f.lift_ci[1],
+                "p_value": f.p_value,
+                "credible_low": b.lift_ci[0],
+                "credible_high": b.lift_ci[1],
+                "chance_to_win": b.chance_to_win,
+            }
+        row["chance_to_be_best"] = verdict.probability.get(key, math.nan)
+        rows.append(row)
+    columns = ["variant", "units", "conversions" if "conversions" in rows[0] else "count", "rate", "lift"]
+    columns += ["confidence_low", "confidence_high", "p_value", "credible_low", "credible_high"]
+    columns += ["chance_to_win", "chance_to_be_best"]
+    table = pd.DataFrame(rows, columns=columns)
+    table[columns[1:]] = table[columns[1:]].astype("float64")
+    return table
