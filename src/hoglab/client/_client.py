@@ -29,6 +29,7 @@ log = logging.getLogger("hoglab.client")
 
 DEFAULT_HOST = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=10.0)  # PostHog lets a query run 60 s; leave room for the answer
+PROGRESS_DELAY = 0.5  # seconds before a progress bar shows: quick answers stay quiet
 _ENV = {
     "host": ("HOGLAB_HOST", "POSTHOG_HOST"),
     "api_key": ("HOGLAB_API_KEY", "POSTHOG_PERSONAL_API_KEY"),
@@ -238,6 +239,13 @@ class Client:
         if self.progress is not None:
             return self.progress
         return "ipykernel" in sys.modules or sys.stderr.isatty()
+
+    def progress_bar(self, desc: str, unit: str) -> Any:
+        """A tqdm bar for a wait that may be long: it appears only after half a second (a quick answer shows
+        nothing, not even in a saved notebook) and is removed when done."""
+        from tqdm.auto import tqdm
+
+        return tqdm(desc=desc, unit=unit, disable=not self.show_progress(), leave=False, delay=PROGRESS_DELAY)
 
     # -- resources --------------------------------------------------------------------------------------------------
 

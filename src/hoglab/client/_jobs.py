@@ -6,8 +6,6 @@ import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from tqdm.auto import tqdm
-
 from .._frames._columns import _json_loads
 from ..errors import HoglabError, QueryError, QueryTimeout
 from ..frames import to_frame
@@ -119,9 +117,7 @@ class QueryJob:
         clock = self._client._clock
         start = clock.monotonic()
         delay = FIRST_POLL
-        bar = tqdm(
-            desc=f"hoglab query {self.id[:8]}", unit="polls", disable=not self._client.show_progress(), leave=False
-        )
+        bar = self._client.progress_bar(f"hoglab query {self.id[:8]}", "polls")
         try:
             while self._answer is None:
                 status = self.status()

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pydantic
-from tqdm.auto import tqdm
 
 from .._frames._columns import _json_loads, parse_type
 from ..errors import HoglabError, InvalidArgument, InvalidArgumentType
@@ -196,7 +195,7 @@ def hogql_pages(
     last_raw: Any = None  # the same, as the answer wrote it (compared as is: one server writes one format)
     seen: Counter[str] = Counter()
     offset = yielded = 0
-    bar = tqdm(desc="hoglab rows", unit="rows", disable=not client.show_progress(), leave=False)
+    bar = client.progress_bar("hoglab rows", "rows")
     try:
         while True:
             size = page_size if max_rows is None else min(page_size, max_rows - yielded)
@@ -287,7 +286,7 @@ def _offset_pages(client: Client, q: EventsQuery | ActorsQuery, options: dict[st
     # EventsQuery/ActorsQuery page with their own limit/offset fields and say hasMore (limit+1 on the server).
     size = q.limit or MAX_SELECT_RETURNED_ROWS
     offset = q.offset or 0
-    bar = tqdm(desc="hoglab rows", unit="rows", disable=not client.show_progress(), leave=False)
+    bar = client.progress_bar("hoglab rows", "rows")
     try:
         while True:
             page = q.model_copy(update={"limit": size, "offset": offset})
