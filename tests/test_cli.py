@@ -202,6 +202,14 @@ def test_console_script_reports_bad_scopes_without_a_traceback(tmp_path):
     assert result.stdout == ""
 
 
+def _interrupt(process: subprocess.Popen[str]) -> None:
+    """Ctrl-C, as a user stops the service, then wait for it to end."""
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=30)
+    if process.stdout is not None:
+        process.stdout.close()
+
+
 def test_serve_demo_in_a_subprocess_prints_a_working_url_project_and_key(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
@@ -233,10 +241,7 @@ def test_serve_demo_in_a_subprocess_prints_a_working_url_project_and_key(tmp_pat
         assert answer.status_code == 200
         assert answer.json()["name"] == "Demo project"
     finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
+        _interrupt(process)
     assert process.returncode == 0
 
 
@@ -270,10 +275,7 @@ def test_demo_analyses_the_experiment_writes_the_report_then_keeps_serving(tmp_p
         answer = httpx.get(f"{url}/api/projects/", headers={"Authorization": f"Bearer {key}"})
         assert answer.status_code == 200 and answer.json()["count"] >= 1
     finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
+        _interrupt(process)
     assert process.returncode == 0
 
 
