@@ -1,5 +1,5 @@
 """Plots render off-screen (Agg) and every test's figures are closed; the magic's tests share a project with
-known events on the session's real service."""
+known events on the session's real service, the picker's and the report's the seeded demo experiment."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import matplotlib
 import pytest
-from notebooktesting import EventsProject, events_frame, make_events
+from notebooktesting import DEMO_USERS, Demo, EventsProject, events_frame, make_events
 
 from hoglab.local import LocalService
 
@@ -36,3 +36,23 @@ def events_project(hoglab_service: LocalService) -> EventsProject:
     Ingestor.for_engine(engine).capture_batch(a.id, a_events)
     Ingestor.for_engine(engine).capture_batch(b.id, b_events)
     return EventsProject(hoglab_service.url, key, a.id, b.id, events_frame(a_events), events_frame(b_events))
+
+
+@pytest.fixture(scope="session")
+def demo(hoglab_service: LocalService) -> Iterator[Demo]:
+    """The demo experiment on the real service, seeded once per test process."""
+    import orjson
+
+    from hoglab.client import Client
+    from hoglab.demo import generate_events, seed
+
+    store = hoglab_service.state.store
+    project = store.projects.create("notebook demo")
+    _, key = store.keys.create(store.users.default().id, ["*"], [project.id], label="notebook demo")
+    seed(hoglab_service.state, project, users=DEMO_USERS)
+    client = Client(hoglab_service.url, key, project.id, progress=False)
+    [experiment_id] = client.experiments.list()["id"].tolist()
+    events = generate_events(users=DEMO_USERS).to_pandas()
+    events["props"] = [orjson.loads(p) for p in events["properties"]]
+    yield Demo(client, int(experiment_id), events)
+    client.close()

@@ -13,6 +13,19 @@ from hoglab.client import Client
 
 
 @dataclass
+class Demo:
+    """The demo's experiment seeded into a project of the session's service (``DEMO_USERS`` users), a client
+    on it, and the generated events as pandas (``props`` parsed), from which expected numbers are computed."""
+
+    client: Client
+    experiment_id: int
+    events: pd.DataFrame
+
+
+DEMO_USERS = 7000  # a third of the demo's size: the effect is still significant, seeding takes ~2 s
+
+
+@dataclass
 class EventsProject:
     """Two projects on the session's real service, ``a`` and ``b``, with known events, a key reaching both, and
     the same events as pandas frames (expected numbers come from these frames, never through the service)."""

@@ -1,10 +1,11 @@
 """The experiment picker, driven through its attributes (no browser), against the session's REAL hoglab service.
 
-Experiments, flags, listings and the results endpoint's 400 are the real service's. The results *numbers* come
-from PostHog's documented ``GET /experiments/:id/results/`` answer (reference §5.4): until hoglab's results
-endpoint lands, a scripted httpx transport answers that one route, for chosen experiment ids only, with that
-REMOTE PostHog Cloud shape (a mock of PostHog, never of hoglab); every other request goes to the real service.
-The table is checked against scipy closed forms and quadrature, and against ``hoglab.stats`` called directly.
+Experiments, flags, listings, the results endpoint's 400 and the demo experiment's results are the real
+service's. To also check the picker on what PostHog Cloud answers (its Monte Carlo verdicts can disagree with
+the counts near a threshold), a scripted httpx transport answers PostHog's documented ``GET
+/experiments/:id/results/`` (reference §5.4) for chosen experiment ids only: a mock of REMOTE PostHog, never of
+hoglab; every other request goes to the real service. Tables are checked against scipy closed forms and
+quadrature, and against ``hoglab.stats`` called directly.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from notebooktesting import Demo
 from scipy import integrate, stats
 
 import hoglab
 from hoglab.client import SIGNIFICANCE_EXPLAINED, Client
 from hoglab.notebook import ExperimentPicker, pick_experiment
 from hoglab.notebook._picker import DRAFT_MESSAGE
-from hoglab.stats import Proportion, compare
+from hoglab.stats import Proportion, compare, funnel_verdict
 
 FUNNEL_METRIC = {"insight": "FUNNELS", "events": [{"id": "$pageview"}, {"id": "purchase"}]}
 TREND_METRIC = {"insight": "TRENDS", "events": [{"id": "purchase"}]}
@@ -291,3 +293,19 @@ def test_displays_as_a_widget(client: Client) -> None:
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == picker.widget.model_id
     assert hoglab.ExperimentPicker.__module__ == "hoglab" and hoglab.pick_experiment is pick_experiment
+
+
+def test_the_demo_experiment_with_the_services_own_results(demo: Demo) -> None:
+    """No scripting: the picker on hoglab's /results for the seeded demo experiment."""
+    picker = ExperimentPicker(demo.client)
+    picker.value = demo.experiment_id
+    assert picker.error is None and picker.result is not None
+    frame = picker.result.to_frame().set_index("key")  # type: ignore[union-attr]
+    table = picker.table.set_index("variant")  # type: ignore[union-attr]
+    assert table["units"].to_dict() == (frame["success_count"] + frame["failure_count"]).astype(float).to_dict()
+    assert table["conversions"].to_dict() == frame["success_count"].astype(float).to_dict()
+    expected = funnel_verdict({k: (int(r.success_count), int(r.failure_count)) for k, r in frame.iterrows()})
+    assert picker.verdict == expected and expected.significance_code.value == "significant"
+    assert table["chance_to_be_best"].to_dict() == pytest.approx(frame["probability"].to_dict(), abs=1e-12)
+    assert picker.srm is not None and not picker.srm.mismatch
+    assert picker.figure is not None and "significant" in picker.results.value

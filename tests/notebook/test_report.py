@@ -9,45 +9,16 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-import orjson
 import pandas as pd
 import pytest
+from notebooktesting import Demo
 
-import hoglab
-from hoglab.demo import DEMO_EXPERIMENT, generate_events
-from hoglab.local import LocalService
+from hoglab.demo import DEMO_EXPERIMENT
 from hoglab.notebook._report import experiment_report
 from hoglab.stats import minimum_detectable_effect, power, sample_size
-
-USERS = 7000
-
-
-@dataclass
-class Demo:
-    client: hoglab.Client
-    experiment_id: int
-    events: pd.DataFrame
-
-
-@pytest.fixture(scope="module")
-def demo(hoglab_service: LocalService) -> Iterator[Demo]:
-    from hoglab.demo import seed
-
-    store = hoglab_service.state.store
-    project = store.projects.create("report demo")
-    _, key = store.keys.create(store.users.default().id, ["*"], [project.id], label="report tests")
-    seed(hoglab_service.state, project, users=USERS)
-    client = hoglab.Client(hoglab_service.url, key, project.id)
-    [experiment_id] = client.experiments.list()["id"].tolist()
-    events = generate_events(users=USERS).to_pandas()
-    events["props"] = [orjson.loads(p) for p in events["properties"]]
-    yield Demo(client, int(experiment_id), events)
-    client.close()
 
 
 def _expected_daily(events: pd.DataFrame) -> pd.DataFrame:
