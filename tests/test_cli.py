@@ -86,6 +86,8 @@ def test_data_dir_defaults_to_the_environment(capsys, tmp_path, monkeypatch):
         (["project", "create", "  "], 2, "1 to 200 characters"),
         (["project", "delete", "1"], 2, "invalid choice"),
         (["serve", "--port", "70000"], 2, "between 0 and 65535"),
+        (["serve", "--port", "0", "--clickhouse-url", "notaurl"], 1, "not a ClickHouse URL"),
+        (["serve", "--port", "0", "--clickhouse-url", "http://127.0.0.1:1"], 1, "cannot reach ClickHouse"),
         (["load", "--project", "1", "/no/such/file.jsonl"], 2, "no such file"),
         (["load", "--project", "x", "f"], 2, "positive integer"),
         ([], 2, "COMMAND"),
@@ -238,3 +240,14 @@ def test_serve_demo_in_a_subprocess_prints_a_working_url_project_and_key(tmp_pat
         if process.stdout is not None:
             process.stdout.close()
     assert process.returncode == 0
+
+
+def test_serving_a_data_dir_another_process_owns_is_one_line(hoglab_service):
+    # This test process's service owns the session's data dir; a second `hoglab serve` on it must say so plainly.
+    result = subprocess.run(
+        [*_hoglab(), "serve", "--port", "0", "--data-dir", str(hoglab_service.data_dir)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert f"in use by process {os.getpid()}" in _one_clear_line(result.stderr)
+    assert " at http://" not in result.stdout  # refused before it claimed to serve

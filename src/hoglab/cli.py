@@ -16,14 +16,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from hoglab import __version__
 
 if TYPE_CHECKING:
+    import socket
+
     from hoglab.server.config import ServerConfig
+    from hoglab.server.engine import Engine
     from hoglab.server.store import Store
 
 __all__ = ["CommandError", "main"]
@@ -209,6 +212,31 @@ def _load(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open_events_engine(config: ServerConfig, sock: socket.socket) -> Engine:
+    """The events engine, opened before uvicorn starts: a data dir another process owns or an unreachable
+    ClickHouse is then one line (and ``sock`` is closed), where the app's lifespan would end in uvicorn's
+    traceback. The app shares this handle (``acquire_engine`` counts its users); pair with :func:`_releasing`."""
+    from hoglab.server.engine import EngineError, acquire_engine
+
+    try:
+        return acquire_engine(config)
+    except (EngineError, ValueError, ImportError) as exc:
+        sock.close()
+        raise CommandError(f"cannot open the events engine: {exc}") from None
+
+
+@contextlib.contextmanager
+def _releasing(engine: Engine) -> Iterator[None]:
+    """Give the engine back when serving ends; the last user flushes queued capture batches and closes it."""
+    from hoglab.server.engine import release_engine
+    from hoglab.server.ingest import Ingestor
+
+    try:
+        yield
+    finally:
+        release_engine(engine, before_close=lambda opened: Ingestor.for_engine(opened).close())
+
+
 def _serve(args: argparse.Namespace, *, demo: bool) -> int:
     import uvicorn
 
@@ -225,6 +253,7 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
         sock = _bind(args.host, args.port)
     except OSError as exc:
         raise CommandError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    engine = _open_events_engine(config, sock)
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{sock.getsockname()[1]}"
     print(f"hoglab {__version__} serving {config.data_dir} at {url}  (API schema: {url}/api/schema/)", flush=True)
@@ -234,7 +263,7 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
         print(f"try: curl -H 'Authorization: Bearer {credentials.api_key}' {url}/api/projects/", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="info", workers=1, reload=False, lifespan="on"))
     # uvicorn re-raises Ctrl-C after a graceful shutdown; stopping the service that way is a normal end.
-    with contextlib.suppress(KeyboardInterrupt):
+    with _releasing(engine), contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
     return 0
 
