@@ -140,7 +140,9 @@ def test_a_transport_error_quoting_the_header_does_not_show_the_key() -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.RemoteProtocolError(f"bad header {request.headers['authorization']!r}", request=request)
 
-    with Client(HOST, KEY, 2, transport=httpx.MockTransport(refuse), max_retries=0) as c:
-        with pytest.raises(hoglab.TransportError) as info:
-            c.get_json("/api/projects/2/experiments/")
+    with (
+        Client(HOST, KEY, 2, transport=httpx.MockTransport(refuse), max_retries=0) as c,
+        pytest.raises(hoglab.TransportError) as info,
+    ):
+        c.get_json("/api/projects/2/experiments/")
     assert KEY not in str(info.value) and "<api key>" in str(info.value)
