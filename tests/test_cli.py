@@ -90,6 +90,9 @@ def test_data_dir_defaults_to_the_environment(capsys, tmp_path, monkeypatch):
         (["serve", "--port", "0", "--clickhouse-url", "http://127.0.0.1:1"], 1, "cannot reach ClickHouse"),
         (["load", "--project", "1", "/no/such/file.jsonl"], 2, "no such file"),
         (["load", "--project", "x", "f"], 2, "positive integer"),
+        (["load", "--project", "1", "/"], 2, "cannot read /: a directory"),
+        (["load", "--project", "1", __file__], 2, "cannot tell the format from the name"),
+        (["load", "--project", "1", __file__, "--format", "xml"], 2, "invalid choice: 'xml'"),
         ([], 2, "COMMAND"),
     ],
 )
@@ -145,14 +148,14 @@ def test_load_stores_a_file_and_refuses_a_bad_one_whole(capsys, tmp_path):
     status, out, _ = _run(capsys, "project", "create", "Loads", "--data-dir", str(tmp_path))
     assert status == 0
     project = out.split("project id:")[1].split()[0]
-    good = tmp_path / "good.jsonl"
+    good = tmp_path / "good.txt"  # a name that says nothing: --format does
     good.write_text(
         "".join(
             json.dumps({"event": "signup", "distinct_id": f"u{i}", "timestamp": f"2025-01-0{i + 1}T10:00:00Z"}) + "\n"
             for i in range(3)
         )
     )
-    loaded = _hoglab_cmd("load", "--project", project, str(good), "--data-dir", str(tmp_path))
+    loaded = _hoglab_cmd("load", "--project", project, str(good), "--format", "jsonl", "--data-dir", str(tmp_path))
     assert loaded.returncode == 0, loaded.stderr
     assert "loaded 3 events (3 new persons)" in loaded.stdout
 

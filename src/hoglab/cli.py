@@ -5,7 +5,7 @@
     hoglab project create NAME [--timezone TZ] [--data-dir DIR]
     hoglab project list [--data-dir DIR]
     hoglab key create --project ID[,ID...]|all --scopes experiment:read,query:read [--label L] [--data-dir DIR]
-    hoglab load --project ID FILE [--data-dir DIR]
+    hoglab load --project ID FILE [--format jsonl|csv|parquet] [--data-dir DIR]
 
 ``--data-dir`` defaults to ``$HOGLAB_DATA_DIR``, else the per-user data dir. A mistake in the arguments gets one
 line on stderr and exit status 2; a failure while running gets one line and status 1. Never a traceback.
@@ -99,6 +99,7 @@ def _build_parser() -> _Parser:
     load = commands.add_parser("load", parents=[common], help="load events from a JSONL, CSV or Parquet file")
     load.add_argument("--project", required=True, type=_project_id, metavar="ID")
     load.add_argument("file", type=Path, metavar="FILE")
+    load.add_argument("--format", choices=("jsonl", "csv", "parquet"), default=None, help="default: from the name")
     return parser
 
 
@@ -183,10 +184,15 @@ def _key_create(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace) -> int:
     path: Path = args.file
     if not path.is_file():
-        raise CommandError(f"cannot read {path}: no such file", status=2)
+        raise CommandError(f"cannot read {path}: {'a directory' if path.is_dir() else 'no such file'}", status=2)
     from hoglab.server import ingest
     from hoglab.server.engine import open_engine
+    from hoglab.server.ingest.sources import detect_format
 
+    try:
+        detect_format(path, args.format)  # before the engine opens: a name it cannot read is a quick, clear error
+    except ValueError as exc:
+        raise CommandError(str(exc), status=2) from None
     with _open_store(args.data_dir) as store:
         if store.projects.get(args.project) is None:
             raise CommandError(f"no project with id {args.project} (see: hoglab project list)", status=2)
@@ -199,7 +205,7 @@ def _load(args: argparse.Namespace) -> int:
             "stop it first or send the events to its /batch/ endpoint"
         ) from None
     try:
-        result = ingest.load_file(engine, args.project, path)
+        result = ingest.load_file(engine, args.project, path, format=args.format)
     except (OSError, ValueError) as exc:
         raise CommandError(f"cannot load {path}: {exc}") from None
     finally:
