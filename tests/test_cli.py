@@ -110,7 +110,12 @@ def test_bad_arguments_get_one_clear_line(capsys, tmp_path, argv, status, needle
 
 @pytest.mark.parametrize(
     ("variable", "value", "needle"),
-    [("HOGLAB_RATE_LIMIT_BURST", "lots", "rate looks like"), ("HOGLAB_MAX_EXECUTION_TIME", "soon", "integer")],
+    [
+        ("HOGLAB_RATE_LIMIT_BURST", "lots", "rate looks like"),
+        ("HOGLAB_MAX_EXECUTION_TIME", "soon", "integer"),
+        ("HOGLAB_MAX_EXECUTION_TIME", "0", "positive integer"),
+        ("HOGLAB_QUERY_WORKERS", "-2", "positive integer"),
+    ],
 )
 def test_bad_environment_is_one_line_and_status_2(capsys, tmp_path, monkeypatch, variable, value, needle):
     monkeypatch.setenv(variable, value)
