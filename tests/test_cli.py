@@ -86,8 +86,13 @@ def test_data_dir_defaults_to_the_environment(capsys, tmp_path, monkeypatch):
         (["project", "create", "  "], 2, "1 to 200 characters"),
         (["project", "delete", "1"], 2, "invalid choice"),
         (["serve", "--port", "70000"], 2, "between 0 and 65535"),
+        (["serve", "--port", "0", "--clickhouse-url", "notaurl"], 1, "not a ClickHouse URL"),
+        (["serve", "--port", "0", "--clickhouse-url", "http://127.0.0.1:1"], 1, "cannot reach ClickHouse"),
         (["load", "--project", "1", "/no/such/file.jsonl"], 2, "no such file"),
         (["load", "--project", "x", "f"], 2, "positive integer"),
+        (["load", "--project", "1", "/"], 2, "cannot read /: a directory"),
+        (["load", "--project", "1", __file__], 2, "cannot tell the format from the name"),
+        (["load", "--project", "1", __file__, "--format", "xml"], 2, "invalid choice: 'xml'"),
         ([], 2, "COMMAND"),
     ],
 )
@@ -105,7 +110,12 @@ def test_bad_arguments_get_one_clear_line(capsys, tmp_path, argv, status, needle
 
 @pytest.mark.parametrize(
     ("variable", "value", "needle"),
-    [("HOGLAB_RATE_LIMIT_BURST", "lots", "rate looks like"), ("HOGLAB_MAX_EXECUTION_TIME", "soon", "integer")],
+    [
+        ("HOGLAB_RATE_LIMIT_BURST", "lots", "rate looks like"),
+        ("HOGLAB_MAX_EXECUTION_TIME", "soon", "integer"),
+        ("HOGLAB_MAX_EXECUTION_TIME", "0", "positive integer"),
+        ("HOGLAB_QUERY_WORKERS", "-2", "positive integer"),
+    ],
 )
 def test_bad_environment_is_one_line_and_status_2(capsys, tmp_path, monkeypatch, variable, value, needle):
     monkeypatch.setenv(variable, value)
@@ -143,14 +153,14 @@ def test_load_stores_a_file_and_refuses_a_bad_one_whole(capsys, tmp_path):
     status, out, _ = _run(capsys, "project", "create", "Loads", "--data-dir", str(tmp_path))
     assert status == 0
     project = out.split("project id:")[1].split()[0]
-    good = tmp_path / "good.jsonl"
+    good = tmp_path / "good.txt"  # a name that says nothing: --format does
     good.write_text(
         "".join(
             json.dumps({"event": "signup", "distinct_id": f"u{i}", "timestamp": f"2025-01-0{i + 1}T10:00:00Z"}) + "\n"
             for i in range(3)
         )
     )
-    loaded = _hoglab_cmd("load", "--project", project, str(good), "--data-dir", str(tmp_path))
+    loaded = _hoglab_cmd("load", "--project", project, str(good), "--format", "jsonl", "--data-dir", str(tmp_path))
     assert loaded.returncode == 0, loaded.stderr
     assert "loaded 3 events (3 new persons)" in loaded.stdout
 
@@ -292,3 +302,14 @@ def test_report_of_a_draft_over_http_and_of_a_missing_experiment(capsys, tmp_pat
     assert "is a draft" in (tmp_path / "r" / "report.html").read_text()
     status, _, err = _run(capsys, "report", "999999", "--out", str(tmp_path / "r"))
     assert status == 1 and "404" in _one_clear_line(err) and project.key not in err
+
+
+def test_serving_a_data_dir_another_process_owns_is_one_line(hoglab_service):
+    # This test process's service owns the session's data dir; a second `hoglab serve` on it must say so plainly.
+    result = subprocess.run(
+        [*_hoglab(), "serve", "--port", "0", "--data-dir", str(hoglab_service.data_dir)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert f"in use by process {os.getpid()}" in _one_clear_line(result.stderr)
+    assert " at http://" not in result.stdout  # refused before it claimed to serve

@@ -88,3 +88,14 @@ def test_a_failing_demo_seed_does_not_stop_the_service(hoglab_service, monkeypat
     with start_local_service(hoglab_service.data_dir, demo=True) as service:
         assert httpx.get(f"{service.url}/api/projects/", headers=service.headers).status_code == 200
     assert "no demo today" in caplog.text
+
+
+def test_a_data_dir_the_engine_cannot_serve_is_refused_before_starting(hoglab_service, tmp_path, caplog):
+    # chDB serves one data path per process, and this process serves the session's: the reason is the exception,
+    # not a lifespan traceback in the log followed by "did not start".
+    from hoglab.server.engine import EngineInUse
+
+    with pytest.raises(EngineInUse, match="one data directory per process"):
+        start_local_service(tmp_path / "another")
+    assert "Traceback" not in caplog.text
+    assert httpx.get(f"{hoglab_service.url}/api/projects/", headers=hoglab_service.headers).status_code == 200

@@ -6,7 +6,7 @@
     hoglab project create NAME [--timezone TZ] [--data-dir DIR]
     hoglab project list [--data-dir DIR]
     hoglab key create --project ID[,ID...]|all --scopes experiment:read,query:read [--label L] [--data-dir DIR]
-    hoglab load --project ID FILE [--data-dir DIR]
+    hoglab load --project ID FILE [--format jsonl|csv|parquet] [--data-dir DIR]
 
 ``--data-dir`` defaults to ``$HOGLAB_DATA_DIR``, else the per-user data dir. A mistake in the arguments gets one
 line on stderr and exit status 2; a failure while running gets one line and status 1. Never a traceback.
@@ -17,14 +17,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from hoglab import __version__
 
 if TYPE_CHECKING:
+    import socket
+
     from hoglab.server.config import ServerConfig
+    from hoglab.server.engine import Engine
     from hoglab.server.store import Store
 
 __all__ = ["CommandError", "main"]
@@ -115,6 +118,7 @@ def _build_parser() -> _Parser:
     load = commands.add_parser("load", parents=[common], help="load events from a JSONL, CSV or Parquet file")
     load.add_argument("--project", required=True, type=_project_id, metavar="ID")
     load.add_argument("file", type=Path, metavar="FILE")
+    load.add_argument("--format", choices=("jsonl", "csv", "parquet"), default=None, help="default: from the name")
     return parser
 
 
@@ -199,10 +203,15 @@ def _key_create(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace) -> int:
     path: Path = args.file
     if not path.is_file():
-        raise CommandError(f"cannot read {path}: no such file", status=2)
+        raise CommandError(f"cannot read {path}: {'a directory' if path.is_dir() else 'no such file'}", status=2)
     from hoglab.server import ingest
     from hoglab.server.engine import open_engine
+    from hoglab.server.ingest.sources import detect_format
 
+    try:
+        detect_format(path, args.format)  # before the engine opens: a name it cannot read is a quick, clear error
+    except ValueError as exc:
+        raise CommandError(str(exc), status=2) from None
     with _open_store(args.data_dir) as store:
         if store.projects.get(args.project) is None:
             raise CommandError(f"no project with id {args.project} (see: hoglab project list)", status=2)
@@ -215,7 +224,7 @@ def _load(args: argparse.Namespace) -> int:
             "stop it first or send the events to its /batch/ endpoint"
         ) from None
     try:
-        result = ingest.load_file(engine, args.project, path)
+        result = ingest.load_file(engine, args.project, path, format=args.format)
     except (OSError, ValueError) as exc:
         raise CommandError(f"cannot load {path}: {exc}") from None
     finally:
@@ -226,6 +235,31 @@ def _load(args: argparse.Namespace) -> int:
         f"into project {args.project} in {result.seconds:.2f} s{rate}"
     )
     return 0
+
+
+def _open_events_engine(config: ServerConfig, sock: socket.socket) -> Engine:
+    """The events engine, opened before uvicorn starts: a data dir another process owns or an unreachable
+    ClickHouse is then one line (and ``sock`` is closed), where the app's lifespan would end in uvicorn's
+    traceback. The app shares this handle (``acquire_engine`` counts its users); pair with :func:`_releasing`."""
+    from hoglab.server.engine import EngineError, acquire_engine
+
+    try:
+        return acquire_engine(config)
+    except (EngineError, ValueError, ImportError) as exc:
+        sock.close()
+        raise CommandError(f"cannot open the events engine: {exc}") from None
+
+
+@contextlib.contextmanager
+def _releasing(engine: Engine) -> Iterator[None]:
+    """Give the engine back when serving ends; the last user flushes queued capture batches and closes it."""
+    from hoglab.server.engine import release_engine
+    from hoglab.server.ingest import Ingestor
+
+    try:
+        yield
+    finally:
+        release_engine(engine, before_close=lambda opened: Ingestor.for_engine(opened).close())
 
 
 def _serve(args: argparse.Namespace, *, demo: bool) -> int:
@@ -244,6 +278,7 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
         sock = _bind(args.host, args.port)
     except OSError as exc:
         raise CommandError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    engine = _open_events_engine(config, sock)
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{sock.getsockname()[1]}"
     print(f"hoglab {__version__} serving {config.data_dir} at {url}  (API schema: {url}/api/schema/)", flush=True)
@@ -253,7 +288,7 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
         print(f"try: curl -H 'Authorization: Bearer {credentials.api_key}' {url}/api/projects/", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="info", workers=1, reload=False, lifespan="on"))
     # uvicorn re-raises Ctrl-C after a graceful shutdown; stopping the service that way is a normal end.
-    with contextlib.suppress(KeyboardInterrupt):
+    with _releasing(engine), contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
     return 0
 
@@ -261,13 +296,14 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from hoglab._cli_report import run_demo
     from hoglab.errors import HoglabError
+    from hoglab.server.engine import EngineError
 
     config = _config(args.data_dir)
     try:
         return run_demo(args, config.data_dir)
     except OSError as exc:
         raise CommandError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    except (HoglabError, LookupError, RuntimeError) as exc:
+    except (EngineError, HoglabError, LookupError, RuntimeError) as exc:
         raise CommandError(str(exc)) from None
 
 

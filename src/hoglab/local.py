@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import uvicorn
     from fastapi import FastAPI
 
+    from hoglab.server.config import ServerConfig
     from hoglab.server.engine.base import Engine
     from hoglab.server.state import ServiceState
 
@@ -104,10 +105,9 @@ def start_local_service(
     >>> service = start_local_service("/tmp/hoglab-notebook")  # doctest: +SKIP
     >>> service.stop()  # doctest: +SKIP
     """
-    import uvicorn
-
     from hoglab.server.app import create_app, seed_demo_hook
     from hoglab.server.config import ServerConfig
+    from hoglab.server.engine import acquire_engine, release_engine
     from hoglab.server.store import Store
     from hoglab.server.store.bootstrap import ensure_local_credentials
 
@@ -115,7 +115,20 @@ def start_local_service(
     with Store.open_at(config.data_dir) as store:
         credentials = ensure_local_credentials(store, demo=demo)
     hooks = [seed_demo_hook(credentials.project.id)] if demo else []
-    app = create_app(config, engine=engine, startup_hooks=hooks)
+    # Open the app's engine here first: a data dir another process owns (or a second one in this process) is
+    # then raised as EngineInUse with its explanation, not a lifespan traceback in the log. The app's lifespan
+    # shares this handle (counted); giving ours back below leaves it to the app, which closes it when it stops.
+    held = acquire_engine(config) if engine is None else None
+    try:
+        return _start(config, credentials, create_app(config, engine=engine, startup_hooks=hooks), host, port, timeout)
+    finally:
+        if held is not None:
+            release_engine(held)
+
+
+def _start(config: ServerConfig, credentials: Any, app: FastAPI, host: str, port: int, timeout: float) -> LocalService:
+    import uvicorn
+
     sock = _bind(host, port)
     bound_port = sock.getsockname()[1]
     server = uvicorn.Server(

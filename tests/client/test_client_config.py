@@ -120,3 +120,29 @@ def test_default_client_comes_from_connect(remote: Remote, monkeypatch: pytest.M
     c = hoglab.connect(HOST, KEY, 3, transport=httpx.MockTransport(remote.handler))
     assert hoglab.default_client() is c
     c.close()
+
+
+def test_a_key_pasted_with_a_newline_is_stripped(remote: Remote) -> None:
+    remote.add("GET", "/api/projects/2/experiments/1/", httpx.Response(200, json={"id": 1, "name": "x"}))
+    with Client(HOST, f"  {KEY}\n", 2, transport=httpx.MockTransport(remote.handler)) as c:
+        c.get_json("/api/projects/2/experiments/1/")
+    assert remote.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize("bad", [f"{KEY[:8]} {KEY[8:]}", f"{KEY}\nX-Evil: 1", f"{KEY}é", f"{KEY}\x00"])
+def test_a_key_no_server_could_accept_is_refused_without_showing_it(bad: str) -> None:
+    with pytest.raises(hoglab.ConfigurationError, match="copy it again") as info:
+        Client(HOST, bad, 2)
+    assert KEY[8:] not in str(info.value) and KEY[8:] not in repr(info.value)
+
+
+def test_a_transport_error_quoting_the_header_does_not_show_the_key() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.RemoteProtocolError(f"bad header {request.headers['authorization']!r}", request=request)
+
+    with (
+        Client(HOST, KEY, 2, transport=httpx.MockTransport(refuse), max_retries=0) as c,
+        pytest.raises(hoglab.TransportError) as info,
+    ):
+        c.get_json("/api/projects/2/experiments/")
+    assert KEY not in str(info.value) and "<api key>" in str(info.value)

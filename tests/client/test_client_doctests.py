@@ -1,4 +1,5 @@
-"""The docstring examples of the client-side modules run (they need no network)."""
+"""The docstring examples of the client-side modules run: most need no network; those of ``LIVE_MODULES`` run
+against the real service on a fresh project (``client`` in them is a :class:`hoglab.Client` of it)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+from hoglab.client import Client
 
 MODULES = [
     "hoglab.errors",
@@ -24,6 +27,7 @@ MODULES = [
     "hoglab.client._results",
     "hoglab.client._values",
 ]
+LIVE_MODULES = ["hoglab.client._experiments", "hoglab.client._jobs", "hoglab.client._default"]
 
 
 class _Finder(doctest.DocTestFinder):
@@ -37,10 +41,9 @@ class _Finder(doctest.DocTestFinder):
         return bool(super()._from_module(module, object))  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("name", MODULES)
-def test_doctests(name: str) -> None:
+def _run(name: str, globs: dict[str, Any] | None = None) -> None:
     module = importlib.import_module(name)
-    tests = _Finder().find(module, name)
+    tests = _Finder().find(module, name, globs={**vars(module), **(globs or {})})
     runner = doctest.DocTestRunner(
         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE | doctest.IGNORE_EXCEPTION_DETAIL
     )
@@ -49,3 +52,13 @@ def test_doctests(name: str) -> None:
     result = runner.summarize(verbose=False)
     assert result.attempted > 0, f"{name} has no examples"
     assert result.failed == 0, f"{result.failed} example(s) failed in {name}"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name: str) -> None:
+    _run(name)
+
+
+@pytest.mark.parametrize("name", LIVE_MODULES)
+def test_live_doctests(name: str, live_client: Client) -> None:
+    _run(name, {"client": live_client})

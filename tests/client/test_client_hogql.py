@@ -202,3 +202,19 @@ def test_keyset_never_repeats_rows_of_an_instant_spanning_pages(client: Client, 
         for page in client.hogql_pages("select timestamp, event, n from events order by timestamp", page_size=5):
             seen += page["n"].tolist()
     assert seen == [0, 1, 2, 100, 101, 102, 103, 104]
+
+
+def test_paging_shows_a_progress_bar_of_rows_when_asked(
+    client: Client, remote: Remote, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote.add("POST", QUERY, PagingRemote(_table(12_345), cap=10_000))
+    client.progress = True
+    df = client.hogql("select timestamp, event, n from events", all_rows=True)
+    # A bar appears only once a wait passes PROGRESS_DELAY: these scripted pages answer at once, so nothing shows.
+    assert len(df) == 12_345 and "hoglab rows" not in capsys.readouterr().err
+    monkeypatch.setattr("hoglab.client._client.PROGRESS_DELAY", 0.0)  # as if every page were slow
+    client.hogql("select timestamp, event, n from events", all_rows=True)
+    assert "hoglab rows" in capsys.readouterr().err  # tqdm on stderr, cleared when done
+    client.progress = False
+    client.hogql("select timestamp, event, n from events", all_rows=True)
+    assert "hoglab rows" not in capsys.readouterr().err

@@ -81,11 +81,17 @@ class Client:
             # A bare name is a remote service (https), except this machine, where `hoglab serve` speaks http.
             local = host.split(":")[0] in ("localhost", "127.0.0.1", "0.0.0.0", "[::1]")
             host = f"{'http' if local else 'https'}://{host}"
-        api_key = api_key or _from_env("api_key")
+        # A key pasted from a file often ends with a newline: strip it, as the environment's value is.
+        api_key = (api_key or "").strip() or _from_env("api_key")
         if not api_key:
             raise ConfigurationError(
                 "No API key: pass api_key=, or set HOGLAB_API_KEY (or POSTHOG_PERSONAL_API_KEY). "
                 "`hoglab key create --project ID --scopes experiment:read,experiment:write,query:read` makes one."
+            )
+        if not (api_key.isascii() and api_key.isprintable()) or " " in api_key:
+            # httpx would refuse the header later with the key in its message; say what is wrong without it.
+            raise ConfigurationError(
+                "The API key contains spaces, control or non-ASCII characters, which no API key has: copy it again."
             )
         project = project_id if project_id is not None else _from_env("project_id")
         self.host = host
@@ -184,7 +190,7 @@ class Client:
                     self._clock.sleep(wait)
                     attempt += 1
                     continue
-                raise TransportError(f"{method} {path} failed: {type(exc).__name__}: {exc}") from exc
+                raise TransportError(f"{method} {path} failed: {type(exc).__name__}: {self._redact(str(exc))}") from exc
             if response.is_success:
                 return response
             if accept_error and isinstance(body := json_or_none(response), dict) and "query_status" in body:
@@ -198,6 +204,11 @@ class Client:
                     attempt += 1
                     continue
             raise error
+
+    def _redact(self, text: str) -> str:
+        """``text`` with the API key blanked out (a transport library may quote the header it refused)."""
+        key = self._http.headers.get("authorization", "").removeprefix("Bearer ")
+        return text.replace(key, "<api key>") if key else text
 
     def _wait_for(self, error: Exception, attempt: int) -> float | None:
         if isinstance(error, RateLimited) and error.retry_after is not None:

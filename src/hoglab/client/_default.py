@@ -40,5 +40,9 @@ def read_hogql(sql: str, client: Client | None = None, values: Mapping[str, Any]
     """Run a HogQL statement and return a typed DataFrame, pandas-style (``pd.read_sql``'s shape).
 
     ``options`` are those of :meth:`Client.hogql` (``limit``, ``all_rows``, ``parse_json``, ``output``).
+
+    >>> df = read_hogql("select 1 + 1 as two", client=client)  # client=None: the default client
+    >>> int(df.loc[0, "two"]), df.attrs["hogql"]
+    (2, 'SELECT 1 + 1 AS two LIMIT 101')
     """
     return (client or default_client()).hogql(sql, values, **options)

@@ -106,7 +106,20 @@ class Experiments:
     """The project's experiments (``/api/projects/:id/experiments/``), as ``client.experiments``.
 
     ``list()`` gives a DataFrame, ``get``/``create``/``update`` give :class:`~hoglab.schema.Experiment` models, and
-    ``results``/``secondary_results`` give :class:`~hoglab.ExperimentResult` objects.
+    ``results``/``secondary_results`` give :class:`~hoglab.ExperimentResult` objects. With ``client`` a
+    :class:`~hoglab.Client` of a running service:
+
+    >>> exp = client.experiments.create("Pricing page copy", "pricing-copy", variants=["control", "test"])
+    >>> exp.feature_flag.key, exp.feature_flag.active  # a draft: its flag stays off until launch
+    ('pricing-copy', False)
+    >>> client.experiments.launch(exp.id).feature_flag.active
+    True
+    >>> df = client.experiments.list()
+    >>> df.loc[df.id == exp.id, ["name", "status", "variants"]].values.tolist()
+    [['Pricing page copy', 'running', ['control', 'test']]]
+    >>> client.experiments.requires_flag_implementation()  # no event carries $feature/pricing-copy yet
+    True
+    >>> client.experiments.delete(exp.id)
     """
 
     def __init__(self, client: Client) -> None:

@@ -57,7 +57,14 @@ def submit(
 class QueryJob:
     """A query running on the server. ``status()`` asks once; ``result()`` waits and returns the frame.
 
-    While ``result()`` waits, Ctrl-C cancels the query on the server, then raises ``KeyboardInterrupt``.
+    While ``result()`` waits, Ctrl-C cancels the query on the server, then raises ``KeyboardInterrupt``. With
+    ``client`` a :class:`~hoglab.Client` of a running service:
+
+    >>> job = client.submit("select number from numbers(3)")
+    >>> job.result(timeout=60)["number"].tolist()
+    [0, 1, 2]
+    >>> job.done
+    True
     """
 
     def __init__(

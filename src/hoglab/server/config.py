@@ -23,13 +23,17 @@ def default_data_dir() -> Path:
 
 
 def _env_int(name: str, default: int) -> int:
+    """A positive integer variable: 0 would mean "no time limit" to ClickHouse and "no worker" to the job pool."""
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {raw!r}")
+    return value
 
 
 @dataclass(frozen=True)

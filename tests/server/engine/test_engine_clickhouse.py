@@ -138,3 +138,6 @@ def test_url_parsing() -> None:
         parse_clickhouse_url("ftp://h")
     with pytest.raises(ValueError):
         parse_clickhouse_url("http://h?bogus=1")
+    for hostless in ("notaurl", "http:ch.example", ""):
+        with pytest.raises(ValueError, match="not a ClickHouse URL"):
+            parse_clickhouse_url(hostless)

@@ -116,3 +116,25 @@ def test_lone_surrogates_are_refused() -> None:
     assert "Unicode" in _error("select 'a\ud800b'").message
     with pytest.raises(HogQLError):
         compile_hogql("select {v}", team_id=1, values={"v": "\udfff"})
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "select 1 from events where timestamp > now() - interval 7 ＳＥＬＥＣＴday",  # found by test_fuzz
+        "select extract(éday from now())",
+        "select now() - interval 1 dáy",
+        "select interval 7 😀",
+    ],
+)
+def test_non_ascii_interval_and_extract_units_are_a_users_mistake(query: str) -> None:
+    assert "Unexpected word" in _error(query).message
+
+
+def test_ascii_units_and_frame_bounds_still_compile() -> None:
+    compiled = compile_hogql(
+        "select now() - interval 7 day, extract(year from now()), "
+        "count() over (order by timestamp rows between unbounded preceding and current row) from events",
+        team_id=1,
+    )
+    assert "INTERVAL '7' DAY" in compiled.sql and "EXTRACT(YEAR" in compiled.sql

@@ -1,5 +1,6 @@
-"""The capture endpoints over HTTP: the router in a minimal app (in-process), then in a real service process
-for what only a process shows: the official posthog SDK end to end, and no acknowledged event lost to SIGKILL."""
+"""The capture endpoints over HTTP: the router in a minimal app (in-process), then in real processes for what only
+a process shows: no acknowledged event lost when ``hoglab serve`` itself is SIGKILLed, and the official posthog
+SDK end to end (a minimal capture process; the SDK against the full service is in tests/server/flags/)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ import pytest
 from capture_app import make_app
 from fastapi import FastAPI
 
+from hoglab.server.engine import chdb_path
 from hoglab.server.engine.chdb import ChdbEngine
+from hoglab.server.store import Store
 
 HERE = Path(__file__).parent
 TOKEN = "phc_capture_test"
@@ -175,8 +178,43 @@ def _stored_in(data_dir: Path, project: int) -> set[str]:
     return set(done.stdout.split())
 
 
+class _Served:
+    """``hoglab serve`` itself in a subprocess, on a data dir holding one project (made here through the store)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        with Store.open_at(data_dir) as store:
+            self.project = store.projects.create("durability")
+        script = Path(sys.executable).with_name("hoglab")
+        command = [str(script)] if script.exists() else [sys.executable, "-m", "hoglab.cli"]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(HERE.parents[2] / "src")}
+        self.process = subprocess.Popen(
+            [*command, "serve", "--port", "0", "--data-dir", str(data_dir)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+        )  # fmt: skip
+        assert self.process.stdout is not None
+        first = self.process.stdout.readline()  # "hoglab 0.1.0 serving DIR at http://127.0.0.1:PORT  (...)"
+        assert " at http://" in first, first
+        self.url = first.split(" at ")[1].split()[0]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{self.url}/api/projects/", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        self.process.kill()
+        raise RuntimeError("hoglab serve did not start")
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)  # no shutdown, no flush
+        self.process.wait(30)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+
 def test_sigkill_loses_no_acknowledged_event(tmp_path: Path) -> None:
-    service = _Service(tmp_path, {TOKEN: 7})
+    service = _Served(tmp_path)
+    token = service.project.api_token
     acknowledged: set[str] = set()
     rejected: set[str] = set()
     stop = threading.Event()
@@ -189,7 +227,7 @@ def test_sigkill_loses_no_acknowledged_event(tmp_path: Path) -> None:
                 if i % 5 == 4:  # now and then a malformed batch: must store none of it
                     batch[-1] = {"event": "no distinct id"}
                 try:
-                    response = http.post(f"{service.url}/batch/", json={"api_key": TOKEN, "batch": batch})
+                    response = http.post(f"{service.url}/batch/", json={"api_key": token, "batch": batch})
                 except httpx.HTTPError:
                     return  # the service died mid-request: not acknowledged
                 ids = {str(e["uuid"]) for e in batch if "uuid" in e}
@@ -200,12 +238,12 @@ def test_sigkill_loses_no_acknowledged_event(tmp_path: Path) -> None:
     for t in threads:
         t.start()
     time.sleep(2.5)
-    service.stop(signal.SIGKILL)  # no shutdown, no flush: whatever was acknowledged must be on disk
+    service.kill()  # whatever was acknowledged must be on disk
     stop.set()
     for t in threads:
         t.join()
-    stored = _stored_in(tmp_path, 7)
-    assert len(acknowledged) > 200
+    stored = _stored_in(chdb_path(tmp_path), service.project.id)
+    assert len(acknowledged) > 200 and rejected
     assert acknowledged <= stored
     assert not rejected & stored
 

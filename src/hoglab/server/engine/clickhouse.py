@@ -12,6 +12,7 @@ ClickHouse-HTTP shim over chDB (tests/server/engine/chshim.py); see docs/engine.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -43,6 +44,9 @@ def parse_clickhouse_url(url: str) -> dict[str, Any]:
     scheme = (parts.scheme or "http").lower()
     if scheme not in {"http", "https", "clickhouse", "clickhouses"}:
         raise ValueError(f"unsupported ClickHouse URL scheme {scheme!r}: use http:// or https://")
+    if not parts.netloc:
+        # Without "//" the text would be read as a database on localhost: refuse it rather than guess.
+        raise ValueError(f"not a ClickHouse URL: {url!r} (e.g. http://localhost:8123/hoglab)")
     secure = scheme in {"https", "clickhouses"}
     args: dict[str, Any] = {
         "host": parts.hostname or "localhost",
@@ -60,6 +64,16 @@ def parse_clickhouse_url(url: str) -> dict[str, Any]:
         else:
             raise ValueError(f"unknown ClickHouse URL option {key!r}")
     return args
+
+
+@contextmanager
+def _quiet(logger: logging.Logger) -> Iterator[None]:
+    previous = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
 
 
 def _engine_error(exc: Exception) -> EngineError:
@@ -85,7 +99,9 @@ class ClickHouseEngine:
         self._lock = threading.Lock()
         self._closed = False
         try:
-            bootstrap = self._get_client(**args, autogenerate_session_id=False)
+            # clickhouse-connect logs its own copy of a connection failure; the EngineError below says it once.
+            with _quiet(logging.getLogger("clickhouse_connect")):
+                bootstrap = self._get_client(**args, autogenerate_session_id=False)
         except Exception as exc:
             raise EngineError(f"cannot reach ClickHouse at {args['host']}:{args['port']}: {exc}") from None
         try:

@@ -14,6 +14,8 @@ hoglab.server.hogql.errors.HogQLError: Function 'hostName' is not allowed
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from .errors import HogQLError, node_span
@@ -64,6 +66,10 @@ _EXPLAINED: dict[type[exp.Expr], str] = {
     exp.Into: "INTO is not allowed in HogQL",
 }
 
+# A keyword the dialect keeps as a bare word (an INTERVAL or EXTRACT unit, a window frame bound): plain ASCII
+# words only. sqlglot also reads "7 ＳＥＬＥＣＴday" as a unit, which the printer could not write safely.
+_KEYWORD_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*( [A-Za-z_][A-Za-z0-9_]*)*")
+
 _CALL_NODES = (
     exp.Anonymous,
     exp.AnonymousAggFunc,
@@ -99,6 +105,14 @@ def function_name(node: exp.Expr) -> str:
 def _error(message: str, node: exp.Expr | None) -> HogQLError:
     start, end = node_span(node)
     return HogQLError(message, start=start, end=end)
+
+
+def _positioned(node: exp.Expr) -> exp.Expr:
+    """``node``, or its nearest ancestor with a position (sqlglot keeps none on a bare word such as a unit)."""
+    located: exp.Expr | None = node
+    while located is not None and node_span(located)[0] is None:
+        located = located.parent
+    return located or node
 
 
 def chain_top(node: exp.Expr) -> exp.Expr:
@@ -179,8 +193,11 @@ def check_query(tree: exp.Expr) -> None:
             raise _error("Only * EXCEPT (...) is supported as a * modifier", node)
         elif isinstance(node, exp.With) and node.args.get("recursive"):
             raise _error("WITH RECURSIVE is not supported", node)
-        elif isinstance(node, exp.Var) and not isinstance(node.parent, (exp.Interval, exp.Extract, exp.WindowSpec)):
-            raise _error(f"Unexpected word {node.name!r}", node)
+        elif isinstance(node, exp.Var) and (
+            not isinstance(node.parent, (exp.Interval, exp.Extract, exp.WindowSpec))
+            or not _KEYWORD_WORDS.fullmatch(node.name)
+        ):
+            raise _error(f"Unexpected word {node.name!r}", _positioned(node))
         elif isinstance(node, exp.Limit) and node.args.get("limit_options"):
             opts = node.args["limit_options"]
             if opts.args.get("percent") or opts.args.get("rows"):

@@ -47,8 +47,8 @@ def detect_format(path: Path, given: str | None = None) -> str:
         suffixes.pop()
     if suffixes and suffixes[-1] in _SUFFIXES:
         return _SUFFIXES[suffixes[-1]]
-    raise IngestError(f"{path.name}: cannot tell the format from the name; pass format= jsonl, csv or parquet.",
-                      code="invalid_file")  # fmt: skip
+    raise IngestError(f"{path.name}: cannot tell the format from the name; give it: jsonl, csv or parquet "
+                      "(hoglab load --format, load_file(format=...)).", code="invalid_file")  # fmt: skip
 
 
 @dataclass
