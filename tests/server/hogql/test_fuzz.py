@@ -19,7 +19,8 @@ from .world import MARKER, TEAM
 
 pytestmark = pytest.mark.xdist_group("hogql_chdb")
 
-# HOGQL_FUZZ=10 runs ten times as many examples (a deeper run before a release, not every test run).
+# HOGQL_FUZZ=10 runs ten times as many examples, and HYPOTHESIS_PROFILE=explore new ones each run (a deeper
+# search before a release, not every test run: see tests/conftest.py).
 SCALE = int(os.environ.get("HOGQL_FUZZ", "1"))
 
 VALID = [
