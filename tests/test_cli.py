@@ -139,9 +139,21 @@ def test_key_made_by_the_cli_works_on_a_running_service(hoglab_service):
 def test_unusable_data_dir_is_one_line_and_status_1(capsys, tmp_path):
     afile = tmp_path / "file"
     afile.write_text("not a dir")
-    status, _, err = _run(capsys, "project", "list", "--data-dir", str(afile))
+    status, _, err = _run(capsys, "project", "create", "Shop", "--data-dir", str(afile))
     assert status == 1
     assert "not a directory" in _one_clear_line(err)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["key", "create", "--project", "1", "--scopes", "query:read"], ["project", "list"]],
+)
+def test_commands_that_need_data_leave_no_empty_data_dir_behind(capsys, tmp_path, argv):
+    missing = tmp_path / "not" / "there"
+    status, out, err = _run(capsys, *argv, "--data-dir", str(missing))
+    assert status == 2 and out == ""
+    assert f"no hoglab data in {missing}" in _one_clear_line(err)
+    assert not (tmp_path / "not").exists()
 
 
 def _hoglab_cmd(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -192,6 +204,7 @@ def test_load_stores_a_file_and_refuses_a_bad_one_whole(capsys, tmp_path):
 def test_load_of_an_unknown_project_is_one_line(capsys, tmp_path):
     events = tmp_path / "events.jsonl"
     events.write_text('{"event": "x", "distinct_id": "a"}\n')
+    assert _run(capsys, "project", "create", "Shop", "--data-dir", str(tmp_path))[0] == 0
     status, _, err = _run(capsys, "load", "--project", "99", str(events), "--data-dir", str(tmp_path))
     assert status == 2
     assert "no project with id 99" in _one_clear_line(err)

@@ -135,10 +135,15 @@ def _config(data_dir: Path | None, clickhouse_url: str | None = None) -> ServerC
     return config
 
 
-def _open_store(data_dir: Path | None) -> Store:
+def _open_store(data_dir: Path | None, *, create: bool = False) -> Store:
+    """The metadata store; a command that only reads or adds to existing data (``create=False``) refuses a data
+    dir that holds none rather than leaving an empty one behind."""
     from hoglab.server.store import Store, StoreError
+    from hoglab.server.store.db import DATABASE_FILENAME
 
     directory = _config(data_dir).data_dir
+    if not create and not (directory / DATABASE_FILENAME).is_file():
+        raise CommandError(f"no hoglab data in {directory} (start with: hoglab project create NAME)", status=2)
     try:
         return Store.open_at(directory)
     except StoreError as exc:
@@ -155,7 +160,7 @@ def _project_create(args: argparse.Namespace) -> int:
         ZoneInfo(args.timezone)
     except (ZoneInfoNotFoundError, ValueError):
         raise CommandError(f"unknown time zone {args.timezone!r} (use an IANA name such as Europe/Berlin)", 2) from None
-    with _open_store(args.data_dir) as store:
+    with _open_store(args.data_dir, create=True) as store:
         project = store.projects.create(name, timezone=args.timezone)
     print(f"project id: {project.id}")
     print(f"project API key (for capture): {project.api_token}")
@@ -270,7 +275,7 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
     from hoglab.server.store.bootstrap import ensure_local_credentials
 
     config = _config(args.data_dir, getattr(args, "clickhouse_url", None))
-    with _open_store(config.data_dir) as store:
+    with _open_store(config.data_dir, create=True) as store:
         credentials = ensure_local_credentials(store, demo=True) if demo else None
     hooks = [seed_demo_hook(credentials.project.id)] if credentials is not None else []
     app = create_app(config, startup_hooks=hooks)
