@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -174,14 +174,8 @@ def experiment_report(
     if figures:
         from ._report_figures import draw_figures
 
-        report = _replace_figures(report, draw_figures(report))
+        report = replace(report, figures=draw_figures(report))
     return report
-
-
-def _replace_figures(report: ExperimentReport, figures: Mapping[str, Figure]) -> ExperimentReport:
-    from dataclasses import replace
-
-    return replace(report, figures=dict(figures))
 
 
 def _outcome(
