@@ -186,12 +186,12 @@ class QueryDateRange:
     def buckets(self) -> list[datetime]:
         """Every interval start from the one holding ``date_from`` to the one holding ``date_to``."""
         out: list[datetime] = []
-        current = self.first_bucket
+        first = current = self.first_bucket
         i = 0
         while current <= self.date_to:
             out.append(current)
             i += 1
-            current = shift(self.first_bucket, self.interval, i)
+            current = shift(first, self.interval, i)
             if i > 100_000:
                 raise ValidationFailed(
                     "The date range has too many intervals (over 100,000): use a longer interval.", attr="interval"
