@@ -43,8 +43,8 @@ from typing import Any
 
 import httpx
 import orjson
+from bench_query import bench_service  # the same service set-up (this script runs from bench/)
 
-from hoglab.local import start_local_service
 from hoglab.server.engine.ddl import DATABASE
 from hoglab.server.runners.funnels_sql import PERSON_ROWS_SETTINGS
 
@@ -128,8 +128,8 @@ def events_of(team: int, since: str, until: str, events: str) -> str:
     person id would make every grouping by person slower.
     """
     return f"""
-        SELECT if(o.matched = 1, assumeNotNull(o.new_id), e.person_id) AS person, e.event AS event, e.timestamp AS timestamp,
-               e.properties AS properties
+        SELECT if(o.matched = 1, assumeNotNull(o.new_id), e.person_id) AS person, e.event AS event,
+               e.timestamp AS timestamp, e.properties AS properties
         FROM {DATABASE}.events AS e
         LEFT JOIN (SELECT old_person_id, argMax(override_person_id, version) AS new_id, 1 AS matched
                    FROM {DATABASE}.person_overrides WHERE team_id = {team} GROUP BY old_person_id) AS o
@@ -247,13 +247,9 @@ def main() -> None:
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="hoglab-bench-insights-"))
-    service = start_local_service(data_dir, config_overrides={"rate_limits_enabled": False})
+    service, team, other, key = bench_service(data_dir)
     try:
-        state = service.state
-        engine = state.engine
-        team = state.store.projects.create("bench").id
-        other = state.store.projects.create("bench neighbour").id
-        _, key = state.store.keys.create(state.store.users.default().id, ["query:read"], [team])
+        engine = service.state.engine
         start = time.perf_counter()
         stats = generate(engine, team, other, args.events, datetime.now(UTC).replace(minute=0, second=0, microsecond=0))
         mine = engine.execute(f"SELECT count() AS n FROM {DATABASE}.events WHERE team_id = {team}").to_pylist()[0]["n"]
