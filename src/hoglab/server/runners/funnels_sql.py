@@ -35,7 +35,7 @@ __all__ = ["PERSON_ROWS_SETTINGS", "person_rows_sql", "unordered_expr", "window_
 PERSON_ROWS_SETTINGS = {"group_by_two_level_threshold": 0, "group_by_two_level_threshold_bytes": 0}
 """Settings for a query over ``person_rows_sql``: one-level aggregation by person. A two-level one hands the
 replay 256 small blocks (~200 persons each at 50,000 persons), and the fold's many expressions then cost more per
-block than per person: 1.6x slower end to end at 1M events, about even at 10M (bench/bench_insights.py)."""
+block than per person: the funnel query is 1.6x slower at 1M events that way, even at 10M."""
 
 _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400, "month": 31 * 86400}
 
