@@ -103,8 +103,8 @@ def _end_of_unit(dt: datetime, unit: str) -> datetime:
 def parse_relative(text: str, now: datetime, *, attr: str) -> datetime | None:
     """``-7d`` etc. relative to ``now`` (aware); ``None`` when ``text`` is not a relative date.
 
-    >>> from datetime import datetime, UTC
-    >>> parse_relative("-1mStart", datetime(2025, 3, 15, 10, tzinfo=UTC), attr="x").isoformat()
+    >>> from datetime import datetime
+    >>> parse_relative("-1mStart", datetime(2025, 3, 15, 10, tzinfo=ZoneInfo("UTC")), attr="x").isoformat()
     '2025-02-01T00:00:00+00:00'
     """
     match = _RELATIVE.match(text)
