@@ -86,6 +86,17 @@ def timed(fn: Any) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def bench_service(data_dir: Path) -> tuple[Any, int, int, str]:
+    """The real service on ``data_dir`` in this process (rate limits off): ``(service, project id, neighbour's
+    project id, a query:read key for the project)``. Also used by bench_insights.py."""
+    service = start_local_service(data_dir, config_overrides={"rate_limits_enabled": False})
+    store = service.state.store
+    team = store.projects.create("bench").id
+    other = store.projects.create("bench neighbour").id
+    _, key = store.keys.create(store.users.default().id, ["query:read"], [team])
+    return service, team, other, key
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=10_000_000)
@@ -94,13 +105,9 @@ def main() -> None:
     args = parser.parse_args()
 
     data_dir = args.keep or Path(tempfile.mkdtemp(prefix="hoglab-bench-query-"))
-    service = start_local_service(data_dir, config_overrides={"rate_limits_enabled": False})
+    service, team, other, key = bench_service(data_dir)
     try:
-        state = service.state
-        engine = state.engine
-        team = state.store.projects.create("bench").id
-        other = state.store.projects.create("bench neighbour").id
-        _, key = state.store.keys.create(state.store.users.default().id, ["query:read"], [team])
+        engine = service.state.engine
         start = time.perf_counter()
         generate(engine, team, other, args.events)
         seconds = time.perf_counter() - start

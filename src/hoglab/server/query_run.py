@@ -102,7 +102,7 @@ def prepare(data: dict[str, Any], *, team_id: int, timezone: str, path_kind: str
             f'Query kind mismatch: path kind "{path_kind}" does not match body kind "{kind}".', attr="query__kind"
         )
     if isinstance(kind, str) and kind not in RUNNERS:
-        raise ValidationFailed(f"Unsupported query kind: {kind}")
+        raise ValidationFailed(f"Unsupported query kind: {kind}", attr="query__kind")
     try:
         request = QueryRequest.model_validate(data)
     except ValidationError as exc:

@@ -177,7 +177,7 @@ def test_kind_in_the_path(seeded: Seeded) -> None:
     ("body", "attr", "detail"),
     [
         ({}, "query", "This field is required."),
-        ({"query": {"kind": "FooQuery"}}, None, "Unsupported query kind: FooQuery"),
+        ({"query": {"kind": "FooQuery"}}, "query__kind", "Unsupported query kind: FooQuery"),
         ({"query": {"kind": "HogQLQuery", "query": ""}}, "query__query", None),
         ({"query": {"kind": "HogQLQuery", "query": "select 1", "bogus": 1}}, "query__bogus", None),
         ({"query": {"kind": "HogQLQuery", "query": "select 1"}, "refresh": "sometimes"}, "refresh", None),

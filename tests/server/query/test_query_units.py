@@ -252,7 +252,7 @@ def test_engine_messages_are_scrubbed(message: str, expected: str) -> None:
 
 
 def test_the_same_request_is_compiled_once(seeded: Seeded, monkeypatch) -> None:
-    import hoglab.server.runners.hogql as runner
+    import hoglab.server.runners.base as runner  # RunContext.compile keeps compiled statements (COMPILED)
 
     calls: list[str] = []
     real = runner.compile_hogql

@@ -14,6 +14,7 @@ import pandas as pd
 
 BROWSERS = ["Chrome", "Safari", "Firefox", "Edge", None, ""]
 EVENTS = ["$pageview", "signup", "purchase", "logout"]
+PLANS = ["free", "pro", None]
 START = datetime(2025, 6, 1, tzinfo=UTC)
 
 
@@ -37,13 +38,17 @@ def generate(seed: int, *, persons: int = 40, days: int = 14, events_per_person:
                 props["$browser"] = browser
             if rng.random() < 0.7:
                 props["price"] = round(float(rng.gamma(2.0, 20.0)), 2)
+            plan = PLANS[(k + i) % 3]  # changes from event to event (funnel attribution); no draw from rng
+            if plan is not None:
+                props["plan"] = plan
             rows.append({"event": EVENTS[int(rng.choice(4, p=[0.55, 0.2, 0.15, 0.1]))], "distinct_id": did,
                          "timestamp": ts, "person": k, "browser": browser, "price": props.get("price"),
-                         "session": props["$session_id"], "variant": variant, "properties": props})  # fmt: skip
+                         "session": props["$session_id"], "variant": variant, "plan": plan or "",
+                         "properties": props})  # fmt: skip
         if merged:
             last = max(r["timestamp"] for r in rows if r["person"] == k)
             rows.append({"event": "$identify", "distinct_id": f"user-{k}", "timestamp": last + timedelta(seconds=1),
-                         "person": k, "browser": None, "price": None, "session": "", "variant": variant,
+                         "person": k, "browser": None, "price": None, "session": "", "variant": variant, "plan": "",
                          "properties": {"$anon_distinct_id": f"anon-{k}"}})  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -99,3 +104,52 @@ def funnel_person(events: list[tuple[float, int]], n: int, window: float, order:
     done = min(r[1] for r in results if r[0] == best)
     path = max((r for r in results if r[0] == best and r[1] == done), key=lambda r: r[2])
     return best, path[3]
+
+
+def funnel_replay(
+    events: list[tuple[float, set[int], set[int], str]],
+    n: int,
+    window: float,
+    *,
+    strict: bool,
+    step_value: tuple[int, str] | None = None,
+) -> tuple[int, list[float]]:
+    """PostHog's ordered/strict funnel for one person, event by event (the rules in ``funnels_sql``'s docstring).
+
+    ``events``: (time, steps the event matches, exclusion gaps it matches: i = between step i and i+1, breakdown
+    value), sorted by time then first step; ``step_value`` (step, value): that step only counts events with the
+    value. -> (furthest step 0-based, -1 none, -2 excluded; that attempt's step times).
+    Attempt state per step k: the entry time of the attempt that last reached k, whether it is tainted, its times.
+    """
+    entry: list[float | None] = [None] * n
+    tainted = [False] * n
+    times: list[list[float]] = [[] for _ in range(n)]
+    best, best_entry, best_tainted, best_times = 0, 0.0, False, []
+    for t, steps, gaps, value in events:
+        if entry[n - 1] is not None:
+            break
+        before = (list(entry), list(tainted), [list(x) for x in times])
+        for k in sorted(steps, reverse=True):  # the highest step first: one event moves an attempt one step
+            start = t if k == 0 else before[0][k - 1]
+            if start is None or t - start > window or before[0][k] == start:
+                continue
+            if step_value is not None and k == step_value[0] and value != step_value[1]:
+                continue
+            carried = False if k == 0 else before[1][k - 1]
+            if not carried:
+                entry[k], tainted[k], times[k] = start, False, ([] if k == 0 else before[2][k - 1]) + [t]
+            if k + 1 > best or (k + 1 == best and best_tainted):
+                best, best_entry, best_tainted = k + 1, start, carried
+                best_times = ([] if k == 0 else before[2][k - 1]) + [t]
+        if not steps:
+            for i in gaps:
+                e = before[0][i]
+                if e is not None and t - e <= window and before[0][i + 1] != e:
+                    tainted[i] = True
+                    if best == i + 1 and t - best_entry <= window:
+                        best_tainted = True
+        if strict:
+            for k in range(n):
+                if k not in steps:
+                    entry[k], times[k] = None, []
+    return (-2 if best_tainted else best - 1), best_times

@@ -190,17 +190,28 @@ def test_schema_refuses_bad_math_and_step_counts(query):
         parse_query(query)
 
 
-def test_over_http_when_the_query_endpoint_exists(make_project):
+def test_over_http(make_project):
     project = make_project()
     body = {"query": {"kind": "TrendsQuery", "series": [{"kind": "EventsNode", "event": "$pageview"}]}}
     answer = project.http.post(f"/api/projects/{project.id}/query/", json=body)
-    if answer.status_code in (404, 405):
-        pytest.skip(
-            "POST /api/projects/:id/query/ is not routed on this branch yet (the query endpoint lands separately)"
-        )
     assert answer.status_code == 200, answer.text
     assert len(answer.json()["results"][0]["data"]) == 8
-    bad = project.http.post(
-        f"/api/projects/{project.id}/query/", json={"query": {**body["query"], "dateRange": {"date_from": "-7x"}}}
-    )
-    assert bad.status_code == 400 and bad.json()["attr"] == "dateRange.date_from"
+
+
+_EVENT = {"kind": "EventsNode", "event": "a"}
+
+
+@pytest.mark.parametrize(("query", "attr"), [
+    ({"kind": "NopeQuery"}, "query__kind"),
+    ({"kind": "TrendsQuery", "series": [{**_EVENT, "math": "nope"}]}, "query__series__0__math"),
+    ({"kind": "TrendsQuery", "series": [{**_EVENT, "math": "p90"}]}, "query__series__0"),
+    ({"kind": "FunnelsQuery", "series": [_EVENT]}, "query__series"),
+    ({"kind": "FunnelsQuery", "series": [_EVENT] * 21}, "query__series"),
+    ({"kind": "TrendsQuery", "series": [_EVENT], "dateRange": {"date_from": "-7x"}}, "dateRange.date_from"),
+    ({"kind": "FunnelsQuery", "series": [_EVENT] * 2, "dateRange": {"date_to": "2025-13-01"}}, "dateRange.date_to"),
+])  # fmt: skip
+def test_bad_input_is_a_400_naming_the_field(make_project, query, attr):
+    project = make_project()
+    answer = project.http.post(f"/api/projects/{project.id}/query/", json={"query": query})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["type"] == "validation_error" and answer.json()["attr"] == attr

@@ -13,12 +13,16 @@ queries exactly as to a user's own HogQL.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS
 
@@ -30,7 +34,17 @@ if TYPE_CHECKING:
     from ..engine.base import Engine, JsonResult
     from ..store import ProjectRecord
 
-__all__ = ["RUNNERS", "RawAnswer", "RunContext", "Runner", "Timings", "has_person_overrides", "register"]
+__all__ = [
+    "COMPILED",
+    "RUNNERS",
+    "CompiledCache",
+    "RawAnswer",
+    "RunContext",
+    "Runner",
+    "Timings",
+    "has_person_overrides",
+    "register",
+]
 
 
 @dataclass
@@ -63,6 +77,45 @@ class RawAnswer:
 
     results: bytes
     fields: dict[str, Any]
+
+
+class CompiledCache:
+    """Compiled statements by everything compiling depends on; a bounded LRU.
+
+    Compiling is a pure function of the text, the values, the filters, the limits and the project's id, zone and
+    person mode (relative dates compile to ``now()`` arithmetic, never to a moment), so the same request compiles
+    to the same SQL: notebooks and dashboards re-run the same statements, which then skip compiling (1.5-4.5 ms
+    for a typical statement, 50-200 ms for a funnel's per-person replay).
+    """
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[Any, ...], CompiledQuery] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> CompiledQuery | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[Any, ...], compiled: CompiledQuery) -> None:
+        with self._lock:
+            self._entries[key] = compiled
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+
+COMPILED = CompiledCache()
+"""Compiled statements of every runner (the user's HogQL and the insight runners' own), shared by the process."""
+
+
+def _tagged(value: Any) -> Any:
+    # A datetime and its ISO text compile to different literals: the cache key tells them apart.
+    if isinstance(value, datetime | date):
+        return {"$" + type(value).__name__: value.isoformat()}
+    raise TypeError
 
 
 @dataclass(frozen=True)
@@ -98,21 +151,34 @@ class RunContext:
         max_limit: int | None = None,
         filters: Any = None,
     ) -> CompiledQuery:
-        """HogQL → guarded ClickHouse SQL for this project (raises ``HogQLError`` on a mistake).
+        """HogQL → guarded ClickHouse SQL for this project (raises ``HogQLError`` on a mistake), kept in ``COMPILED``.
 
         Runners' own queries get no implicit LIMIT (``default_limit=None``) but keep the row cap.
         """
+        max_limit = self.max_rows if max_limit is None else max_limit
         with self.timings.measure("compile"):
-            return compile_hogql(
-                hogql,
-                team_id=self.team_id,
-                values=values,
-                timezone=self.timezone,
-                default_limit=default_limit,
-                max_limit=self.max_rows if max_limit is None else max_limit,
-                person_overrides=self.person_overrides,
-                filters=filters,
-            )
+            try:
+                inputs = orjson.dumps(
+                    [values, filters], default=_tagged, option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
+                )
+            except TypeError:  # values JSON can't carry: compile every time
+                inputs = None
+            key = (self.team_id, self.timezone, self.person_overrides, hogql, inputs, default_limit, max_limit)
+            compiled = COMPILED.get(key) if inputs is not None else None
+            if compiled is None:
+                compiled = compile_hogql(
+                    hogql,
+                    team_id=self.team_id,
+                    values=values,
+                    timezone=self.timezone,
+                    default_limit=default_limit,
+                    max_limit=max_limit,
+                    person_overrides=self.person_overrides,
+                    filters=filters,
+                )
+                if inputs is not None:
+                    COMPILED.put(key, compiled)
+            return compiled
 
     def execute(self, compiled: CompiledQuery, *, settings: Mapping[str, Any] | None = None) -> pa.Table:
         with self.timings.measure("execute"):

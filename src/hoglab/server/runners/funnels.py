@@ -22,7 +22,7 @@ from .base import RunContext, register
 from .breakdowns import breakdown_items, breakdown_limit
 from .common import first_event_time, get, series_label
 from .dates import QueryDateRange, bucket_key_sql, resolve_date_range
-from .funnels_sql import person_rows_sql, window_micros
+from .funnels_sql import PERSON_ROWS_SETTINGS, person_rows_sql, window_micros
 from .properties import Params, property_access
 
 __all__ = ["funnel_person_rows", "run_funnels"]
@@ -128,7 +128,7 @@ def _run_steps(query: FunnelsQuery, ctx: RunContext, hogql: list[str]) -> tuple[
     sql = f"SELECT pv AS bv, {_step_aggregates(n)} FROM ({persons}) WHERE step_reached >= 0 GROUP BY bv"
     compiled = ctx.compile(sql, values=p.values, max_limit=1_000_000)
     hogql.append(compiled.hogql)
-    found = ctx.execute(compiled).to_pylist()
+    found = ctx.execute(compiled, settings=PERSON_ROWS_SETTINGS).to_pylist()
     if not grouped:
         row = found[0] if found else {f"s{j}": 0 for j in range(n)}
         return _steps(query, row, None), rng
@@ -143,7 +143,7 @@ def _run_steps(query: FunnelsQuery, ctx: RunContext, hogql: list[str]) -> tuple[
             f"FROM ({persons2}) WHERE step_reached >= 0 GROUP BY bv"
         )
         compiled = ctx.compile(merged, values=p2.values, max_limit=limit + 2)
-        found = ctx.execute(compiled).to_pylist()
+        found = ctx.execute(compiled, settings=PERSON_ROWS_SETTINGS).to_pylist()
         found.sort(key=lambda r: (r["bv"] == OTHER, tuple(-int(r[f"s{j}"]) for j in reversed(range(n))), str(r["bv"])))
     return [_steps(query, row, [row["bv"]]) for row in found], rng
 
@@ -163,7 +163,7 @@ def _run_time_to_convert(query: FunnelsQuery, ctx: RunContext, hogql: list[str])
     sql = f"SELECT groupArray({diff}) AS seconds FROM ({persons}) WHERE step_reached >= {last}"
     compiled = ctx.compile(sql, values=p.values, max_limit=10)
     hogql.append(compiled.hogql)
-    found = ctx.execute(compiled).to_pylist()
+    found = ctx.execute(compiled, settings=PERSON_ROWS_SETTINGS).to_pylist()
     seconds = sorted(float(s) for s in (found[0]["seconds"] if found else []))
     return {"average_conversion_time": sum(seconds) / len(seconds) if seconds else None,
             "bins": time_bins(seconds, ff.binCount)}, rng  # fmt: skip
@@ -204,7 +204,7 @@ def _run_trends(query: FunnelsQuery, ctx: RunContext, hogql: list[str]) -> tuple
     )
     compiled = ctx.compile(sql, values=p.values, max_limit=len(rng.buckets()) + 1)
     hogql.append(compiled.hogql)
-    by_bucket = {r["bucket"]: r for r in ctx.execute(compiled).to_pylist()}
+    by_bucket = {r["bucket"]: r for r in ctx.execute(compiled, settings=PERSON_ROWS_SETTINGS).to_pylist()}
     buckets = rng.buckets()
     data = []
     for b in buckets:

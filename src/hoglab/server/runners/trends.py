@@ -84,10 +84,10 @@ def _sort_key(item: dict[str, Any]) -> tuple[Any, ...]:
     return (special, -total, str(bv))
 
 
-def _action(series: Any, order: int, rng: QueryDateRange) -> dict[str, Any]:
+def _action(series: Any, order: int, days: list[str]) -> dict[str, Any]:
     label = series_label(series)
     return {
-        "days": [b.isoformat() for b in rng.buckets()],
+        "days": days,
         "id": get(series, "event"),
         "type": "events",
         "order": order,
@@ -116,6 +116,7 @@ def trends_items(
     keys = [rng.key(b) for b in buckets]
     days = [rng.day_text(b) for b in buckets]
     labels = [rng.label(b) for b in buckets]
+    action_days = [b.isoformat() for b in buckets]
     has_more = False
     per_series: list[list[dict[str, Any]]] = []
     for index, series in enumerate(query.series):
@@ -155,7 +156,7 @@ def trends_items(
             if breakdown:
                 shown = "::".join(bv) if isinstance(bv, tuple) else str(bv)
                 item["label"] = f"{item['label']} - {shown}" if len(query.series) > 1 else shown
-            item["action"] = _action(series, index, rng)
+            item["action"] = _action(series, index, action_days)
             item["filter"] = _filter(query, rng)
             if compare_label:
                 item.update(compare=True, compare_label=compare_label)
