@@ -117,3 +117,18 @@ def test_experiment_dates_and_key() -> None:
         ExperimentCreate(name="x", feature_flag_key="bad key")
     created = ExperimentCreate(name="x", feature_flag_key="ok-key_1", start_date="2025-01-01T00:00:00")  # type: ignore[arg-type]
     assert created.start_date is not None and created.start_date.tzinfo is not None
+
+
+@pytest.mark.parametrize(
+    ("interval", "unit", "days"),
+    [(None, None, 14), (3, "week", 21), (2, "month", 62), (36, "hour", 1.5)],
+)
+def test_funnel_window_is_posthogs(interval: int | None, unit: str | None, days: float) -> None:
+    """PostHog's units: a month is 31 days; the default window is 14 days. The runners use the same helper."""
+    from hoglab.schema import funnel_window_seconds
+    from hoglab.server.runners.funnels_sql import window_micros
+
+    assert funnel_window_seconds(interval, unit) == days * 86_400
+    assert window_micros({"funnelWindowInterval": interval, "funnelWindowIntervalUnit": unit}) == days * 86_400e6
+    with pytest.raises(ValueError, match="unknown funnel window unit 'fortnight'"):
+        funnel_window_seconds(1, "fortnight")

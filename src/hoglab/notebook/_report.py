@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..client._results import ExperimentResult
 from ..errors import HoglabError
-from ..schema import Experiment
+from ..schema import Experiment, funnel_window_seconds
 from ..stats import StatsError, minimum_detectable_effect, power, running_time, sample_size
 from ._analysis import Analysis, analyse, variant_rollout
 
@@ -242,15 +242,15 @@ def _planning(experiment: Experiment, primary: MetricOutcome) -> Planning | None
 
 
 def _metric_event(filters: Mapping[str, Any] | None) -> tuple[str | None, int]:
-    """The event a person must do after exposure (a funnel's last step, a trend's event) and the window."""
-    events = [e for e in (filters or {}).get("events") or [] if isinstance(e, Mapping)]
-    if not events or (filters or {}).get("actions"):
+    """The event a person must do after exposure (a funnel's last step, a trend's event) and the funnel window
+    in seconds; no event when the metric is not a plain event (actions, or no events at all)."""
+    filters = filters or {}
+    events = [e for e in filters.get("events") or [] if isinstance(e, Mapping)]
+    if not events or filters.get("actions"):
         return None, 0
     last = max(events, key=lambda e: int(e.get("order") or 0))
-    unit_seconds = {"second": 1, "minute": 60, "hour": 3600, "day": 86_400, "week": 604_800, "month": 2_592_000}
-    interval = int((filters or {}).get("funnel_window_interval") or 14)
-    unit = str((filters or {}).get("funnel_window_interval_unit") or "day")
-    return (str(last.get("id")) if last.get("id") else None), interval * unit_seconds.get(unit, 86_400)
+    window = funnel_window_seconds(filters.get("funnel_window_interval"), filters.get("funnel_window_interval_unit"))
+    return (str(last["id"]) if last.get("id") else None), window
 
 
 def _over_time(
@@ -261,7 +261,10 @@ def _over_time(
         return None, None
     if (experiment.parameters or {}).get("custom_exposure_filter"):
         return None, "Not shown over time: the experiment counts exposures with a custom filter."
-    metric, window = _metric_event(experiment.filters)
+    try:
+        metric, window = _metric_event(experiment.filters)
+    except (TypeError, ValueError) as exc:  # a filter the service tolerates but this restatement can't read
+        return None, f"Not shown over time: {exc}"
     if metric is None:
         return None, "Not shown over time: the metric is not a plain event (actions are not restated per day)."
     variants = [str(v) for v in primary.analysis.table["variant"]]

@@ -74,6 +74,7 @@ from .queries import (
     RefreshType,
     TrendsFilter,
     TrendsQuery,
+    funnel_window_seconds,
     parse_query,
 )
 from .responses import (
@@ -170,6 +171,7 @@ __all__ = [
     "TrendsQueryResponse",
     "TrendsResultItem",
     "User",
+    "funnel_window_seconds",
     "parse_query",
     "validation_error_body",
 ]

@@ -33,6 +33,7 @@ __all__ = [
     "RefreshType",
     "TrendsFilter",
     "TrendsQuery",
+    "funnel_window_seconds",
     "parse_query",
 ]
 
@@ -146,6 +147,23 @@ class TrendsQuery(_InsightBase):
     compareFilter: CompareFilter | None = None
     trendsFilter: TrendsFilter | None = None
     conversionGoal: dict[str, Any] | None = None
+
+
+FUNNEL_WINDOW_UNIT_SECONDS = {
+    "second": 1, "minute": 60, "hour": 3600, "day": 86_400, "week": 7 * 86_400, "month": 31 * 86_400,
+}  # fmt: skip
+
+
+def funnel_window_seconds(interval: int | None = None, unit: str | None = None) -> int:
+    """A funnel's conversion window in seconds, PostHog's way: 14 days by default, a month counts 31 days.
+
+    >>> funnel_window_seconds(), funnel_window_seconds(2, "month") // 86_400
+    (1209600, 62)
+    """
+    seconds = FUNNEL_WINDOW_UNIT_SECONDS.get(unit or "day")
+    if seconds is None:
+        raise ValueError(f"unknown funnel window unit {unit!r}; one of {', '.join(FUNNEL_WINDOW_UNIT_SECONDS)}")
+    return int(interval if interval is not None else 14) * seconds
 
 
 class FunnelsFilter(SettingsModel):

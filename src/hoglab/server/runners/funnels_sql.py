@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hoglab.schema import funnel_window_seconds
+
 from .common import get
 from .funnel_replay import fold_expr
 from .properties import Params, property_filters_to_hogql
@@ -37,14 +39,10 @@ PERSON_ROWS_SETTINGS = {"group_by_two_level_threshold": 0, "group_by_two_level_t
 replay 256 small blocks (~200 persons each at 50,000 persons), and the fold's many expressions then cost more per
 block than per person: the funnel query is 1.6x slower at 1M events that way, even at 10M."""
 
-_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400, "month": 31 * 86400}
-
-
 def window_micros(funnels_filter: Any) -> int:
     """The conversion window in microseconds (PostHog counts a month as 31 days)."""
-    count = int(get(funnels_filter, "funnelWindowInterval", 14))
-    unit = str(get(funnels_filter, "funnelWindowIntervalUnit", "day"))
-    return count * _UNIT_SECONDS[unit] * 1_000_000
+    interval = get(funnels_filter, "funnelWindowInterval", 14)
+    return funnel_window_seconds(interval, get(funnels_filter, "funnelWindowIntervalUnit", "day")) * 1_000_000
 
 
 def unordered_expr(n: int, window: int) -> str:
