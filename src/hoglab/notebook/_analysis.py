@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -17,6 +17,7 @@ from ..client._results import ExperimentResult
 from ..schema import Experiment
 from ..stats import (
     Comparison,
+    Count,
     PostHogFunnelVerdict,
     PostHogTrendVerdict,
     Proportion,
@@ -25,9 +26,10 @@ from ..stats import (
     funnel_verdict,
     trend_verdict,
 )
-from ._plots_experiment import variant_statistics
 
-__all__ = ["Analysis", "analyse", "variant_rollout"]
+__all__ = ["Analysis", "analyse", "variant_rollout", "variant_statistics"]
+
+MetricKind = Literal["conversion", "count"]
 
 
 @dataclass(frozen=True)
@@ -120,3 +122,26 @@ def _table(
     table = pd.DataFrame(rows, columns=columns)
     table[columns[1:]] = table[columns[1:]].astype("float64")
     return table
+
+
+def variant_statistics(result: ExperimentResult) -> tuple[dict[str, Proportion | Count], MetricKind]:
+    """Per-variant sufficient statistics of a client result, and the metric kind for ``compare``.
+
+    Funnels: ``Proportion(success + failure, success)`` (PostHog's Beta(1 + s, 1 + f) posterior is what
+    ``compare(method="bayesian")`` uses); trends: ``Count(count, absolute_exposure)`` (PostHog's per-unit
+    credible intervals come from the same Gamma(count + 1, absolute_exposure)).
+    """
+    if result.kind == "values":
+        raise ValueError(
+            "this experiment result has a value per variant but no counts (success_count/failure_count or "
+            "count/absolute_exposure), so there is no interval to compute"
+        )
+    frame = result.to_frame()
+    keys = [str(k) for k in frame["key"]]
+    if result.kind == "funnel":
+        success = frame["success_count"].to_numpy(dtype=float)
+        failure = frame["failure_count"].to_numpy(dtype=float)
+        return {k: Proportion(s + f, s) for k, s, f in zip(keys, success, failure, strict=True)}, "conversion"
+    counts = frame["count"].to_numpy(dtype=float)
+    exposures = frame["absolute_exposure"].to_numpy(dtype=float)
+    return {k: Count(c, e) for k, c, e in zip(keys, counts, exposures, strict=True)}, "count"

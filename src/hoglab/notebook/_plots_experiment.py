@@ -18,15 +18,14 @@ from ..stats import (
     ArmSummary,
     BetaPosterior,
     Comparison,
-    Count,
     GammaPosterior,
     NormalPosterior,
-    Proportion,
     VariantComparison,
     Verdict,
     WarningKind,
     compare,
 )
+from ._analysis import variant_statistics
 from ._plots_common import (
     CONTROL_COLOUR,
     HIGHER_COLOUR,
@@ -39,7 +38,7 @@ from ._plots_common import (
     variant_colours,
 )
 
-__all__ = ["arm_posterior", "comparison_of", "experiment_result_of", "plot_experiment", "variant_statistics"]
+__all__ = ["arm_posterior", "comparison_of", "experiment_result_of", "plot_experiment"]
 
 Method = Literal["frequentist", "bayesian", "sequential"]
 MetricKind = Literal["conversion", "count", "mean", "ratio"]
@@ -150,29 +149,6 @@ def experiment_result_of(data: Any) -> ExperimentResult | None:
         if isinstance(inner, Mapping) and isinstance(inner.get("variants"), list):
             return ExperimentResult(int(data.get("id", 0) or 0), data)
     return None
-
-
-def variant_statistics(result: ExperimentResult) -> tuple[dict[str, Proportion | Count], MetricKind]:
-    """Per-variant sufficient statistics of a client result, and the metric kind for ``compare``.
-
-    Funnels: ``Proportion(success + failure, success)`` (PostHog's Beta(1 + s, 1 + f) posterior is what
-    ``compare(method="bayesian")`` uses); trends: ``Count(count, absolute_exposure)`` (PostHog's per-unit
-    credible intervals come from the same Gamma(count + 1, absolute_exposure)).
-    """
-    if result.kind == "values":
-        raise ValueError(
-            "this experiment result has a value per variant but no counts (success_count/failure_count or "
-            "count/absolute_exposure), so there is no interval to compute"
-        )
-    frame = result.to_frame()
-    keys = [str(k) for k in frame["key"]]
-    if result.kind == "funnel":
-        success = frame["success_count"].to_numpy(dtype=float)
-        failure = frame["failure_count"].to_numpy(dtype=float)
-        return {k: Proportion(s + f, s) for k, s, f in zip(keys, success, failure, strict=True)}, "conversion"
-    counts = frame["count"].to_numpy(dtype=float)
-    exposures = frame["absolute_exposure"].to_numpy(dtype=float)
-    return {k: Count(c, e) for k, c, e in zip(keys, counts, exposures, strict=True)}, "count"
 
 
 # ----------------------------------------------------------------------------------------------- forest plot

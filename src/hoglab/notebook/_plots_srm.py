@@ -10,8 +10,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from ..stats import Comparison, Proportion, SRMResult, srm
+from ._analysis import variant_statistics
 from ._plots_common import LOWER_COLOUR, new_axes, percent_axis, plain, variant_colours
-from ._plots_experiment import experiment_result_of, variant_statistics
+from ._plots_experiment import experiment_result_of
 
 __all__ = ["plot_srm", "srm_result_of"]
 

@@ -21,15 +21,8 @@ if TYPE_CHECKING:
 
     from ._report import ExperimentReport
 
-__all__ = ["FIGURE_TITLES", "draw_figures"]
+__all__ = ["draw_figures"]
 
-FIGURE_TITLES = {
-    "effect": "Effect against control",
-    "over_time": "Effect over time, with always-valid bounds",
-    "metric": "The metric by variant",
-    "posteriors": "Posterior of each variant",
-    "srm": "Traffic split",
-}
 
 
 def _figure(width: float, height: float) -> Figure:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from ..client._results import SIGNIFICANCE_EXPLAINED
 from ._analysis import Analysis
 from ._picker_view import message_html, results_html, summary_html
-from ._report_figures import FIGURE_TITLES
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -22,6 +21,14 @@ if TYPE_CHECKING:
     from ._report import ExperimentReport, MetricOutcome, Planning
 
 __all__ = ["report_html", "summary_text", "write_report"]
+
+FIGURE_TITLES = {
+    "effect": "Effect against control",
+    "over_time": "Effect over time, with always-valid bounds",
+    "metric": "The metric by variant",
+    "posteriors": "Posterior of each variant",
+    "srm": "Traffic split",
+}
 
 
 def _pct(value: Any, spec: str = "+.1%") -> str:
