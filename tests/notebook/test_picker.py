@@ -10,6 +10,7 @@ quadrature, and against ``hoglab.stats`` called directly.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,6 +24,7 @@ from scipy import integrate, stats
 
 import hoglab
 from hoglab.client import SIGNIFICANCE_EXPLAINED, Client
+from hoglab.client._results import explain_no_results
 from hoglab.notebook import ExperimentPicker, pick_experiment
 from hoglab.notebook._picker import DRAFT_MESSAGE
 from hoglab.stats import Proportion, compare, funnel_verdict
@@ -140,7 +142,11 @@ def test_running_without_results_shows_the_servers_400_and_keeps_working(client:
     picker.value = running
     assert picker.experiment is not None and picker.experiment.status == "running"
     assert picker.result is None and picker.figure is None
-    assert picker.error is not None and str(answer.value.detail) in picker.error
+    # The service's no-data flags ({"no-events": true, ...} as text), each put in words.
+    flags = json.loads(str(answer.value.detail))
+    assert set(flags) == {"no-events", "no-flag-info", "no-control-variant", "no-test-variant"}
+    assert picker.error == explain_no_results(str(answer.value.detail))
+    assert picker.error.startswith("No results yet: ") and picker.error.count(";") == sum(flags.values()) - 1
     assert "color:#cf222e" in picker.results.value  # shown as an error, in place of the results
     picker.value = draft
     assert picker.error == DRAFT_MESSAGE and picker.value == draft

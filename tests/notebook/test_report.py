@@ -116,3 +116,17 @@ def test_a_draft_is_reported_without_results(demo: Demo) -> None:
     assert report.verdict is None and report.primary.analysis is None and report.figures == {}
     assert "draft" in (report.primary.error or "") and report.planning is None and report.over_time is None
     assert "draft" in report.summary()
+
+
+def test_a_running_experiment_without_events_says_what_is_missing(demo: Demo) -> None:
+    from datetime import UTC, datetime
+
+    metric = {"insight": "FUNNELS", "events": [{"id": "$pageview", "order": 0}, {"id": "never-done", "order": 1}]}
+    running = demo.client.experiments.create(
+        "Nobody yet", "report-nobody-flag", start=datetime.now(UTC) - timedelta(days=1), filters=metric
+    )
+    report = experiment_report(running.id, demo.client)
+    error = report.primary.error or ""
+    # Nobody was exposed to this flag: PostHog's no-data flags, in words, not as the JSON text they arrive in.
+    assert error.startswith("No results yet: ") and "{" not in error and "control variant" in error
+    assert report.verdict is None and report.figures == {} and report.over_time is None

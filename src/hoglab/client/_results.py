@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-__all__ = ["SIGNIFICANCE_EXPLAINED", "ExperimentResult"]
+__all__ = ["SIGNIFICANCE_EXPLAINED", "ExperimentResult", "explain_no_results"]
 
 SIGNIFICANCE_EXPLAINED: dict[str, str] = {
     "significant": "Significant: a variant is very likely better than the others, and choosing it risks little.",
@@ -19,6 +19,33 @@ SIGNIFICANCE_EXPLAINED: dict[str, str] = {
     "high_loss": "Too risky: picking the apparent winner still risks an expected loss of 1% or more.",
     "high_p_value": "Could be chance: the difference from control has a p-value of 0.05 or more.",
 }
+
+# PostHog's no-data answer puts these flags, as a JSON string, in the 400's detail.
+_MISSING = {
+    "no-events": "no metric events in the experiment's window",
+    "no-flag-info": "no events carry the flag's variant (exposures or $feature/<flag> properties)",
+    "no-control-variant": "nothing from the control variant",
+    "no-test-variant": "nothing from any test variant",
+}
+
+
+def explain_no_results(detail: str) -> str:
+    """PostHog's no-data detail (``{"no-events": true, ...}`` as text) in words; other details unchanged.
+
+    >>> explain_no_results('{"no-events": false, "no-flag-info": false, "no-control-variant": true, '
+    ...                    '"no-test-variant": false}')
+    'No results yet: nothing from the control variant.'
+    """
+    import json
+
+    try:
+        flags = json.loads(detail)
+    except (TypeError, ValueError):
+        return detail
+    if not isinstance(flags, Mapping) or not set(flags) & set(_MISSING):
+        return detail
+    missing = [words for key, words in _MISSING.items() if flags.get(key)]
+    return "No results yet: " + ("; ".join(missing) or "no data") + "."
 
 
 @dataclass(frozen=True)

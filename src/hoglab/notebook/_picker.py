@@ -17,6 +17,7 @@ import ipywidgets as widgets
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..client._results import explain_no_results
 from ..errors import APIError, HoglabError
 from ..stats import Comparison, PostHogFunnelVerdict, PostHogTrendVerdict, SRMResult, StatsError
 from ._analysis import Analysis, analyse, variant_rollout
@@ -34,7 +35,7 @@ DRAFT_MESSAGE = "Draft: this experiment has not been launched, so it has no resu
 
 
 def _reason(exc: HoglabError) -> str:
-    return str(exc.detail) if isinstance(exc, APIError) else str(exc)
+    return explain_no_results(str(exc.detail)) if isinstance(exc, APIError) else str(exc)
 
 
 class ExperimentPicker:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..client._results import ExperimentResult
-from ..errors import HoglabError
+from ..client._results import ExperimentResult, explain_no_results
+from ..errors import APIError, HoglabError
 from ..schema import Experiment, funnel_window_seconds
 from ..stats import StatsError, minimum_detectable_effect, power, running_time, sample_size
 from ._analysis import Analysis, analyse, variant_rollout
@@ -193,8 +193,10 @@ def _outcome(
             result = client.experiments.results(experiment.id, refresh=refresh)
         else:
             result = client.experiments.secondary_results(experiment.id, index, refresh=refresh)
+    except APIError as exc:
+        return MetricOutcome(name, error=explain_no_results(str(exc.detail)))
     except HoglabError as exc:
-        return MetricOutcome(name, error=f"No results: {getattr(exc, 'detail', None) or exc}")
+        return MetricOutcome(name, error=f"No results: {exc}")
     try:
         analysis = analyse(result, rollout)
     except (StatsError, ValueError) as exc:
