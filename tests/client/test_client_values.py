@@ -8,6 +8,7 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import numpy as np
 import pandas as pd
 import pytest
@@ -70,6 +71,27 @@ def test_numbers_lists_and_sets(zoned: Any) -> None:
     assert _count(client, "toInt(properties.i) < {n}", {"n": np.int64(10)}) == 10
     assert _count(client, "toInt(properties.i) < {n}", {"n": Decimal("10")}) == 10
     assert _count(client, "toFloat(properties.i) < {n}", {"n": np.float32(2.5)}) == 3
+
+
+def test_the_project_zone_is_asked_once_and_only_for_aware_datetimes(make_project: Any) -> None:
+    project = make_project(timezone=ZONE)
+    paths: list[str] = []
+
+    class Recording(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            paths.append(request.url.path)
+            return super().handle_request(request)
+
+    url = str(project.http.base_url).rstrip("/")
+    with Client(url, project.key, project.id, transport=Recording(), progress=False) as client:
+        naive = dt.datetime(2025, 3, 1, 12, 0)
+        assert client.hogql("select {t} as t", {"t": naive})["t"].tolist() == ["2025-03-01 12:00:00.000000"]
+        assert f"/api/projects/{project.id}/" not in paths  # no aware datetime: nothing to ask
+        aware = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
+        wall = pd.Timestamp(aware).tz_convert(ZONE).strftime("%Y-%m-%d %H:%M:%S.%f")
+        for c in (client, client, client.for_project(project.id)):  # %%hogql --project makes such a copy per cell
+            assert c.hogql("select {t} as t", {"t": [aware]})["t"].tolist() == [[wall]]
+        assert paths.count(f"/api/projects/{project.id}/") == 1
 
 
 def test_unsupported_values_are_refused_before_sending() -> None:

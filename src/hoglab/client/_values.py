@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-import weakref
 import zoneinfo
 from collections.abc import Mapping
 from decimal import Decimal
@@ -27,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InvalidArgumentType
+from ..schema import Project
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -35,8 +35,9 @@ __all__ = ["encode_value", "encode_values"]
 
 _WALL_CLOCK = "%Y-%m-%d %H:%M:%S.%f"
 _SEQUENCES = (list, tuple, set, frozenset, np.ndarray, pd.Series, pd.Index)
-# project id -> time zone, per client (asked once, and only when an aware datetime is bound)
-_zones: weakref.WeakKeyDictionary[Client, dict[int, str]] = weakref.WeakKeyDictionary()
+# (host, project id) -> the project's time zone: asked once per process, and only when an aware datetime is bound
+# (keyed by project, not by client, so the clients of `%%hogql --project` and `Client.for_project` share it)
+_zones: dict[tuple[str, int], str] = {}
 
 
 def _has_aware_datetime(value: Any) -> bool:
@@ -48,14 +49,11 @@ def _has_aware_datetime(value: Any) -> bool:
 
 
 def project_timezone(client: Client) -> str:
-    """The project's time zone (``GET /api/projects/:id/``), remembered per client and project."""
-    known = _zones.setdefault(client, {})
-    project = client.project_id
-    if project not in known:
-        body = client.get_json(f"/api/projects/{project}/")
-        zone = body.get("timezone") if isinstance(body, Mapping) else None
-        known[project] = str(zone or "UTC")
-    return known[project]
+    """The project's time zone (``GET /api/projects/:id/``), remembered per host and project."""
+    where = (client.host, client.project_id)
+    if where not in _zones:
+        _zones[where] = Project.model_validate(client.get_json(client.path(""))).timezone
+    return _zones[where]
 
 
 def encode_value(name: str, value: Any, *, timezone: str = "UTC") -> Any:
