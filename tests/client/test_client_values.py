@@ -97,5 +97,9 @@ def test_the_project_zone_is_asked_once_and_only_for_aware_datetimes(make_projec
 def test_unsupported_values_are_refused_before_sending() -> None:
     with pytest.raises(hoglab.InvalidArgumentType, match=r"values\['x'\]: a dict cannot be bound"):
         encode_value("x", {"a": 1})
+    for infinite in (float("inf"), -np.inf, Decimal("Infinity")):  # JSON would carry them as null
+        with pytest.raises(hoglab.InvalidArgument, match=r"values\['x'\]: -?inf cannot be bound"):
+            encode_value("x", infinite)
+    assert [encode_value("x", v) for v in (float("nan"), np.float32("nan"), pd.NA)] == [None, None, None]
     assert encode_value("u", uuid.UUID(int=1)) == "00000000-0000-0000-0000-000000000001"
     assert encode_value("t", pd.NaT) is None and encode_value("t", np.datetime64("NaT")) is None

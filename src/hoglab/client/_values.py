@@ -16,6 +16,7 @@ given (project time, as the server binds a naive datetime) and an aware one conv
 from __future__ import annotations
 
 import datetime as dt
+import math
 import uuid
 import zoneinfo
 from collections.abc import Mapping
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InvalidArgumentType
+from ..errors import InvalidArgument, InvalidArgumentType
 from ..schema import Project
 
 if TYPE_CHECKING:
@@ -61,19 +62,25 @@ def encode_value(name: str, value: Any, *, timezone: str = "UTC") -> Any:
 
     str, int, float, bool and None go as they are; numpy scalars as their Python value; Decimal as an int or
     float; UUID as text; date as ``YYYY-MM-DD``; datetime (and pandas Timestamp) as wall-clock text in the
-    project's zone; lists, tuples, sets, arrays, Series and Index as lists (sets sorted). NaT is None.
-    Anything else raises :class:`~hoglab.InvalidArgumentType` naming the value.
+    project's zone; lists, tuples, sets, arrays, Series and Index as lists (sets sorted). pandas' missing values
+    (NaN, NaT, NA) are None. An infinity raises :class:`~hoglab.InvalidArgument` (the server binds finite
+    numbers only); anything else raises :class:`~hoglab.InvalidArgumentType` naming the value.
     """
-    if value is None or value is pd.NaT:
+    if value is None or value is pd.NaT or value is pd.NA:
         return None
     if isinstance(value, np.datetime64):  # .item() would give nanoseconds as an int
         return None if np.isnat(value) else encode_value(name, pd.Timestamp(value), timezone=timezone)
     if isinstance(value, np.generic):
         return encode_value(name, value.item(), timezone=timezone)
+    if isinstance(value, Decimal):
+        value = int(value) if value.is_finite() and value == value.to_integral_value() else float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value):
+            return None
+        # JSON has no infinity: it would arrive as null and match nothing, silently.
+        raise InvalidArgument(f"values[{name!r}]: {value} cannot be bound; use a finite number.", argument="values")
     if isinstance(value, bool | int | float | str):
         return value
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, dt.datetime):
