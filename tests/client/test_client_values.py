@@ -52,6 +52,19 @@ def test_aware_datetimes_are_instants(zoned: Any) -> None:
     assert _count(client, "timestamp >= {cut}", {"cut": pd.Timestamp(cut).tz_convert("Asia/Tokyo")}) == expected
 
 
+def test_values_bind_on_every_page(zoned: Any) -> None:
+    client, stamps = zoned
+    cut = pd.Timestamp("2025-03-02 09:30", tz="Asia/Tokyo")
+    wanted = np.array([1, 2, 30, 31, 40, 47])
+    expected = [int(i) for i in wanted if stamps[i] >= cut]
+    assert 0 < len(expected) < len(wanted)
+    sql = "select toInt(properties.i) as i, timestamp from events where timestamp >= {cut} and i in {wanted}"
+    values = {"cut": cut, "wanted": wanted}
+    assert client.hogql(sql, values, all_rows=True).sort_values("i")["i"].tolist() == expected
+    pages = list(client.hogql_pages(f"{sql} order by timestamp", values, page_size=2))  # keyset pages
+    assert [i for page in pages for i in page["i"].tolist()] == expected and len(pages) >= 2
+
+
 def test_naive_datetimes_and_dates_are_project_wall_clock(zoned: Any) -> None:
     client, stamps = zoned
     local = stamps.dt.tz_convert(ZONE).dt.tz_localize(None)
