@@ -289,8 +289,56 @@ def test_choosing_in_the_box(client: Client) -> None:
 def test_a_service_that_cannot_be_reached() -> None:
     with Client("http://127.0.0.1:9", "phx_unused", 1, max_retries=0, progress=False) as offline:
         picker = ExperimentPicker(offline)
-    assert picker.options == {} and "Could not list the experiments" in picker.status.value
-    assert picker.value is None
+        assert picker.options == {} and "Could not list the experiments" in picker.status.value
+        assert picker.value is None
+        with pytest.raises(ValueError, match="experiment 7 cannot be chosen: the experiments could not be listed"):
+            picker.value = 7
+        shown = pick_experiment(7, offline)  # said in the picker, not raised
+    assert shown.value is None and shown.error == "experiment 7 cannot be chosen: the experiments could not be listed"
+    assert shown.error in shown.results.value and "Could not list the experiments" in shown.status.value
+
+
+def test_an_unknown_id_is_shown_in_the_picker(client: Client) -> None:
+    kept = client.experiments.create("Kept", f"kept-{uuid.uuid4().hex[:6]}").id
+    picker = pick_experiment(kept + 1000, client)
+    assert picker.value is None and picker.options.keys() == {kept}
+    hint = "(archived experiments are listed with archived=True)"
+    assert picker.error == f"experiment {kept + 1000} is not in this project's list {hint}"
+    assert "color:#cf222e" in picker.results.value and "is not in this project" in picker.results.value
+    picker.value = kept  # and the picker keeps working
+    assert picker.error == DRAFT_MESSAGE and picker.experiment is not None and picker.experiment.id == kept
+
+
+def test_no_client_configured_is_shown_and_refresh_finds_one(
+    make_project: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hoglab.client._default as default
+
+    monkeypatch.setattr(default, "_default", None)
+    for name in ("HOGLAB_HOST", "HOGLAB_API_KEY", "HOGLAB_PROJECT_ID", "POSTHOG_HOST", "POSTHOG_PERSONAL_API_KEY",
+                 "POSTHOG_PROJECT_ID"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    picker = pick_experiment(3)
+    assert picker.options == {} and picker.value is None
+    assert "Could not list the experiments: No API key: pass api_key=" in picker.status.value
+    assert picker.error == "experiment 3 cannot be chosen: the experiments could not be listed"
+    project = make_project()
+    with Client(str(project.http.base_url).rstrip("/"), project.key, project.id) as c:
+        created = c.experiments.create("Found", f"found-{uuid.uuid4().hex[:6]}").id
+    monkeypatch.setenv("HOGLAB_HOST", str(project.http.base_url).rstrip("/"))
+    monkeypatch.setenv("HOGLAB_API_KEY", project.key)
+    try:
+        picker.refresh_button.click()  # the environment now configures the default client
+        assert picker.client is default._default and set(picker.options) == {created}
+        assert "1 experiment." in picker.status.value
+    finally:
+        if default._default is not None:
+            default._default.close()
+
+
+def test_a_client_of_the_wrong_type_is_named() -> None:
+    with pytest.raises(hoglab.InvalidArgumentType, match=r"expected a hoglab.Client, got a int .hoglab.pick_exp"):
+        ExperimentPicker(7)  # type: ignore[arg-type]
 
 
 def test_displays_as_a_widget(client: Client) -> None:

@@ -130,19 +130,15 @@ def run_hogql(
     output: str,
 ) -> Any:
     text = _strip(sql)
-    values = encode_values(client, values)
+    if all_rows and not run_async:  # hogql_pages encodes the values
+        pages = list(hogql_pages(client, text, values, parse_json=parse_json, max_rows=limit))
+        return convert_output(_concat(pages), output)
+    query = HogQLQuery(query=_with_limit(text, limit), values=encode_values(client, values) or None)
     if run_async:
         from ._jobs import submit
 
-        query = HogQLQuery(query=_with_limit(text, limit), values=dict(values) if values else None)
         return submit(client, query, frame_options={"parse_json": parse_json, "output": output})
-    if all_rows:
-        pages = list(hogql_pages(client, text, values, parse_json=parse_json, max_rows=limit))
-        df = _concat(pages)
-    else:
-        query = HogQLQuery(query=_with_limit(text, limit), values=dict(values) if values else None)
-        df = table_frame(execute(client, query), parse_json=parse_json)
-    return convert_output(df, output)
+    return convert_output(table_frame(execute(client, query), parse_json=parse_json), output)
 
 
 def _concat(pages: list[pd.DataFrame]) -> pd.DataFrame:

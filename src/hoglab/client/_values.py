@@ -16,8 +16,8 @@ given (project time, as the server binds a naive datetime) and an aware one conv
 from __future__ import annotations
 
 import datetime as dt
+import math
 import uuid
-import weakref
 import zoneinfo
 from collections.abc import Mapping
 from decimal import Decimal
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InvalidArgumentType
+from ..errors import InvalidArgument, InvalidArgumentType
+from ..schema import Project
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -35,8 +36,9 @@ __all__ = ["encode_value", "encode_values"]
 
 _WALL_CLOCK = "%Y-%m-%d %H:%M:%S.%f"
 _SEQUENCES = (list, tuple, set, frozenset, np.ndarray, pd.Series, pd.Index)
-# project id -> time zone, per client (asked once, and only when an aware datetime is bound)
-_zones: weakref.WeakKeyDictionary[Client, dict[int, str]] = weakref.WeakKeyDictionary()
+# (host, project id) -> the project's time zone: asked once per process, and only when an aware datetime is bound
+# (keyed by project, not by client, so the clients of `%%hogql --project` and `Client.for_project` share it)
+_zones: dict[tuple[str, int], str] = {}
 
 
 def _has_aware_datetime(value: Any) -> bool:
@@ -48,14 +50,11 @@ def _has_aware_datetime(value: Any) -> bool:
 
 
 def project_timezone(client: Client) -> str:
-    """The project's time zone (``GET /api/projects/:id/``), remembered per client and project."""
-    known = _zones.setdefault(client, {})
-    project = client.project_id
-    if project not in known:
-        body = client.get_json(f"/api/projects/{project}/")
-        zone = body.get("timezone") if isinstance(body, Mapping) else None
-        known[project] = str(zone or "UTC")
-    return known[project]
+    """The project's time zone (``GET /api/projects/:id/``), remembered per host and project."""
+    where = (client.host, client.project_id)
+    if where not in _zones:
+        _zones[where] = Project.model_validate(client.get_json(client.path(""))).timezone
+    return _zones[where]
 
 
 def encode_value(name: str, value: Any, *, timezone: str = "UTC") -> Any:
@@ -63,19 +62,25 @@ def encode_value(name: str, value: Any, *, timezone: str = "UTC") -> Any:
 
     str, int, float, bool and None go as they are; numpy scalars as their Python value; Decimal as an int or
     float; UUID as text; date as ``YYYY-MM-DD``; datetime (and pandas Timestamp) as wall-clock text in the
-    project's zone; lists, tuples, sets, arrays, Series and Index as lists (sets sorted). NaT is None.
-    Anything else raises :class:`~hoglab.InvalidArgumentType` naming the value.
+    project's zone; lists, tuples, sets, arrays, Series and Index as lists (sets sorted). pandas' missing values
+    (NaN, NaT, NA) are None. An infinity raises :class:`~hoglab.InvalidArgument` (the server binds finite
+    numbers only); anything else raises :class:`~hoglab.InvalidArgumentType` naming the value.
     """
-    if value is None or value is pd.NaT:
+    if value is None or value is pd.NaT or value is pd.NA:
         return None
     if isinstance(value, np.datetime64):  # .item() would give nanoseconds as an int
         return None if np.isnat(value) else encode_value(name, pd.Timestamp(value), timezone=timezone)
     if isinstance(value, np.generic):
         return encode_value(name, value.item(), timezone=timezone)
+    if isinstance(value, Decimal):
+        value = int(value) if value.is_finite() and value == value.to_integral_value() else float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value):
+            return None
+        # JSON has no infinity: it would arrive as null and match nothing, silently.
+        raise InvalidArgument(f"values[{name!r}]: {value} cannot be bound; use a finite number.", argument="values")
     if isinstance(value, bool | int | float | str):
         return value
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, dt.datetime):

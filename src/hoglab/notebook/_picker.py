@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..client._results import explain_no_results
-from ..errors import APIError, HoglabError
+from ..errors import APIError, HoglabError, InvalidArgumentType
 from ..stats import Comparison, PostHogFunnelVerdict, PostHogTrendVerdict, SRMResult, StatsError
 from ._analysis import Analysis, analyse, variant_rollout
 from ._picker_view import message_html, results_html, summary_html
@@ -44,7 +44,8 @@ class ExperimentPicker:
     The box lists the experiments (type to search by name, flag key or id); ``archived=True`` (or the
     "archived" checkbox) lists archived ones too; "Refresh" lists them again and recomputes the results on
     the server (``refresh=True``). When there are no results (a draft, a 400 ``no-results``, a network
-    error) the message is shown instead and the picker keeps working.
+    error) the message is shown instead and the picker keeps working; so is a listing that failed (no client
+    configured, a service out of reach), which "Refresh" tries again.
 
     State, all plain attributes: ``value`` (the chosen experiment id, settable), ``experiment`` (its
     :class:`~hoglab.schema.Experiment`), ``result`` (:class:`~hoglab.ExperimentResult`), ``comparison`` (the
@@ -55,11 +56,18 @@ class ExperimentPicker:
     """
 
     def __init__(self, client: Client | None = None, *, archived: bool = False) -> None:
-        from ..client import default_client
+        from ..client import Client
 
-        self.client = client if client is not None else default_client()
+        if client is not None and not isinstance(client, Client):
+            raise InvalidArgumentType(
+                f"client: expected a hoglab.Client, got a {type(client).__name__} "
+                "(hoglab.pick_experiment(id) opens the picker on an experiment).",
+                argument="client",
+            )
+        self._client = client
         self.experiments = pd.DataFrame()
         self._labels: dict[int, str] = {}
+        self._listed = False  # whether the last listing succeeded
         self._value: int | None = None
         self._syncing = False
         self._clear()
@@ -91,6 +99,16 @@ class ExperimentPicker:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
+
+    @property
+    def client(self) -> Client:
+        """The client given, else :func:`hoglab.default_client` (a configuration error is shown in the picker,
+        and "Refresh" tries again once ``hoglab.connect()`` or the environment provides one)."""
+        if self._client is None:
+            from ..client import default_client
+
+            self._client = default_client()
+        return self._client
 
     # -- state ------------------------------------------------------------------------------------------------
 
@@ -138,8 +156,10 @@ class ExperimentPicker:
         except HoglabError as exc:
             self.experiments = pd.DataFrame()
             self._labels = {}
+            self._listed = False
             self.status.value = message_html(f"Could not list the experiments: {_reason(exc)}", tone="error")
         else:
+            self._listed = True
             self._labels = {int(row["id"]): _label(row) for row in self.experiments.to_dict("records")}
             count = len(self._labels)
             self.status.value = message_html(f"{count} experiment{'s' if count != 1 else ''}." if count else (
@@ -162,6 +182,8 @@ class ExperimentPicker:
     def select(self, experiment_id: int | None, *, refresh: bool = False) -> None:
         """Choose an experiment (as setting :attr:`value` does); ``refresh`` recomputes its results."""
         if experiment_id is not None and int(experiment_id) not in self._labels:
+            if not self._listed:
+                raise ValueError(f"experiment {experiment_id} cannot be chosen: the experiments could not be listed")
             hint = "" if self.archived else " (archived experiments are listed with archived=True)"
             raise ValueError(f"experiment {experiment_id} is not in this project's list{hint}")
         self._clear()
@@ -252,9 +274,16 @@ def pick_experiment(
 ) -> ExperimentPicker:
     """An :class:`ExperimentPicker` (shown as the cell's value), with ``experiment_id`` already chosen.
 
+    An id the picker cannot choose (not in the project's list, or no list) is said in the picker, in place of
+    the results, rather than raised: the picker stays usable for choosing another.
+
     >>> picker = hoglab.pick_experiment(7)  # doctest: +SKIP
     """
     picker = ExperimentPicker(client, archived=archived)
     if experiment_id is not None:
-        picker.select(experiment_id)
+        try:
+            picker.select(experiment_id)
+        except ValueError as exc:
+            picker.error = str(exc)
+            picker._render()
     return picker
