@@ -147,7 +147,9 @@ def experiment_report(
 
     ``client`` defaults to :func:`hoglab.default_client`; ``refresh=True`` asks the service to recompute its
     results instead of answering from its cache; ``figures=False`` skips drawing (faster, no matplotlib).
-    Missing results (a draft, no exposures yet) are reported, not raised.
+    Missing results (a draft, no exposures yet) are reported, not raised: they are part of the answer. What
+    leaves nothing to report raises the client's typed error, with its message: no client configured
+    (:class:`~hoglab.ConfigurationError`), an experiment the project does not have (:class:`~hoglab.NotFound`).
 
     >>> report = hoglab.experiment_report(1)               # doctest: +SKIP
     >>> report.verdict, report.primary.analysis.table      # doctest: +SKIP
