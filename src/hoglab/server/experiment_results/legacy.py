@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from hoglab.schema import EventsNode, FunnelExclusion, FunnelsFilter, validation_error_body
+from hoglab.schema import EventsNode, FunnelExclusion, FunnelsFilter, TrendsFilter, validation_error_body
 from hoglab.schema.nodes import COUNT_PER_ACTOR_MATH, PROPERTY_MATH
 
 from ..errors import ValidationFailed
@@ -209,8 +209,13 @@ def _trend_settings(filters: Mapping[str, Any], attr: str) -> tuple[str, int | N
     if interval not in _INTERVALS:
         raise _fail(f"interval is one of {', '.join(_INTERVALS)}.", f"{attr}__interval")
     smoothing = filters.get("smoothing_intervals")
-    if smoothing is not None and (isinstance(smoothing, bool) or not isinstance(smoothing, int) or smoothing < 1):
-        raise _fail("smoothing_intervals is a whole number of intervals, at least 1.", f"{attr}__smoothing_intervals")
+    if smoothing is not None:
+        if isinstance(smoothing, bool) or not isinstance(smoothing, int):
+            raise _fail("smoothing_intervals is a whole number of intervals.", f"{attr}__smoothing_intervals")
+        try:
+            TrendsFilter(smoothingIntervals=smoothing)  # the schema's bounds, checked before any query is built
+        except ValidationError as exc:
+            raise _fail(validation_error_body(exc, {}).detail, f"{attr}__smoothing_intervals") from None
     return str(interval), smoothing
 
 
