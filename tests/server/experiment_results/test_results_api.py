@@ -209,11 +209,16 @@ def test_filters_hoglab_cannot_run_are_a_400_naming_the_field(results_project, f
     assert secondary["attr"] == attr.replace("filters", "secondary_metrics__0__filters", 1)
 
 
-def test_a_bad_custom_exposure_filter_is_a_400(results_project) -> None:
+@pytest.mark.parametrize(("custom", "attr"), [
+    ({"events": [{"id": "view"}, {"id": "other"}]}, "parameters__custom_exposure_filter__events"),
+    ({"events": [{"id": "view"}], "filter_test_accounts": "true"},
+     "parameters__custom_exposure_filter__filter_test_accounts"),  # as for the metric: not silently false
+    ({"events": [{"id": "view"}], "formula": "A"}, "parameters__custom_exposure_filter__formula"),
+])  # fmt: skip
+def test_a_bad_custom_exposure_filter_is_a_400(results_project, custom, attr) -> None:
     project = results_project(_events("custom", {"control": 2, "test": 2}))
-    custom = {"events": [{"id": "view"}, {"id": "other"}]}
     experiment = _experiment(project, "custom", parameters={"custom_exposure_filter": custom})
-    assert _error(project.results(experiment))["attr"] == "parameters__custom_exposure_filter__events"
+    assert _error(project.results(experiment))["attr"] == attr
 
 
 def test_secondary_metric_without_filters(results_project) -> None:
