@@ -175,6 +175,9 @@ BAD_FILTERS = [
      "filters__events__0__properties__0__operator"),
     ({"insight": "TRENDS", "events": [{"id": "a", "properties": "k=1"}]}, "filters__events__0__properties"),
     ({"insight": "TRENDS", "events": [{"id": "a"}], "interval": "minute"}, "filters__interval"),
+    ({"insight": "TRENDS", "events": [{"id": "a"}], "smoothing_intervals": 0}, "filters__smoothing_intervals"),
+    ({"insight": "TRENDS", "events": [{"id": "a"}], "smoothing_intervals": 366}, "filters__smoothing_intervals"),
+    ({"insight": "TRENDS", "events": [{"id": "a"}], "smoothing_intervals": "7"}, "filters__smoothing_intervals"),
     ({"insight": "TRENDS", "events": [{"id": "a"}], "formula": "A*2"}, "filters__formula"),
     ({"insight": "TRENDS", "events": [{"id": "a"}], "compare": True}, "filters__compare"),
     ({"insight": "TRENDS", "events": [{"id": "a", "order": "first"}]}, "filters__events__0__order"),
@@ -185,11 +188,17 @@ BAD_FILTERS = [
     ({**FUNNEL, "exclusions": [{"id": "x", "funnel_from_step": 0, "funnel_to_step": 2}]},
      "filters__exclusions__0__funnel_to_step"),
     ({**FUNNEL, "aggregation_group_type_index": 1}, "filters__aggregation_group_type_index"),
-    ({"insight": "TRENDS", "events": [{"id": "a", "properties": [{"type": "hogql", "key": "nope("}]}]}, None),
+    ({"insight": "TRENDS", "events": [{"id": "a", "properties": [{"type": "hogql", "key": "nope("}]}]},
+     "filters__events__0__properties__0__key"),
+    ({"insight": "TRENDS", "events": [{"id": "a", "math": "hogql", "math_hogql": "sum(("}]},
+     "filters__events__0__math_hogql"),
+    ({**FUNNEL, "events": [{"id": "a", "order": 1}, {"id": "b", "order": 0, "properties": [
+        {"type": "hogql", "key": "1) OR (1"}]}]}, "filters__events__1__properties__0__key"),
+    ({**FUNNEL, "funnel_aggregate_by_hogql": "x(("}, "filters__funnel_aggregate_by_hogql"),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("filters", "attr"), BAD_FILTERS, ids=[a or "hogql" for _, a in BAD_FILTERS])
+@pytest.mark.parametrize(("filters", "attr"), BAD_FILTERS, ids=[a for _, a in BAD_FILTERS])
 def test_filters_hoglab_cannot_run_are_a_400_naming_the_field(results_project, filters, attr) -> None:
     project = results_project()  # the filters are refused before any event is read
     experiment = _experiment(project, "shape", filters=filters,
@@ -197,14 +206,19 @@ def test_filters_hoglab_cannot_run_are_a_400_naming_the_field(results_project, f
     body = _error(project.results(experiment))
     assert body["attr"] == attr and body["code"] == "invalid_input" and body["detail"]
     secondary = _error(project.results(experiment, secondary=0))
-    assert secondary["attr"] == (attr.replace("filters", "secondary_metrics__0__filters", 1) if attr else None)
+    assert secondary["attr"] == attr.replace("filters", "secondary_metrics__0__filters", 1)
 
 
-def test_a_bad_custom_exposure_filter_is_a_400(results_project) -> None:
+@pytest.mark.parametrize(("custom", "attr"), [
+    ({"events": [{"id": "view"}, {"id": "other"}]}, "parameters__custom_exposure_filter__events"),
+    ({"events": [{"id": "view"}], "filter_test_accounts": "true"},
+     "parameters__custom_exposure_filter__filter_test_accounts"),  # as for the metric: not silently false
+    ({"events": [{"id": "view"}], "formula": "A"}, "parameters__custom_exposure_filter__formula"),
+])  # fmt: skip
+def test_a_bad_custom_exposure_filter_is_a_400(results_project, custom, attr) -> None:
     project = results_project(_events("custom", {"control": 2, "test": 2}))
-    custom = {"events": [{"id": "view"}, {"id": "other"}]}
     experiment = _experiment(project, "custom", parameters={"custom_exposure_filter": custom})
-    assert _error(project.results(experiment))["attr"] == "parameters__custom_exposure_filter__events"
+    assert _error(project.results(experiment))["attr"] == attr
 
 
 def test_secondary_metric_without_filters(results_project) -> None:

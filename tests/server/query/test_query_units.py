@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import orjson
@@ -268,6 +270,30 @@ def test_the_same_request_is_compiled_once(seeded: Seeded, monkeypatch) -> None:
     assert seeded.a.rows(hogql, values={"e": "purchase"}) == [[int((seeded.frame.event == "purchase").sum())]]
     seeded.b.rows(hogql, values={"e": "signup"})  # another project: its own compilation (its own guard)
     assert calls == [hogql] * 3
+
+
+def test_values_that_compile_differently_never_share_a_compiled_statement() -> None:
+    # Each value, compiled after the others on the same text, must give what the compiler alone gives it: a tuple
+    # is not a list, a UUID not its text, a datetime not its ISO text, and NaN (refused) is not NULL.
+    from types import SimpleNamespace
+
+    from hoglab.server.hogql import HogQLError, compile_hogql
+    from hoglab.server.runners import RunContext
+
+    project = SimpleNamespace(id=424242, timezone="Europe/Paris")
+    ctx = RunContext(project=project, engine=None, now=datetime.now(UTC), tag="t")
+    text = "select {x} as x"
+    when = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+    for value in ([1, 2], (1, 2), "00000000-0000-0000-0000-000000000005", uuid.UUID(int=5), None, float("nan"),
+                  when.isoformat(), when, {"$datetime": when.isoformat()}, 1, 1.0, True, 0.0, -0.0):  # fmt: skip
+        try:
+            expected = compile_hogql(text, team_id=project.id, values={"x": value}, timezone=project.timezone,
+                                     default_limit=None, max_limit=ctx.max_rows).sql  # fmt: skip
+        except HogQLError as exc:
+            with pytest.raises(HogQLError, match=re.escape(exc.message)):
+                ctx.compile(text, values={"x": value})
+        else:
+            assert ctx.compile(text, values={"x": value}).sql == expected, value
 
 
 def test_answers_with_huge_integers_are_still_written() -> None:

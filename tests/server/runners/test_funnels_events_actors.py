@@ -209,6 +209,17 @@ _EVENT = {"kind": "EventsNode", "event": "a"}
     ({"kind": "FunnelsQuery", "series": [_EVENT] * 21}, "query__series"),
     ({"kind": "TrendsQuery", "series": [_EVENT], "dateRange": {"date_from": "-7x"}}, "dateRange.date_from"),
     ({"kind": "FunnelsQuery", "series": [_EVENT] * 2, "dateRange": {"date_to": "2025-13-01"}}, "dateRange.date_to"),
+    # The user's own HogQL is parsed alone: its mistake is named, and it can't reach past its parentheses.
+    ({"kind": "TrendsQuery", "series": [{**_EVENT, "math": "hogql", "math_hogql": "sum(("}]},
+     "series.0.math_hogql"),
+    ({"kind": "TrendsQuery", "series": [{**_EVENT, "properties": [{"type": "hogql", "key": "1) OR (1"}]}]},
+     "series.0.properties.0.key"),
+    ({"kind": "EventsQuery", "select": ["event"], "properties": [{"type": "hogql", "key": "nope("}]},
+     "properties.0.key"),
+    ({"kind": "TrendsQuery", "series": [_EVENT], "breakdownFilter": {"breakdown": "x((", "breakdown_type": "hogql"}},
+     "breakdownFilter.breakdowns.0"),
+    ({"kind": "FunnelsQuery", "series": [_EVENT] * 2, "funnelsFilter": {"funnelAggregateByHogQL": "x(("}},
+     "funnelsFilter.funnelAggregateByHogQL"),
 ])  # fmt: skip
 def test_bad_input_is_a_400_naming_the_field(make_project, query, attr):
     project = make_project()

@@ -77,6 +77,16 @@ def test_property_math_per_day(world, math):
     assert answer["results"][0]["data"] == pytest.approx(expected, rel=1e-9, abs=1e-9)
 
 
+def test_hogql_math_and_filter_may_end_in_a_comment(world):
+    """A user's HogQL expression is embedded whole: a trailing ``--`` comment does not swallow what follows it."""
+    w, df, _ = world
+    chrome = df[(df["event"] == "$pageview") & (df["browser"] == "Chrome")]
+    series = {"kind": "EventsNode", "event": "$pageview", "math": "hogql", "math_hogql": "count() -- every view",
+              "properties": [{"type": "hogql", "key": "properties.$browser = 'Chrome' -- exactly"}]}  # fmt: skip
+    expected, _ = _expected(df, chrome.groupby("day").size())
+    assert _trend(w, [series])["results"][0]["data"] == expected
+
+
 def test_breakdown_top_values_other_and_null_buckets(world):
     w, df, _ = world
     views = df[df["event"] == "$pageview"].copy()

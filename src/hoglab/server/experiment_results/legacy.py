@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from hoglab.schema import EventsNode, FunnelExclusion, FunnelsFilter, validation_error_body
+from hoglab.schema import EventsNode, FunnelExclusion, FunnelsFilter, TrendsFilter, validation_error_body
 from hoglab.schema.nodes import COUNT_PER_ACTOR_MATH, PROPERTY_MATH
 
 from ..errors import ValidationFailed
@@ -209,9 +209,27 @@ def _trend_settings(filters: Mapping[str, Any], attr: str) -> tuple[str, int | N
     if interval not in _INTERVALS:
         raise _fail(f"interval is one of {', '.join(_INTERVALS)}.", f"{attr}__interval")
     smoothing = filters.get("smoothing_intervals")
-    if smoothing is not None and (isinstance(smoothing, bool) or not isinstance(smoothing, int) or smoothing < 1):
-        raise _fail("smoothing_intervals is a whole number of intervals, at least 1.", f"{attr}__smoothing_intervals")
+    if smoothing is not None:
+        if isinstance(smoothing, bool) or not isinstance(smoothing, int):
+            raise _fail("smoothing_intervals is a whole number of intervals.", f"{attr}__smoothing_intervals")
+        try:
+            TrendsFilter(smoothingIntervals=smoothing)  # the schema's bounds, checked before any query is built
+        except ValidationError as exc:
+            raise _fail(validation_error_body(exc, {}).detail, f"{attr}__smoothing_intervals") from None
     return str(interval), smoothing
+
+
+def _events_and_switches(filters: Mapping[str, Any], attr: str) -> tuple[list[EventsNode], list[str], bool]:
+    """What a metric and a custom exposure read alike: the keys refused, the events (with their legacy places)
+    and ``filter_test_accounts``."""
+    for key, detail in _REFUSED.items():
+        if filters.get(key) not in (None, False, ""):
+            raise _fail(detail, f"{attr}__{key}")
+    tests = filters.get("filter_test_accounts")
+    if tests is not None and not isinstance(tests, bool):
+        raise _fail("filter_test_accounts is true or false.", f"{attr}__filter_test_accounts")
+    series, origins = _entities(filters, attr)
+    return series, origins, bool(tests)
 
 
 def read_metric(filters: Any, attr: str = "filters") -> LegacyMetric:
@@ -222,15 +240,9 @@ def read_metric(filters: Any, attr: str = "filters") -> LegacyMetric:
     if not isinstance(insight, str) or insight.upper() not in _INSIGHTS:
         raise _fail("An experiment metric is a TRENDS or FUNNELS insight.", f"{attr}__insight")
     insight = insight.upper()
-    for key, detail in _REFUSED.items():
-        if filters.get(key) not in (None, False, ""):
-            raise _fail(detail, f"{attr}__{key}")
-    tests = filters.get("filter_test_accounts")
-    if tests is not None and not isinstance(tests, bool):
-        raise _fail("filter_test_accounts is true or false.", f"{attr}__filter_test_accounts")
-    series, origins = _entities(filters, attr)
+    series, origins, tests = _events_and_switches(filters, attr)
     common: dict[str, Any] = {"origins": tuple(origins), "attr": attr, "raw": filters,
-                              "filter_test_accounts": bool(tests)}  # fmt: skip
+                              "filter_test_accounts": tests}  # fmt: skip
     if insight == "TRENDS":
         if len(series) != 1:
             raise _fail("A trend metric counts one event.", f"{attr}__events")
@@ -255,10 +267,7 @@ def read_custom_exposure(custom: Any, attr: str = "parameters__custom_exposure_f
     """Read ``parameters.custom_exposure_filter`` (a legacy filter with one event)."""
     if not isinstance(custom, Mapping):
         raise _fail("custom_exposure_filter is a legacy insight filter with one event.", attr)
-    for key, detail in _REFUSED.items():
-        if custom.get(key) not in (None, False, ""):
-            raise _fail(detail, f"{attr}__{key}")
-    series, _ = _entities(custom, attr)
+    series, _, tests = _events_and_switches(custom, attr)
     if len(series) != 1:
         raise _fail("A custom exposure counts one event.", f"{attr}__events")
-    return CustomExposure(series[0], custom.get("filter_test_accounts") is True, custom)
+    return CustomExposure(series[0], tests, custom)

@@ -19,10 +19,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS
 
@@ -111,13 +109,6 @@ COMPILED = CompiledCache()
 """Compiled statements of every runner (the user's HogQL and the insight runners' own), shared by the process."""
 
 
-def _tagged(value: Any) -> Any:
-    # A datetime and its ISO text compile to different literals: the cache key tells them apart.
-    if isinstance(value, datetime | date):
-        return {"$" + type(value).__name__: value.isoformat()}
-    raise TypeError
-
-
 @dataclass(frozen=True)
 class RunContext:
     """One request's view of the service: the project, the engine, a fixed "now" and the cancel tag.
@@ -157,14 +148,12 @@ class RunContext:
         """
         max_limit = self.max_rows if max_limit is None else max_limit
         with self.timings.measure("compile"):
-            try:
-                inputs = orjson.dumps(
-                    [values, filters], default=_tagged, option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
-                )
-            except TypeError:  # values JSON can't carry: compile every time
-                inputs = None
+            # repr, not JSON: JSON writes a tuple as a list, a UUID or a datetime as its text and NaN as null, and
+            # those compile to other literals (or fail to compile); repr of the values compile accepts keeps them
+            # apart, and is faster to take than any walk over them.
+            inputs = (repr(values), repr(filters))
             key = (self.team_id, self.timezone, self.person_overrides, hogql, inputs, default_limit, max_limit)
-            compiled = COMPILED.get(key) if inputs is not None else None
+            compiled = COMPILED.get(key)
             if compiled is None:
                 compiled = compile_hogql(
                     hogql,
@@ -176,8 +165,7 @@ class RunContext:
                     person_overrides=self.person_overrides,
                     filters=filters,
                 )
-                if inputs is not None:
-                    COMPILED.put(key, compiled)
+                COMPILED.put(key, compiled)
             return compiled
 
     def execute(self, compiled: CompiledQuery, *, settings: Mapping[str, Any] | None = None) -> pa.Table:

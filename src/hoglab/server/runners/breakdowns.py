@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ValidationFailed
-from .properties import Params, property_access
+from .properties import Params, hogql_expression, property_access
 
 __all__ = [
     "BREAKDOWN_NULL",
@@ -72,7 +72,7 @@ def _one_value_sql(kind: str, prop: str, p: Params, attr: str) -> str:
     if kind in ("event", "person"):
         expr = f"toString({property_access(prop, kind)})"
     elif kind == "hogql":
-        expr = f"toString({prop})"
+        expr = f"toString{hogql_expression(prop, attr)}"
     else:
         raise ValidationFailed(
             f"Breakdowns of type {kind!r} are not supported (event, person and hogql are).", attr=attr

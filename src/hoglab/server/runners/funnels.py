@@ -23,7 +23,7 @@ from .breakdowns import breakdown_items, breakdown_limit
 from .common import first_event_time, get, series_label
 from .dates import QueryDateRange, bucket_key_sql, resolve_date_range
 from .funnels_sql import PERSON_ROWS_SETTINGS, person_rows_sql, window_micros
-from .properties import Params, property_access
+from .properties import Params, hogql_expression, property_access
 
 __all__ = ["funnel_person_rows", "run_funnels"]
 
@@ -71,7 +71,8 @@ def funnel_person_rows(query: FunnelsQuery, ctx: RunContext, p: Params) -> tuple
         raise ValidationFailed(
             "breakdownAttributionValue must name a step.", attr="funnelsFilter.breakdownAttributionValue"
         )
-    actor = f"({ff.funnelAggregateByHogQL})" if ff.funnelAggregateByHogQL else "person_id"
+    aggregate_by = ff.funnelAggregateByHogQL
+    actor = hogql_expression(aggregate_by, "funnelsFilter.funnelAggregateByHogQL") if aggregate_by else "person_id"
     start, end = rng.bounds_utc()
     sql = person_rows_sql(
         query, list(query.series), p, project=ctx.project, time_from=p.add(rng.date_from), time_to=p.add(end),

@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ValidationFailed
-from ..hogql import escape_identifier
+from ..hogql import HogQLError, escape_identifier, parse_hogql_expr
 
-__all__ = ["Params", "property_access", "property_filters_to_hogql", "test_account_filters"]
+__all__ = ["Params", "hogql_expression", "property_access", "property_filters_to_hogql", "test_account_filters"]
 
 
 class Params:
@@ -55,6 +55,28 @@ def property_access(key: str, kind: str = "event") -> str:
     """HogQL for a property: ``properties.`$browser``` or ``person.properties.email``."""
     path = "person.properties" if kind == "person" else "properties"
     return f"{path}.{escape_identifier(key)}"
+
+
+def hogql_expression(text: Any, attr: str) -> str:
+    """A user's own HogQL expression (a ``hogql`` filter, ``math_hogql``, a HogQL breakdown or aggregation) as
+    text for a runner's query: parsed alone first, so a mistake is a 400 naming ``attr`` (not a place in SQL the
+    user never wrote) and the text can't reach past its own parentheses (``1) OR (1``); the closing one goes on
+    its own line, out of reach of a trailing ``--`` comment.
+
+    >>> hogql_expression("count() -- all", "series.0.math_hogql")
+    '(count() -- all\\n)'
+    >>> hogql_expression("1) OR (1", "series.0.properties.0.key")
+    Traceback (most recent call last):
+    ...
+    hoglab.server.errors.ValidationFailed: Invalid HogQL expression '1) OR (1': Syntax error: ...
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationFailed("A HogQL expression is required.", attr=attr)
+    try:
+        parse_hogql_expr(text)
+    except HogQLError as e:
+        raise ValidationFailed(f"Invalid HogQL expression {text[:80]!r}: {e.message}", attr=attr) from None
+    return f"({text}\n)"
 
 
 def _text(value: Any) -> str:
@@ -149,7 +171,7 @@ def _element_condition(flt: Any, p: Params, attr: str) -> str:
 def _filter_to_hogql(flt: Any, p: Params, attr: str) -> str:
     kind = _get(flt, "type") or "event"
     if kind == "hogql":
-        return f"({_get(flt, 'key')})"
+        return hogql_expression(_get(flt, "key"), f"{attr}.key")
     if kind == "cohort":
         cohort = (
             f"person_id IN (SELECT person_id FROM cohort_people WHERE cohort_id = {p.add(int(_get(flt, 'value')))})"

@@ -24,7 +24,7 @@ from ..errors import ValidationFailed
 from .breakdowns import BREAKDOWN_OTHER, breakdown_limit, breakdown_value_sql, has_breakdown, ranked_sql
 from .common import get, series_conditions
 from .dates import QueryDateRange, bucket_key_sql
-from .properties import Params, property_access
+from .properties import Params, hogql_expression, property_access
 
 __all__ = ["SeriesSQL", "series_sql"]
 
@@ -60,7 +60,7 @@ def _plain_value(series: Any, math: str, p: Params, attr: str) -> str:
     if math == "unique_session":
         return "uniqExactIf(`$session_id`, `$session_id` != '')"
     if math == "hogql":
-        return f"({get(series, 'math_hogql')})"
+        return hogql_expression(get(series, "math_hogql"), f"{attr}.math_hogql")
     if math in PROPERTY_MATH:
         return _aggregate(math, _value_expr(series, p, attr))
     raise ValidationFailed(f"Unsupported math {math!r}.", attr=f"{attr}.math")
