@@ -19,8 +19,11 @@ $(VENV)/.installed-app: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[server,clickhouse,notebook]'
 	touch $@
 
+# PostHog's published OpenAPI document, the tests' oracle of request and answer shapes, comes in the PyPI package
+# arcade-posthog-api; only its JSON file is read, so the package goes in without its (unrelated) dependencies.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-deps arcade-posthog-api==0.2.1
 	touch $@ $(VENV)/.installed-app
 
 ## The main job: the service on the embedded engine with the demo project, its experiment analysed (verdict
