@@ -6,8 +6,16 @@ from posthog_openapi import assert_valid, component, errors
 
 
 def test_the_document_holds_the_components_the_issues_name() -> None:
-    for name in ("Experiment", "ExperimentQuery", "ExperimentQueryResponse", "RetentionQueryResponse",
-                 "LifecycleQueryResponse", "StickinessQueryResponse", "PathsQueryResponse", "HogQLQuery"):
+    for name in (
+        "Experiment",
+        "ExperimentQuery",
+        "ExperimentQueryResponse",
+        "RetentionQueryResponse",
+        "LifecycleQueryResponse",
+        "StickinessQueryResponse",
+        "PathsQueryResponse",
+        "HogQLQuery",
+    ):
         assert component(name)["type"] == "object"
 
 
