@@ -46,7 +46,7 @@ import orjson
 from bench_query import bench_service  # the same service set-up (this script runs from bench/)
 
 from hoglab.server.engine.ddl import DATABASE
-from hoglab.server.runners.funnels_sql import PERSON_ROWS_SETTINGS
+from hoglab.server.query.runners.funnels_sql import PERSON_ROWS_SETTINGS
 
 WINDOW_US = 14 * 86400 * 1_000_000
 TREND = {"kind": "TrendsQuery", "dateRange": {"date_from": "-90d"},

@@ -125,7 +125,7 @@ def _build_parser() -> _Parser:
 def _config(data_dir: Path | None, clickhouse_url: str | None = None) -> ServerConfig:
     """The service settings from the arguments and ``HOGLAB_*`` variables; a bad variable is one line, status 2."""
     from hoglab.server.config import ServerConfig
-    from hoglab.server.ratelimit import RateLimiter
+    from hoglab.server.http.ratelimit import RateLimiter
 
     try:
         config = ServerConfig.from_env(data_dir=data_dir, clickhouse_url=clickhouse_url)

@@ -9,7 +9,7 @@ and may ``purchase`` (with a ``price``). About 220,000 events at the default siz
 
 The experiment (:data:`DEMO_EXPERIMENT`, flag ``new-checkout``, control/test 50/50) runs for the last 30 days.
 A signed-up user's first checkout visit in that window is their exposure: ``$feature_flag_called`` with the
-variant PostHog's hashing gives their distinct id (``flag_hashing.variant_for``), and their later events carry
+variant PostHog's hashing gives their distinct id (``flags.hashing.variant_for``), and their later events carry
 ``$feature/new-checkout``. Exactly 30% of control's and 34.5% of test's exposed users then ``purchase`` (+15%
 relative, whatever the seed; about 1,700 exposures per variant at the default size), which is significant.
 
@@ -202,7 +202,7 @@ def generate_events(
     """The demo's events in PostHog's export shape: ``uuid, event, distinct_id, timestamp, properties,
     elements_chain`` (``timestamp`` a UTC timestamp, ``properties`` JSON text), sorted by time."""
 
-    from hoglab.server.flag_hashing import variant_for
+    from hoglab.server.flags.hashing import variant_for
 
     rng = np.random.default_rng(seed)
     end_us = int(_end(end).timestamp() * _US)
@@ -386,7 +386,7 @@ def seed(
     Called by ``hoglab serve --demo`` (and ``hoglab demo``) when the service starts; a restart finds both
     already there and leaves them alone, so ids and results stay put.
     """
-    from hoglab.server.api.experiment_rules import create_with_flag
+    from hoglab.server.experiments.rules import create_with_flag
 
     engine = state.engine
     if engine is None:

@@ -22,20 +22,20 @@ from pydantic.json_schema import models_json_schema
 from hoglab import __version__
 from hoglab.schema import ErrorBody
 
-from .api import load_routers
-from .api.common import REQUEST_MODELS
-from .cohorts import calculate_quietly
 from .config import ServerConfig
 from .errors import install_error_handlers
-from .event_samples import sample_event_properties
-from .experiment_results import experiment_results
-from .ratelimit import RateLimiter
+from .experiments import experiment_results
+from .experiments.event_samples import sample_event_properties
+from .flags.cohorts import calculate_quietly
+from .http import load_routers
+from .http.bodies import REQUEST_MODELS
+from .http.ratelimit import RateLimiter
 from .state import ServiceState, StartupHook, get_state
 from .store import Store
 
 if TYPE_CHECKING:
     from .engine.base import Engine
-    from .jobs import QueryJobs
+    from .query.jobs import QueryJobs
 
 __all__ = ["ServiceState", "StartupHook", "create_app", "get_state", "seed_demo_hook"]
 
@@ -59,8 +59,8 @@ def _close_ingestion(engine: Engine) -> None:
 
 
 def _start_query_jobs(state: ServiceState) -> QueryJobs:
-    from .jobs import QueryJobs
-    from .query_run import describe_failure
+    from .query.jobs import QueryJobs
+    from .query.run import describe_failure
 
     assert state.engine is not None
     jobs = QueryJobs(

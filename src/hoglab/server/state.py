@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 
 from .config import ServerConfig
-from .query_cache import QueryCache
-from .ratelimit import RateLimiter
+from .http.ratelimit import RateLimiter
+from .query.cache import QueryCache
 from .store import CohortRecord, ExperimentRecord, ProjectRecord, Store
 
 if TYPE_CHECKING:
     from .engine.base import Engine
-    from .jobs import QueryJobs
+    from .query.jobs import QueryJobs
 
 __all__ = [
     "CohortCalculator",

@@ -306,7 +306,7 @@ class ChdbEngine:
     def write_count(self) -> int:
         """How many writes (DDL, inserts, loads) finished on this data since it was opened. This process owns the
         data dir and writes only through here, so an unchanged count means unchanged data: result caches compare
-        it instead of asking the engine (``server/query_cache.py``)."""
+        it instead of asking the engine (``server/query/cache.py``)."""
         return self._live().write_count
 
     def cancel(self, tag: str) -> bool:

@@ -1,12 +1,12 @@
 """Feature flag evaluation for PostHog's SDKs: PostHog's matching rules over hoglab's flags and persons.
 
-* ``evaluate`` — one flag for one person: condition groups, rollout and variants by ``flag_hashing``;
+* ``evaluate`` — one flag for one person: condition groups, rollout and variants by ``flags.hashing``;
 * ``properties`` — PostHog's property operators for flag conditions;
 * ``service`` — a whole request: which flags, whose properties, cohort membership, experience continuity;
 * ``request`` / ``responses`` — the ``/flags`` and ``/decide`` bodies in every version SDKs use;
 * ``continuity`` — hash key overrides (``ensure_experience_continuity``).
 
-The HTTP side is ``hoglab.server.api.flags``.
+The HTTP side is ``hoglab.server.http.flags``.
 
 >>> from hoglab.server.flags import FlagSpec, Person, evaluate_flag
 >>> flag = FlagSpec(1, "exp", {"groups": [{"properties": [], "rollout_percentage": 100}],

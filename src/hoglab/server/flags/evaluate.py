@@ -4,7 +4,7 @@ A flag's ``filters`` hold condition ``groups`` (``properties``, ``rollout_percen
 ``multivariate.variants`` and optional ``payloads``. The person matches the first group (groups with a variant
 override are tried first, the rest in order, as PostHog sorts them) whose properties all match and whose
 rollout includes them; the variant is the group's override when it names a variant, else the one
-``flag_hashing.variant_for`` assigns. Hashing uses the distinct id, or the hash key of experience continuity.
+``flags.hashing.variant_for`` assigns. Hashing uses the distinct id, or the hash key of experience continuity.
 
 >>> from hoglab.server.flags.evaluate import Person, evaluate_flag, FlagSpec
 >>> spec = FlagSpec(1, "beta", {"groups": [{"properties": [], "rollout_percentage": 100}]})
@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ..flag_hashing import bucket, variant_for
+from .hashing import bucket, variant_for
 from .properties import UnsupportedFilter, match_property
 
 __all__ = ["FlagMatch", "FlagSpec", "Person", "evaluate_flag", "filter_kind", "reason_description"]

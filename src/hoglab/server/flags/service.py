@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import cohorts as cohort_membership
 from ..ingest import PersonStore
 from ..store import CohortRecord, FlagRecord, ProjectRecord
+from . import cohorts as cohort_membership
 from . import continuity
 from .evaluate import FlagMatch, FlagSpec, Person, evaluate_flag, filter_kind
 from .request import FlagsRequest

@@ -1,0 +1,200 @@
+"""PostHog's rules for experiments and their flags, kept apart from the HTTP plumbing of ``experiments.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from hoglab.schema import DEFAULT_VARIANTS, ExperimentCreate, ExperimentParameters
+
+from ..errors import ValidationFailed
+from ..http.bodies import validate_body
+from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, Store, UserRecord
+
+__all__ = [
+    "MODEL_ERROR_ATTRS",
+    "UPDATABLE_FIELDS",
+    "create_with_flag",
+    "experiment_body",
+    "exposure_cohort_filters",
+    "flag_filters",
+    "requires_flag_implementation",
+    "to_utc",
+    "variants_from",
+]
+
+# Fields a PATCH may change (PostHog's list for the legacy serializer). Others: "Can't update keys: ...".
+UPDATABLE_FIELDS = frozenset(
+    {"name", "description", "start_date", "end_date", "filters", "parameters", "archived", "secondary_metrics"}
+)
+# Model-level checks of the schema report no field; these are the fields they are about.
+MODEL_ERROR_ATTRS = {
+    "End date must be after start date": "end_date",
+    "Experiments do not support global filter properties": "filters__properties",
+}
+FEATURE_FLAG_CALLED = "$feature_flag_called"
+
+
+def to_utc(value: datetime | None, attr: str) -> datetime | None:
+    """``value`` in UTC; a 400 naming ``attr`` when the shift leaves the calendar (year 1 at +05:00)."""
+    if value is None:
+        return None
+    try:
+        return value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise ValidationFailed("Datetime is out of the supported range.", attr=attr) from None
+
+
+def _plain_number(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
+
+
+def variants_from(parameters: ExperimentParameters | None) -> list[dict[str, Any]]:
+    """The flag variants an experiment asks for (control/test 50/50 unless ``feature_flag_variants`` says)."""
+    if parameters is None or not parameters.feature_flag_variants:
+        return [dict(v) for v in DEFAULT_VARIANTS]
+    variants: list[dict[str, Any]] = []
+    for variant in parameters.feature_flag_variants:
+        item: dict[str, Any] = {"key": variant.key}
+        if variant.name is not None:
+            item["name"] = variant.name
+        item["rollout_percentage"] = _plain_number(variant.rollout_percentage)
+        variants.append(item)
+    return variants
+
+
+def flag_filters(variants: Sequence[Mapping[str, Any]], aggregation_group_type_index: int | None) -> dict[str, Any]:
+    """The filters of an experiment's new flag: everyone in, split by the variants' rollout.
+
+    >>> flag_filters([{"key": "control", "rollout_percentage": 100}], None)["groups"]
+    [{'properties': [], 'rollout_percentage': 100}]
+    """
+    return {
+        "groups": [{"properties": [], "rollout_percentage": 100}],
+        "multivariate": {"variants": [dict(v) for v in variants]},
+        "aggregation_group_type_index": aggregation_group_type_index,
+        "holdout_groups": None,
+    }
+
+
+def same_variants(left: Sequence[Mapping[str, Any]], right: Sequence[Mapping[str, Any]]) -> bool:
+    """Same keys with the same rollout, in any order (names are labels and may change)."""
+
+    def shape(variants: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+        return {str(v.get("key")): float(v.get("rollout_percentage") or 0) for v in variants}
+
+    return shape(left) == shape(right)
+
+
+def experiment_body(record: ExperimentRecord, flag: FlagRecord, user: UserRecord | None) -> dict[str, Any]:
+    """The ``Experiment`` answer: the seed's fields, the nested flag and creator."""
+    return {
+        "id": record.id,
+        "name": record.name,
+        "description": record.description,
+        "start_date": record.start_date,
+        "end_date": record.end_date,
+        "feature_flag_key": flag.key,
+        "feature_flag": flag.to_api(),
+        "exposure_cohort": record.exposure_cohort_id,
+        "parameters": record.parameters,
+        "secondary_metrics": record.secondary_metrics,
+        "filters": record.filters,
+        "archived": record.archived,
+        "created_by": None if user is None else user.to_api(),
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "type": record.type,
+    }
+
+
+def exposure_cohort_filters(
+    flag_key: str, start_date: datetime, parameters: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """PostHog's definition of an exposure cohort: persons who performed the exposure event since the start.
+
+    The exposure event is ``$feature_flag_called`` with ``$feature_flag = <key>``, or the first event of
+    ``parameters.custom_exposure_filter`` with its event property filters.
+    """
+    event = FEATURE_FLAG_CALLED
+    event_filters: list[Any] = [{"key": "$feature_flag", "value": [flag_key], "operator": "exact", "type": "event"}]
+    custom = (parameters or {}).get("custom_exposure_filter")
+    if isinstance(custom, Mapping):
+        events = custom.get("events")
+        if isinstance(events, list) and events and isinstance(events[0], Mapping) and events[0].get("id"):
+            event = str(events[0]["id"])
+            properties = events[0].get("properties")
+            event_filters = [p for p in properties or [] if isinstance(p, Mapping) and p.get("type") == "event"]
+    behavioral = {
+        "type": "behavioral",
+        "value": "performed_event",
+        "key": event,
+        "event_type": "events",
+        "event_filters": event_filters,
+        "explicit_datetime": start_date.isoformat(),
+        "negation": False,
+    }
+    return {"properties": {"type": "OR", "values": [{"type": "OR", "values": [behavioral]}]}}
+
+
+def cohort_body(cohort: CohortRecord, user: UserRecord | None) -> dict[str, Any]:
+    return {**cohort.to_api(), "created_by": None if user is None else user.to_api()}
+
+
+def requires_flag_implementation(samples: Sequence[Mapping[str, Any]]) -> bool:
+    """True when no sampled event carries a ``$feature/<flag>`` property: the SDK doesn't send flag info yet.
+
+    >>> requires_flag_implementation([]), requires_flag_implementation([{"$feature/x": "test"}])
+    (True, False)
+    """
+    return not any(isinstance(key, str) and key.startswith("$feature/") for props in samples for key in props)
+
+
+def _duplicate_key() -> ValidationFailed:
+    return ValidationFailed("There is already a feature flag with this key.", attr="key", code="unique")
+
+
+def create_with_flag(
+    store: Store, project_id: int, user_id: int, data: Mapping[str, Any]
+) -> tuple[ExperimentRecord, FlagRecord]:
+    """Validate a create body and store the experiment with its new multivariate flag.
+
+    Flag and experiment are written in one transaction: a failure on either leaves neither behind. Used by the
+    API and by the demo set-up, so both make experiments the same way.
+    """
+    payload = validate_body(ExperimentCreate, dict(data), model_error_attrs=MODEL_ERROR_ATTRS)
+    start_date = to_utc(payload.start_date, "start_date")
+    end_date = to_utc(payload.end_date, "end_date")
+    parameters = payload.parameters
+    variants = variants_from(parameters)
+    extra = (parameters.model_extra or {}) if parameters is not None else {}
+    with store.transaction():
+        if store.flags.get_by_key(project_id, payload.feature_flag_key) is not None:
+            raise _duplicate_key()
+        try:
+            flag = store.flags.create(
+                project_id,
+                payload.feature_flag_key,
+                name=f"Feature Flag for Experiment {payload.name}",
+                filters=flag_filters(variants, parameters.aggregation_group_type_index if parameters else None),
+                active=start_date is not None,
+                ensure_experience_continuity=bool(extra.get("ensure_experience_continuity")),
+                created_by_id=user_id,
+            )
+        except DuplicateFlagKey:
+            raise _duplicate_key() from None
+        record = store.experiments.create(
+            project_id,
+            name=payload.name,
+            feature_flag_id=flag.id,
+            description=payload.description or "",
+            parameters=data.get("parameters"),
+            secondary_metrics=data.get("secondary_metrics") or [],
+            filters=data.get("filters") or {},
+            start_date=start_date,
+            end_date=end_date,
+            archived=bool(payload.archived),
+            created_by_id=user_id,
+        )
+    return record, flag

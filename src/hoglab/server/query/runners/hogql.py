@@ -1,0 +1,85 @@
+"""The ``HogQLQuery`` runner: a user's HogQL statement, compiled for the project, rows straight from the engine.
+
+PostHog's semantics (reference 1.4-1.5): a statement without LIMIT returns 100 rows and runs as ``LIMIT 101`` so
+``hasMore`` can be told; with an explicit LIMIT, ``hasMore``/``limit``/``offset`` are ``null``; any LIMIT is
+capped at 10,000 rows. Rows stay the engine's JSON bytes (a :class:`RawAnswer`): a 10,000-row answer is never
+parsed into Python objects, only its 101st row is cut off when there is one. Compiled statements are kept
+(``base.COMPILED``, 512 of them): the same request is compiled once.
+
+>>> drop_last_row(b'[\\n\\t\\t[1],\\n\\t\\t[2],\\n\\t\\t[3]\\n\\t]')
+b'[\\n\\t\\t[1],\\n\\t\\t[2]\\n\\t]'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from hoglab.schema import DEFAULT_RETURNED_ROWS, MAX_SELECT_RETURNED_ROWS, HogQLQuery
+
+from ...hogql import HogQLError
+from .base import RawAnswer, RunContext, register
+
+__all__ = ["MODIFIERS", "drop_last_row", "run_hogql"]
+
+# How hoglab resolves persons, in PostHog's modifier vocabulary (docs/hogql.md "Persons"); requested modifiers
+# are accepted for compatibility but change nothing.
+MODIFIERS: dict[str, Any] = {"personsOnEventsMode": "person_id_override_properties_joined"}
+
+# ClickHouse's JSONCompact writes each row on its own line, "\n\t\t[...]", separated by commas. A JSON string
+# can't hold a raw newline, so the last separator found from the end starts the last row.
+_ROW_SEPARATOR = b",\n\t\t["
+
+
+def drop_last_row(data: bytes) -> bytes:
+    """``data`` (a JSON array of rows as ClickHouse writes it) without its last row; cheap: scans one row."""
+    cut = data.rfind(_ROW_SEPARATOR)
+    if cut < 0:
+        # One row, or a layout this code does not know: parse (only ever 101 rows here) and write back.
+        rows = orjson.loads(data)
+        return orjson.dumps(rows[:-1])
+    return data[:cut] + b"\n\t]"
+
+
+@register("HogQLQuery")
+def run_hogql(query: HogQLQuery, ctx: RunContext) -> RawAnswer:
+    """Compile with the default limit (100) and the cap (10,000), run, answer PostHog's HogQL response."""
+    if query.variables:
+        raise HogQLError("Query variables are not supported: bind values with `values` and {placeholders}.")
+    compiled = ctx.compile(
+        query.query,
+        values=query.values,
+        default_limit=DEFAULT_RETURNED_ROWS,
+        max_limit=MAX_SELECT_RETURNED_ROWS,
+        filters=query.filters.model_dump(mode="json") if query.filters else None,
+    )
+    result = ctx.execute_json(compiled)
+    data = result.data
+    has_more: bool | None = None
+    limit: int | None = None
+    offset: int | None = None
+    if compiled.has_implicit_limit:
+        limit = compiled.limit
+        offset = compiled.offset or 0
+        has_more = limit is not None and result.rows > limit
+        if has_more:
+            data = drop_last_row(data)
+    return RawAnswer(
+        results=data,
+        fields={
+            "columns": result.columns,
+            "types": [[name, type_] for name, type_ in zip(result.columns, result.types, strict=True)],
+            "hogql": compiled.hogql,
+            "clickhouse": compiled.sql,
+            "query": query.query,
+            "hasMore": has_more,
+            "limit": limit,
+            "offset": offset,
+            "error": None,
+            "explain": None,
+            "metadata": None,
+            "modifiers": MODIFIERS,
+            "resolved_date_range": None,
+        },
+    )

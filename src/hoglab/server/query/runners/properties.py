@@ -1,0 +1,212 @@
+"""Property filters (and groups of them) as HogQL text whose every value is a ``{placeholder}``.
+
+Runners write HogQL; user values never become HogQL text: :class:`Params` hands out placeholder names and
+keeps the values for ``ctx.run(..., values=params.values)``, and property keys go through ``escape_identifier``.
+
+Semantics (PostHog's, see docs/insights.md):
+
+* ``properties.x`` is ``Nullable(String)``: a missing key is NULL. ``exact`` compares text (a number value also
+  matches numerically, so ``5`` matches ``5`` and ``5.0``); a list means any of them. ``is_not``,
+  ``not_icontains``, ``not_regex`` keep events without the property, as PostHog does.
+* ``gt/gte/lt/lte/between/not_between/min/max`` compare numerically (``toFloat64OrNull``); a non-number is no match.
+* ``is_set``/``is_not_set``: key present (and not JSON null) or not.
+* ``person`` filters read ``person.properties``; ``cohort`` is membership through ``cohort_people``; ``hogql`` is
+  the expression itself (compiled with the same guards); ``element`` matches ``elements_chain``.
+
+>>> p = Params()
+>>> property_filters_to_hogql([{"key": "$browser", "value": ["Chrome", "Safari"], "type": "event"}], p)
+'(properties.`$browser` IN {p0})'
+>>> p.values
+{'p0': ['Chrome', 'Safari']}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...errors import ValidationFailed
+from ...hogql import HogQLError, escape_identifier, parse_hogql_expr
+
+__all__ = ["Params", "hogql_expression", "property_access", "property_filters_to_hogql", "test_account_filters"]
+
+
+class Params:
+    """Placeholder names for values: ``params.add(v)`` → ``"{p3}"``, all values in ``params.values``."""
+
+    def __init__(self, prefix: str = "p") -> None:
+        self.prefix = prefix
+        self.values: dict[str, Any] = {}
+
+    def add(self, value: Any) -> str:
+        name = f"{self.prefix}{len(self.values)}"
+        self.values[name] = value
+        return "{" + name + "}"
+
+
+def _get(flt: Any, name: str, default: Any = None) -> Any:
+    if isinstance(flt, Mapping):
+        return flt.get(name, default)
+    return getattr(flt, name, default)
+
+
+def property_access(key: str, kind: str = "event") -> str:
+    """HogQL for a property: ``properties.`$browser``` or ``person.properties.email``."""
+    path = "person.properties" if kind == "person" else "properties"
+    return f"{path}.{escape_identifier(key)}"
+
+
+def hogql_expression(text: Any, attr: str) -> str:
+    """A user's own HogQL expression (a ``hogql`` filter, ``math_hogql``, a HogQL breakdown or aggregation) as
+    text for a runner's query: parsed alone first, so a mistake is a 400 naming ``attr`` (not a place in SQL the
+    user never wrote) and the text can't reach past its own parentheses (``1) OR (1``); the closing one goes on
+    its own line, out of reach of a trailing ``--`` comment.
+
+    >>> hogql_expression("count() -- all", "series.0.math_hogql")
+    '(count() -- all\\n)'
+    >>> hogql_expression("1) OR (1", "series.0.properties.0.key")
+    Traceback (most recent call last):
+    ...
+    hoglab.server.errors.ValidationFailed: Invalid HogQL expression '1) OR (1': Syntax error: ...
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationFailed("A HogQL expression is required.", attr=attr)
+    try:
+        parse_hogql_expr(text)
+    except HogQLError as e:
+        raise ValidationFailed(f"Invalid HogQL expression {text[:80]!r}: {e.message}", attr=attr) from None
+    return f"({text}\n)"
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _number(value: Any, attr: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValidationFailed(f"Expected a number, got {value!r}.", attr=attr) from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValidationFailed(f"Expected a finite number, got {value!r}.", attr=attr)
+    return number
+
+
+def _like(value: Any) -> str:
+    return "%" + re.sub(r"([\\%_])", r"\\\1", _text(value)) + "%"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _equals_any(prop: str, values: list[Any], p: Params) -> str:
+    texts = [_text(v) for v in values]
+    text_test = f"{prop} = {p.add(texts[0])}" if len(texts) == 1 else f"{prop} IN {p.add(texts)}"
+    numbers = [float(v) for v in values if _is_number(v)]
+    if not numbers:
+        return text_test
+    return f"({text_test} OR toFloat64OrNull({prop}) IN {p.add(numbers)})"
+
+
+def _value_condition(prop: str, op: str, value: Any, p: Params, attr: str) -> str:
+    values = value if isinstance(value, list) else [value]
+    if op in ("is_set", "is_not_set"):
+        return f"{prop} IS NOT NULL" if op == "is_set" else f"{prop} IS NULL"
+    if value is None or values == []:
+        raise ValidationFailed(f"Operator {op!r} needs a value.", attr=attr)
+    if op in ("exact", "in"):
+        return _equals_any(prop, values, p)
+    if op in ("is_not", "not_in"):
+        return f"({prop} IS NULL OR NOT {_equals_any(prop, values, p)})"
+    if op == "icontains":
+        return f"{prop} ILIKE {p.add(_like(values[0]))}"
+    if op == "not_icontains":
+        return f"({prop} IS NULL OR NOT ({prop} ILIKE {p.add(_like(values[0]))}))"
+    if op == "regex":
+        return f"ifNull(match({prop}, {p.add(_text(values[0]))}), 0)"
+    if op == "not_regex":
+        return f"({prop} IS NULL OR NOT match({prop}, {p.add(_text(values[0]))}))"
+    number = f"toFloat64OrNull({prop})"
+    comparisons = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<=", "min": ">=", "max": "<="}
+    if op in comparisons:
+        return f"ifNull({number} {comparisons[op]} {p.add(_number(values[0], attr))}, 0)"
+    if op in ("between", "not_between"):
+        if len(values) != 2:
+            raise ValidationFailed(f"Operator {op!r} needs [low, high].", attr=attr)
+        low, high = (p.add(_number(v, attr)) for v in values)
+        inside = f"ifNull({number} >= {low} AND {number} <= {high}, 0)"
+        return inside if op == "between" else f"NOT {inside}"
+    if op in ("is_date_exact", "is_date_before", "is_date_after"):
+        cmp = {"is_date_exact": "=", "is_date_before": "<", "is_date_after": ">"}[op]
+        parsed = f"parseDateTime64BestEffortOrNull({prop}, 6)"
+        return f"ifNull({parsed} {cmp} parseDateTime64BestEffortOrNull({p.add(_text(values[0]))}, 6), 0)"
+    raise ValidationFailed(f"Unsupported property operator {op!r}.", attr=attr)
+
+
+_ELEMENT_PATTERNS = {
+    "tag_name": lambda v: r"(^|;)" + re.escape(v) + r"([.:;]|$)",
+    "text": lambda v: 'text="' + re.escape(v) + '"',
+    "href": lambda v: 'attr__href="' + re.escape(v) + '"',
+}
+
+
+def _element_condition(flt: Any, p: Params, attr: str) -> str:
+    key, op, value = _get(flt, "key"), _get(flt, "operator") or "exact", _get(flt, "value")
+    if key not in _ELEMENT_PATTERNS or op not in ("exact", "is_not"):
+        raise ValidationFailed(
+            "Element filters support tag_name, text and href with exact or is_not.", attr=f"{attr}.key"
+        )
+    values = value if isinstance(value, list) else [value]
+    tests = [f"match(elements_chain, {p.add(_ELEMENT_PATTERNS[key](_text(v)))})" for v in values]
+    joined = "(" + " OR ".join(tests) + ")"
+    return joined if op == "exact" else f"NOT {joined}"
+
+
+def _filter_to_hogql(flt: Any, p: Params, attr: str) -> str:
+    kind = _get(flt, "type") or "event"
+    if kind == "hogql":
+        return hogql_expression(_get(flt, "key"), f"{attr}.key")
+    if kind == "cohort":
+        cohort = (
+            f"person_id IN (SELECT person_id FROM cohort_people WHERE cohort_id = {p.add(int(_get(flt, 'value')))})"
+        )
+        return f"NOT ({cohort})" if _get(flt, "operator") == "not_in" else cohort
+    if kind == "element":
+        return _element_condition(flt, p, attr)
+    if kind not in ("event", "feature", "person"):
+        raise ValidationFailed(f"Property filters of type {kind!r} are not supported.", attr=f"{attr}.type")
+    prop = property_access(str(_get(flt, "key")), "person" if kind == "person" else "event")
+    return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr)
+
+
+def property_filters_to_hogql(filters: Any, p: Params, *, attr: str = "properties") -> str | None:
+    """A list (AND-ed) or an AND/OR group of filters as one HogQL condition; ``None`` when there is nothing."""
+    if filters is None:
+        return None
+    if isinstance(filters, Sequence) and not isinstance(filters, (str, bytes)):
+        parts = [_filter_to_hogql(f, p, f"{attr}.{i}") for i, f in enumerate(filters)]
+        return "(" + " AND ".join(parts) + ")" if parts else None
+    kind = _get(filters, "type")
+    if kind in ("AND", "OR"):
+        values = _get(filters, "values") or []
+        parts = [
+            part
+            for i, v in enumerate(values)
+            if (part := property_filters_to_hogql(v, p, attr=f"{attr}.values.{i}")) is not None
+        ]
+        if not parts:
+            return None
+        return "(" + f" {kind} ".join(parts) + ")"
+    return _filter_to_hogql(filters, p, attr)
+
+
+def test_account_filters(project: Any) -> list[Any]:
+    """The project's ``test_account_filters`` (hoglab projects have none yet: ``filterTestAccounts`` is a no-op)."""
+    filters = getattr(project, "test_account_filters", None)
+    return list(filters) if isinstance(filters, list) else []
