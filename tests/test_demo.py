@@ -18,7 +18,7 @@ from scipy import stats
 from hoglab.demo import DEMO_EXPERIMENT, DEMO_USERS, default_end, generate_events, seed_events
 from hoglab.schema import ExperimentCreate
 from hoglab.server.engine.chdb import ChdbEngine
-from hoglab.server.flag_hashing import variant_for
+from hoglab.server.flags.hashing import variant_for
 
 END = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -126,7 +126,7 @@ def test_experiment_dates_and_key() -> None:
 def test_funnel_window_is_posthogs(interval: int | None, unit: str | None, days: float) -> None:
     """PostHog's units: a month is 31 days; the default window is 14 days. The runners use the same helper."""
     from hoglab.schema import funnel_window_seconds
-    from hoglab.server.runners.funnels_sql import window_micros
+    from hoglab.server.query.runners.funnels_sql import window_micros
 
     assert funnel_window_seconds(interval, unit) == days * 86_400
     assert window_micros({"funnelWindowInterval": interval, "funnelWindowIntervalUnit": unit}) == days * 86_400e6

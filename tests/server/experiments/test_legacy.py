@@ -11,17 +11,17 @@ from datetime import UTC, datetime
 import pytest
 
 from hoglab.server.errors import ValidationFailed
-from hoglab.server.experiment_results import Arms, read_custom_exposure, read_metric
-from hoglab.server.experiment_results.metrics import FunnelRun, TrendRun
-from hoglab.server.experiment_results.queries import count_query, exposure_query, funnel_query
-from hoglab.server.experiment_results.verdicts import funnel_result, secondary_values, trend_result
+from hoglab.server.experiments import Arms, read_custom_exposure, read_metric
+from hoglab.server.experiments.metrics import FunnelRun, TrendRun
+from hoglab.server.experiments.queries import count_query, exposure_query, funnel_query
+from hoglab.server.experiments.verdicts import funnel_result, secondary_values, trend_result
 
 ARMS = Arms("flag", ("control", "test"), datetime(2025, 1, 1, 12, tzinfo=UTC), None, "Asia/Kolkata")
 
 
 @pytest.mark.parametrize("name", ["legacy", "queries", "verdicts"])
 def test_doctests(name: str) -> None:
-    module = importlib.import_module(f"hoglab.server.experiment_results.{name}")
+    module = importlib.import_module(f"hoglab.server.experiments.{name}")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
 

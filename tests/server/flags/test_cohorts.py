@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hoglab.server.cohorts import CohortNotComputable, calculate, is_materialised
+from hoglab.server.flags.cohorts import CohortNotComputable, calculate, is_materialised
 from hoglab.server.hogql import compile_hogql
 
 from .helpers import ask, capture, iso, make_flag, values

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from hoglab.server.flag_hashing import bucket, in_rollout, variant_for
 from hoglab.server.flags import FlagSpec, Person, evaluate_flag
 from hoglab.server.flags.evaluate import reason_description
+from hoglab.server.flags.hashing import bucket, in_rollout, variant_for
 
 VARIANTS = [
     {"key": "control", "rollout_percentage": 34},

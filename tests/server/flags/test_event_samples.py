@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hoglab.server.event_samples import SAMPLE_SIZE, sample_event_properties
+from hoglab.server.experiments.event_samples import SAMPLE_SIZE, sample_event_properties
 
 from .helpers import capture, iso
 

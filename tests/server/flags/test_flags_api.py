@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from hoglab.server.flag_hashing import variant_for
+from hoglab.server.flags.hashing import variant_for
 
 from .helpers import TWO_WAY, ask, capture, make_flag, values
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hoglab.server.flag_hashing import variant_for
+from hoglab.server.flags.hashing import variant_for
 from hoglab.server.hogql import compile_hogql
 from hoglab.stats.posthog import trend_verdict
 

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from hoglab.server.auth import has_scope
+from hoglab.server.http.auth import has_scope
 
 
 def _error(response, status: int, code: str, *, type_: str = "authentication_error") -> str:

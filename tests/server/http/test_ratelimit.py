@@ -10,9 +10,9 @@ import pytest
 from fastapi import Depends
 
 from hoglab.local import start_local_service
-from hoglab.server.auth import AuthContext
 from hoglab.server.config import ServerConfig
-from hoglab.server.ratelimit import Rate, RateLimiter, query_rate_limited
+from hoglab.server.http.auth import AuthContext
+from hoglab.server.http.ratelimit import Rate, RateLimiter, query_rate_limited
 
 
 class FakeClock:

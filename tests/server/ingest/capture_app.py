@@ -2,7 +2,7 @@
 
     python capture_app.py DATA_DIR PORT phc_token=PROJECT_ID [...]
 
-It mounts ``hoglab.server.api.capture.router`` with PostHog's error handlers, the chDB engine on ``DATA_DIR``
+It mounts ``hoglab.server.http.capture.router`` with PostHog's error handlers, the chDB engine on ``DATA_DIR``
 and a stand-in for the foundation's project store (``get_by_token``). ``GET /_events?project=N`` lists stored
 event uuids (a test aid, not part of the API).
 """
@@ -16,9 +16,9 @@ from types import SimpleNamespace
 import uvicorn
 from fastapi import FastAPI
 
-from hoglab.server.api.capture import router
 from hoglab.server.engine.chdb import ChdbEngine
 from hoglab.server.errors import install_error_handlers
+from hoglab.server.http.capture import router
 
 
 @dataclass

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from querytesting import Seeded
 
-from hoglab.server.draft_sql import FALLBACK, Vocabulary, draft_sql
 from hoglab.server.hogql import compile_hogql
+from hoglab.server.query.draft_sql import FALLBACK, Vocabulary, draft_sql
 
 VOCAB = Vocabulary(
     events=("$pageview", "signup", "purchase", "$feature_flag_called"),

@@ -9,7 +9,7 @@ import uuid
 
 from querytesting import SLOW_HOGQL, Seeded, new_project, running_tags
 
-from hoglab.server.jobs import tag_for
+from hoglab.server.query.jobs import tag_for
 
 STATUS_FIELDS = {
     "id", "team_id", "query_async", "complete", "error", "error_message", "results", "start_time", "end_time",

@@ -16,10 +16,17 @@ import pytest
 from querytesting import Seeded
 
 from hoglab.schema import QueryRequest
-from hoglab.server.jobs import CANCELLED_MESSAGE, ORPHAN_MESSAGE, STOPPED_MESSAGE, QueryJobs, TooManyQueries, tag_for
-from hoglab.server.query_cache import QueryCache
-from hoglab.server.query_run import execution_mode, scrub_engine_message
-from hoglab.server.runners.hogql import drop_last_row
+from hoglab.server.query.cache import QueryCache
+from hoglab.server.query.jobs import (
+    CANCELLED_MESSAGE,
+    ORPHAN_MESSAGE,
+    STOPPED_MESSAGE,
+    QueryJobs,
+    TooManyQueries,
+    tag_for,
+)
+from hoglab.server.query.run import execution_mode, scrub_engine_message
+from hoglab.server.query.runners.hogql import drop_last_row
 from hoglab.server.store import Store
 
 
@@ -254,7 +261,7 @@ def test_engine_messages_are_scrubbed(message: str, expected: str) -> None:
 
 
 def test_the_same_request_is_compiled_once(seeded: Seeded, monkeypatch) -> None:
-    import hoglab.server.runners.base as runner  # RunContext.compile keeps compiled statements (COMPILED)
+    import hoglab.server.query.runners.base as runner  # RunContext.compile keeps compiled statements (COMPILED)
 
     calls: list[str] = []
     real = runner.compile_hogql
@@ -278,7 +285,7 @@ def test_values_that_compile_differently_never_share_a_compiled_statement() -> N
     from types import SimpleNamespace
 
     from hoglab.server.hogql import HogQLError, compile_hogql
-    from hoglab.server.runners import RunContext
+    from hoglab.server.query.runners import RunContext
 
     project = SimpleNamespace(id=424242, timezone="Europe/Paris")
     ctx = RunContext(project=project, engine=None, now=datetime.now(UTC), tag="t")
@@ -297,7 +304,7 @@ def test_values_that_compile_differently_never_share_a_compiled_statement() -> N
 
 
 def test_answers_with_huge_integers_are_still_written() -> None:
-    from hoglab.server.query_run import dumps
+    from hoglab.server.query.run import dumps
 
     assert json.loads(dumps({"n": 10**30, "at": datetime(2025, 1, 1, tzinfo=UTC)})) == {
         "n": 10**30,

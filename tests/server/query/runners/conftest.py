@@ -20,7 +20,7 @@ import pytest
 from hoglab.local import LocalService
 from hoglab.schema import parse_query
 from hoglab.server.ingest import load_file
-from hoglab.server.runners import RunContext, has_person_overrides, load_runners
+from hoglab.server.query.runners import RunContext, has_person_overrides, load_runners
 from hoglab.server.store import ProjectRecord
 
 pytestmark = pytest.mark.xdist_group("insights")

@@ -8,7 +8,7 @@ import pkgutil
 
 import pytest
 
-import hoglab.server.runners as runners
+import hoglab.server.query.runners as runners
 
 MODULES = sorted(f"{runners.__name__}.{m.name}" for m in pkgutil.iter_modules(runners.__path__))
 
