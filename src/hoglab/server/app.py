@@ -23,12 +23,12 @@ from hoglab import __version__
 from hoglab.schema import ErrorBody
 
 from .config import ServerConfig
-from .errors import install_error_handlers
 from .experiments import experiment_results
 from .experiments.event_samples import sample_event_properties
 from .flags.cohorts import calculate_quietly
 from .http import load_routers
 from .http.bodies import REQUEST_MODELS
+from .http.errors import install_error_handlers
 from .http.ratelimit import RateLimiter
 from .state import ServiceState, StartupHook, get_state
 from .store import Store
@@ -59,8 +59,8 @@ def _close_ingestion(engine: Engine) -> None:
 
 
 def _start_query_jobs(state: ServiceState) -> QueryJobs:
+    from .query.failures import describe_failure
     from .query.jobs import QueryJobs
-    from .query.run import describe_failure
 
     assert state.engine is not None
     jobs = QueryJobs(

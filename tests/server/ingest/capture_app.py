@@ -17,8 +17,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from hoglab.server.engine.chdb import ChdbEngine
-from hoglab.server.errors import install_error_handlers
 from hoglab.server.http.capture import router
+from hoglab.server.http.errors import install_error_handlers
 
 
 @dataclass

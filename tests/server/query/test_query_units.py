@@ -17,6 +17,7 @@ from querytesting import Seeded
 
 from hoglab.schema import QueryRequest
 from hoglab.server.query.cache import QueryCache
+from hoglab.server.query.failures import scrub_engine_message
 from hoglab.server.query.jobs import (
     CANCELLED_MESSAGE,
     ORPHAN_MESSAGE,
@@ -25,7 +26,7 @@ from hoglab.server.query.jobs import (
     TooManyQueries,
     tag_for,
 )
-from hoglab.server.query.run import execution_mode, scrub_engine_message
+from hoglab.server.query.request import execution_mode
 from hoglab.server.query.runners.hogql import drop_last_row
 from hoglab.server.store import Store
 
@@ -304,7 +305,7 @@ def test_values_that_compile_differently_never_share_a_compiled_statement() -> N
 
 
 def test_answers_with_huge_integers_are_still_written() -> None:
-    from hoglab.server.query.run import dumps
+    from hoglab.server.query.answers import dumps
 
     assert json.loads(dumps({"n": 10**30, "at": datetime(2025, 1, 1, tzinfo=UTC)})) == {
         "n": 10**30,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationFailed
-from ..query.run import api_error
+from ..query.failures import api_error
 from ..query.runners import RunContext
 from ..query.runners.funnels import run_funnels
 from ..query.runners.trends import run_trends

@@ -28,10 +28,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..engine.base import EngineError
+from ..engine.limits import LimitedEngine, statement_limits
 from ..errors import NotFound, ServerError
+from ..query.answers import dumps, join_members
 from ..query.cache import cache_key, data_version
+from ..query.failures import api_error
 from ..query.jobs import iso, tag_for
-from ..query.run import LimitedEngine, api_error, dumps, join_members, statement_limits
 from ..query.runners import RunContext, has_person_overrides
 from ..store import ExperimentRecord, FlagRecord, ProjectRecord
 from ..store.db import utcnow

@@ -1,0 +1,113 @@
+"""Every failure while answering a query, as the HTTP error PostHog gives for it (reference 1.7, docs/api.md)."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from hoglab.schema import ErrorBody
+
+from ..engine.base import EngineError, MemoryLimitExceeded, QueryCancelled, QueryError, QueryTimeout, TooManyRows
+from ..errors import APIError, QueryTimedOut, ServerError, Throttled, ValidationFailed
+from ..hogql import HogQLError
+from .jobs import TooManyQueries
+
+__all__ = ["EngineFailed", "HogQLInvalid", "MemoryLimitReached", "QueryWasCancelled", "api_error",
+           "describe_failure", "scrub_engine_message"]  # fmt: skip
+
+log = logging.getLogger("hoglab.server.query")
+
+
+class HogQLInvalid(ValidationFailed):
+    """A HogQL statement the compiler refuses: the body also says where (``start``/``end``/``line``/``column``)."""
+
+    def __init__(self, error: HogQLError) -> None:
+        super().__init__(str(error))
+        self.position = {k: v for k, v in error.to_dict().items() if k != "message"}
+
+    def body(self) -> ErrorBody:
+        return ErrorBody(type=self.error_type, code=self.code, detail=self.detail, attr=self.attr, **self.position)
+
+
+class QueryWasCancelled(APIError):
+    status_code = 400
+    error_type = "invalid_request"
+    default_code = "query_cancelled"
+    default_detail = "The query was cancelled."
+
+
+class MemoryLimitReached(ValidationFailed):
+    default_code = "memory_limit_exceeded"
+    default_detail = (
+        "Query has reached the max memory limit before completing. Narrow the date range, aggregate before "
+        "selecting rows, or select fewer columns."
+    )
+
+
+class EngineFailed(ServerError):
+    default_detail = "The engine failed while executing the query."
+
+
+_CUT_MARKERS = (" In scope ", "In scope SELECT", " while processing query", " While processing ")
+_QUALIFIERS = re.compile(r"\b(?:__hq_\w+|hoglab)\.")
+
+
+def scrub_engine_message(message: str) -> str:
+    """An engine message for the user: without the compiled statement it quotes (which shows the guard views,
+    internal aliases and database) and without internal qualifiers.
+
+    >>> scrub_engine_message("Illegal types String and UInt8 of arguments of function plus: In scope SELECT ...")
+    'Illegal types String and UInt8 of arguments of function plus.'
+    """
+    text = message
+    for marker in _CUT_MARKERS:
+        at = text.find(marker)
+        if at >= 0:
+            text = text[:at]
+    text = _QUALIFIERS.sub("", text)
+    for secret in ("team_id", "__hq"):
+        at = text.find(secret)
+        if at >= 0:
+            text = text[:at]
+    text = text.strip().rstrip(":;,").strip()
+    if not text:
+        return "The engine could not run the query."
+    return text if text.endswith((".", "?", "!", ")")) else text + "."
+
+
+def api_error(exc: BaseException) -> APIError:
+    """The HTTP error for a failure while answering a query (reference 1.7, decisions in docs/api.md)."""
+    if isinstance(exc, APIError):
+        return exc
+    if isinstance(exc, HogQLError):
+        if exc.internal:
+            log.error("HogQL compiler failure surfaced as a 400: %s", exc)
+        return HogQLInvalid(exc)
+    if isinstance(exc, QueryTimeout):
+        return QueryTimedOut()
+    if isinstance(exc, MemoryLimitExceeded):
+        return MemoryLimitReached()
+    if isinstance(exc, QueryCancelled):
+        return QueryWasCancelled()
+    if isinstance(exc, TooManyRows):
+        return ValidationFailed(scrub_engine_message(exc.message), code="too_many_rows")
+    if isinstance(exc, QueryError):
+        return ValidationFailed(scrub_engine_message(exc.message), code=(exc.name or "invalid_input").lower())
+    if isinstance(exc, TooManyQueries):
+        return Throttled(5, str(exc))
+    if isinstance(exc, EngineError):
+        log.error("engine failure while answering a query: %s", exc)
+        return EngineFailed()
+    if isinstance(exc, ValueError):  # runners signal a bad combination of query fields this way
+        return ValidationFailed(str(exc) or "Invalid query.")
+    log.error("unexpected failure while answering a query", exc_info=exc)
+    return ServerError()
+
+
+def describe_failure(exc: BaseException) -> str | None:
+    """A failed async query's ``error_message``: what the synchronous request would have said, or ``None`` for
+    an internal failure (then ``GET /query/:id`` answers 500, as PostHog)."""
+    error = api_error(exc)
+    if error.status_code >= 500 and not isinstance(error, QueryTimedOut):
+        return None
+    return error.detail

@@ -1,0 +1,118 @@
+"""A ``POST /query`` body, validated: the query model (overrides applied), its execution mode, id and cache key.
+
+>>> execution_mode(QueryRequest.model_validate({"query": {"kind": "HogQLQuery", "query": "select 1"}}))
+'blocking'
+>>> execution_mode(QueryRequest.model_validate({"query": {"kind": "HogQLQuery", "query": "select 1"}, "refresh": True}))
+'force_blocking'
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from hoglab.schema import HogQLFilters, HogQLQuery, QueryRequest, validation_error_body
+
+from ..errors import ValidationFailed
+from .cache import cache_key
+from .runners import RUNNERS, load_runners
+
+__all__ = ["ASYNC_MODES", "Prepared", "execution_mode", "prepare"]
+
+ASYNC_MODES = frozenset({"async", "lazy_async", "force_async"})
+_FILTER_OVERRIDE_KEYS = frozenset({"date_from", "date_to", "properties", "breakdown_filter", "explicitDate"})
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated request: the query model (overrides applied), its kind, mode, id and cache key."""
+
+    request: QueryRequest
+    query: BaseModel
+    kind: str
+    mode: str
+    query_id: str
+    client_query_id: str | None
+    cache_key: str
+
+
+def execution_mode(request: QueryRequest) -> str:
+    """PostHog's ``refresh`` → execution mode (reference 1.3): ``async: true`` wins; ``true`` forces a blocking
+    run; omitted, ``false`` and ``force_cache`` mean ``blocking`` on this endpoint."""
+    if request.async_:
+        return "async"
+    refresh = request.refresh
+    if refresh is True:
+        return "force_blocking"
+    if refresh is None or refresh is False or refresh == "force_cache":
+        return "blocking"
+    return str(refresh)
+
+
+def prepare(data: dict[str, Any], *, team_id: int, timezone: str, path_kind: str | None = None) -> Prepared:
+    """Validate a request body; 400s as PostHog words them (unknown kind, kind mismatch, field errors)."""
+    load_runners()
+    query = data.get("query")
+    kind = query.get("kind") if isinstance(query, dict) else None
+    if path_kind is not None and isinstance(query, dict) and kind != path_kind:
+        raise ValidationFailed(
+            f'Query kind mismatch: path kind "{path_kind}" does not match body kind "{kind}".', attr="query__kind"
+        )
+    if isinstance(kind, str) and kind not in RUNNERS:
+        raise ValidationFailed(f"Unsupported query kind: {kind}", attr="query__kind")
+    try:
+        request = QueryRequest.model_validate(data)
+    except ValidationError as exc:
+        body = validation_error_body(exc, data)
+        raise ValidationFailed(body.detail, attr=body.attr) from None
+    except RecursionError:
+        raise ValidationFailed("Input is nested too deeply.") from None
+    model: BaseModel = request.query
+    if request.variables_override:
+        raise ValidationFailed(
+            "Insight variables are not supported by hoglab: bind values with `values`.", attr="variables_override"
+        )
+    if request.filters_override:
+        model = _apply_filters_override(model, request.filters_override)
+    query_kind = str(getattr(model, "kind", kind))
+    dumped = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return Prepared(
+        request=request,
+        query=model,
+        kind=query_kind,
+        mode=execution_mode(request),
+        query_id=request.client_query_id or uuid.uuid4().hex,
+        client_query_id=request.client_query_id,
+        cache_key=cache_key(team_id, dumped, timezone=timezone),
+    )
+
+
+def _apply_filters_override(model: BaseModel, override: Mapping[str, Any]) -> BaseModel:
+    # PostHog's dashboard filters on a HogQL query: a date range and extra properties for {filters}.
+    if not isinstance(model, HogQLQuery):
+        raise ValidationFailed("filters_override is supported for HogQLQuery only.", attr="filters_override")
+    unknown = sorted(set(override) - _FILTER_OVERRIDE_KEYS)
+    if unknown:
+        raise ValidationFailed(
+            f"Unknown field {unknown[0]!r}: it is not part of this request.", attr="filters_override"
+        )
+    if override.get("breakdown_filter"):
+        raise ValidationFailed(
+            "A breakdown does not apply to a HogQL query.", attr="filters_override__breakdown_filter"
+        )
+    filters = model.filters.model_dump(exclude_none=True) if model.filters else {}
+    if override.get("date_from") is not None or override.get("date_to") is not None:
+        filters["dateRange"] = {"date_from": override.get("date_from"), "date_to": override.get("date_to")}
+    if override.get("properties"):
+        filters["properties"] = [*(filters.get("properties") or []), *override["properties"]]
+    try:
+        return model.model_copy(update={"filters": HogQLFilters.model_validate(filters)})
+    except ValidationError as exc:
+        body = validation_error_body(exc, filters)
+        raise ValidationFailed(body.detail, attr="filters_override" + (f"__{body.attr}" if body.attr else "")) from None
+
+
