@@ -22,13 +22,13 @@ import orjson
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS, ActorsQuery, FunnelsActorsQuery, InsightActorsQuery
 
 from ...errors import ValidationFailed
+from ...filters.dates import resolve_date_range, shift
+from ...filters.properties import Params, property_filters_to_hogql
 from .base import RunContext, register
 from .breakdowns import BREAKDOWN_NULL, breakdown_value_sql, has_breakdown
 from .common import first_event_time
-from .dates import resolve_date_range, shift
 from .events import strip_alias
 from .funnels import funnel_person_rows
-from .properties import Params, property_filters_to_hogql
 from .trends import previous_range
 from .trends_sql import effective_math
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import ValidationFailed
-from .properties import Params, hogql_expression, property_access
+from ...filters.properties import Params, hogql_expression, property_access
 
 __all__ = [
     "BREAKDOWN_NULL",

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ...filters.properties import Params, property_filters_to_hogql, test_account_filters
 from .base import RunContext
-from .properties import Params, property_filters_to_hogql, test_account_filters
 
 __all__ = ["Params", "first_event_time", "get", "rows", "series_conditions", "series_label"]
 

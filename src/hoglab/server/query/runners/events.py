@@ -28,12 +28,12 @@ from sqlglot import exp
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS, EventsQuery
 
 from ...errors import ValidationFailed
+from ...filters.dates import parse_relative
+from ...filters.properties import Params
 from ...hogql import HogQLError, parse_hogql_expr
 from ...hogql.functions import is_aggregate
 from .base import RunContext, register
 from .common import series_conditions
-from .dates import parse_relative
-from .properties import Params
 
 __all__ = ["run_events", "strip_alias"]
 
@@ -74,7 +74,7 @@ def _bound(text: str | None, default: str, ctx: RunContext, attr: str) -> Any:
     relative = parse_relative(text, now, attr=attr)
     if relative is not None:
         return relative
-    from .dates import _parse_absolute
+    from ...filters.dates import _parse_absolute
 
     return _parse_absolute(text, tz, attr=attr)[0]
 

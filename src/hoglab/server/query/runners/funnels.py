@@ -18,12 +18,12 @@ from typing import Any
 from hoglab.schema import FunnelsQuery
 
 from ...errors import ValidationFailed
+from ...filters.dates import QueryDateRange, bucket_key_sql, resolve_date_range
+from ...filters.properties import Params, hogql_expression, property_access
 from .base import RunContext, register
 from .breakdowns import breakdown_items, breakdown_limit
 from .common import first_event_time, get, series_label
-from .dates import QueryDateRange, bucket_key_sql, resolve_date_range
 from .funnels_sql import PERSON_ROWS_SETTINGS, person_rows_sql, window_micros
-from .properties import Params, hogql_expression, property_access
 
 __all__ = ["funnel_person_rows", "run_funnels"]
 

@@ -28,9 +28,9 @@ from typing import Any
 
 from hoglab.schema import funnel_window_seconds
 
+from ...filters.properties import Params, property_filters_to_hogql
 from .common import get
 from .funnel_replay import fold_expr
-from .properties import Params, property_filters_to_hogql
 
 __all__ = ["PERSON_ROWS_SETTINGS", "person_rows_sql", "unordered_expr", "window_micros"]
 

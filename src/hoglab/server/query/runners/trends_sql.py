@@ -21,10 +21,10 @@ from typing import Any
 from hoglab.schema.nodes import COUNT_PER_ACTOR_MATH, PROPERTY_MATH
 
 from ...errors import ValidationFailed
+from ...filters.dates import QueryDateRange, bucket_key_sql
+from ...filters.properties import Params, hogql_expression, property_access
 from .breakdowns import BREAKDOWN_OTHER, breakdown_limit, breakdown_value_sql, has_breakdown, ranked_sql
 from .common import get, series_conditions
-from .dates import QueryDateRange, bucket_key_sql
-from .properties import Params, hogql_expression, property_access
 
 __all__ = ["SeriesSQL", "series_sql"]
 

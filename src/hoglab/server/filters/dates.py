@@ -32,7 +32,7 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ...errors import ValidationFailed
+from ..errors import ValidationFailed
 
 __all__ = [
     "INTERVALS",

@@ -26,8 +26,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import ValidationFailed
-from ...hogql import HogQLError, escape_identifier, parse_hogql_expr
+from ..errors import ValidationFailed
+from ..hogql import HogQLError, escape_identifier, parse_hogql_expr
 
 __all__ = ["Params", "hogql_expression", "property_access", "property_filters_to_hogql", "test_account_filters"]
 
