@@ -23,6 +23,7 @@ import httpx
 import pytest
 from hypothesis import settings
 
+from hoglab.client import Client
 from hoglab.local import LocalService, start_local_service
 from hoglab.server.engine import chdb_path
 from hoglab.server.store import ProjectRecord
@@ -123,3 +124,17 @@ def make_project(hoglab_service: LocalService) -> Iterator[Callable[..., TestPro
     yield make
     for project in made:
         project.close()
+
+
+@pytest.fixture
+def live_project(make_project: Callable[..., TestProject]) -> TestProject:
+    """A fresh project (every scope) on the session's real service."""
+    return make_project()
+
+
+@pytest.fixture
+def live_client(live_project: TestProject) -> Iterator[Client]:
+    """A :class:`hoglab.Client` of the real service, on a fresh project."""
+    c = Client(str(live_project.http.base_url).rstrip("/"), live_project.key, live_project.id, progress=False)
+    yield c
+    c.close()

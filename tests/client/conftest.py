@@ -5,14 +5,13 @@ Two kinds of tests live here:
 * transport-level tests use ``httpx.MockTransport`` to stand in for a REMOTE PostHog (Cloud) service: the
   behaviour they check (202 flows, 50,000-row answers, 429 with Retry-After, 403 for bad keys) is PostHog's,
   which no local service reproduces on demand. They never mock hoglab's own server.
-* integration tests (``test_*_live.py``) talk HTTP to a real hoglab service through the shared ``make_project``
-  fixture of ``tests/conftest.py``; without it they skip, saying why.
+* integration tests (``test_*_live.py``) talk HTTP to a real hoglab service through ``live_client`` and
+  ``make_project`` of ``tests/conftest.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -36,24 +35,5 @@ def client(remote: Remote, clock: FakeClock) -> Iterator[Client]:
     """A client of the scripted remote, project 2, fake clock, no progress bars."""
     c = Client(HOST, KEY, 2, transport=httpx.MockTransport(remote.handler), progress=False)
     c._clock = clock
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def live_project(request: pytest.FixtureRequest) -> Any:
-    """A fresh project on the real hoglab service (``make_project`` from tests/conftest.py), else a skip."""
-    try:
-        make_project = request.getfixturevalue("make_project")
-    except pytest.FixtureLookupError:
-        pytest.skip("needs the live-service fixture `make_project` from tests/conftest.py (foundation's; not merged)")
-    return make_project()
-
-
-@pytest.fixture
-def live_client(live_project: Any) -> Iterator[Client]:
-    """A client of the real hoglab service, on the fresh project."""
-    base = str(live_project.http.base_url).rstrip("/")
-    c = Client(base, live_project.key, live_project.id, progress=False)
     yield c
     c.close()

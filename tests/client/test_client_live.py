@@ -1,6 +1,5 @@
-"""The client against a REAL hoglab service (no mocks): the session service and ``make_project`` fixture of
-tests/conftest.py. Without that fixture every test here skips, naming it.
-"""
+"""The client against a REAL hoglab service (no mocks): the session service and ``live_client`` of
+tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -74,13 +73,7 @@ def test_project_is_resolved_from_the_key(live_project: Any) -> None:
 
 
 def test_hogql_against_the_service(live_client: Client) -> None:
-    """Runs once the service's query endpoint lands; until then a 404/405 from it is a skip, said as such."""
-    try:
-        df = live_client.hogql("select 1 as one, 'a' as letter")
-    except hoglab.APIError as exc:
-        if exc.status in (404, 405):
-            pytest.skip(f"the service has no query endpoint yet ({exc.status} on {exc.path})")
-        raise
+    df = live_client.hogql("select 1 as one, 'a' as letter")
     assert df["one"].tolist() == [1] and str(df["one"].dtype) == "Int64"
     assert df["letter"].tolist() == ["a"]
 

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
-import inspect
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import matplotlib.dates as mdates
@@ -331,35 +327,3 @@ def test_notebook_imports_neither_the_server_nor_matplotlib_until_a_plot_is_used
         "assert not [m for m in sys.modules if m.startswith('hoglab.server')], 'plots imported the server'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-MODULES = [
-    "hoglab.notebook.plots",
-    "hoglab.notebook._plots_insights",
-    "hoglab.notebook._plots_experiment",
-    "hoglab.notebook._plots_sequential",
-    "hoglab.notebook._plots_srm",
-    "hoglab.notebook._placeholders",
-    "hoglab.notebook._magic",
-    "hoglab.notebook._analysis",
-]
-
-
-class _Finder(doctest.DocTestFinder):
-    # hoglab rewrites __module__ of its exports to "hoglab"; a function still belongs to the file defining it.
-    def _from_module(self, module: ModuleType, object: Any) -> bool:
-        if getattr(object, "__module__", None) == "hoglab":
-            return inspect.isfunction(object) and object.__code__.co_filename == module.__file__
-        return bool(super()._from_module(module, object))  # type: ignore[misc]
-
-
-@pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples(name: str) -> None:
-    module = importlib.import_module(name)
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    tests = _Finder().find(module, globs=vars(module).copy())
-    for test in tests:
-        runner.run(test)
-    results = runner.summarize(verbose=False)
-    assert results.failed == 0
-    assert results.attempted > 0, f"no examples found in {name}"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import doctest
-import importlib
 import re
 from typing import Any
 
@@ -17,19 +15,6 @@ from .conftest import Runner
 from .world import World, prop
 
 pytestmark = pytest.mark.xdist_group("hogql_chdb")
-
-MODULES = [
-    "check", "compiler", "dialect", "errors", "filters", "functions", "guard", "parse", "printer", "props",
-    "resolve", "scope", "tables", "timezones", "values", "__init__",
-]  # fmt: skip
-
-
-@pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples(name: str) -> None:
-    module = importlib.import_module(f"hoglab.server.hogql.{name}" if name != "__init__" else "hoglab.server.hogql")
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
-
 
 def test_compiled_query_is_frozen_and_complete() -> None:
     compiled = compile_hogql("select event from events", team_id=3)

@@ -4,7 +4,10 @@ Only this package talks to chDB or ClickHouse. Importing it does not import chDB
 the process unsafe to fork); the adapters import their driver when an engine is opened.
 
 >>> from hoglab.server.config import ServerConfig
->>> # engine = open_engine(ServerConfig(data_dir=Path("/tmp/hoglab")))   # chDB in /tmp/hoglab/events
+
+For example (a sketch of a call and its answer, not run)::
+
+    engine = open_engine(ServerConfig(data_dir=Path("/tmp/hoglab")))   # chDB in /tmp/hoglab/events
 """
 
 from __future__ import annotations

@@ -15,11 +15,12 @@ chDB's constraints shape this module (measured in engine-notes §5):
 * There is no in-process interrupt: ``cancel(tag)`` runs ``KILL QUERY ... SYNC`` on a separate control
   connection, matching the ``log_comment`` every tagged query carries.
 
->>> import tempfile
->>> engine = ChdbEngine(tempfile.mkdtemp())
->>> engine.execute("SELECT 1 AS one").to_pylist()
-[{'one': 1}]
->>> engine.close()
+In a fresh process (not run as a doctest: a process that already opened another data path, as the test
+session has, cannot open a second one)::
+
+    engine = ChdbEngine(tempfile.mkdtemp())
+    engine.execute("SELECT 1 AS one").to_pylist()   # [{'one': 1}]
+    engine.close()
 """
 
 from __future__ import annotations
@@ -258,7 +259,9 @@ class ChdbEngine:
     def execute(self, sql: str, *, settings: Mapping[str, Any] | None = None, tag: str | None = None) -> pa.Table:
         """Run one read with the user-query guard rails (``settings.py``); the result as Arrow.
 
-        >>> # engine.execute("SELECT event, count() FROM events WHERE team_id = 1 GROUP BY event", tag="req-1")
+        For example (a sketch of a call and its answer, not run)::
+
+            engine.execute("SELECT event, count() FROM events WHERE team_id = 1 GROUP BY event", tag="req-1")
         """
         wanted = {**JSON_OUTPUT_SETTINGS, **user_query_settings(self.limits, tag=tag, overrides=settings)}
         return pa.ipc.open_stream(self._run("read", sql, "ArrowStream", wanted)).read_all()

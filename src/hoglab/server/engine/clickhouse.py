@@ -6,8 +6,10 @@ parameters instead of ``SET``. The URL is ``http[s]://[user[:password]@]host[:po
 open. No ClickHouse server can run on the build machine, so the tests drive this class through a
 ClickHouse-HTTP shim over chDB (tests/server/engine/chshim.py); see docs/engine.md.
 
->>> # engine = ClickHouseEngine("http://default:@localhost:8123")
->>> # engine.execute("SELECT count() FROM events WHERE team_id = 1")
+For example (a sketch of a call and its answer, not run)::
+
+    engine = ClickHouseEngine("http://default:@localhost:8123")
+    engine.execute("SELECT count() FROM events WHERE team_id = 1")
 """
 
 from __future__ import annotations

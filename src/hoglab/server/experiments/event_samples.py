@@ -4,7 +4,9 @@ PostHog decides whether an experiment's metric events already carry flag informa
 20 property sets per metric event from the last 7 days (any event when none is named). The endpoint's rule
 (``experiment_rules.requires_flag_implementation``) then looks for a ``$feature/<key>`` property in them.
 
->>> # sample_event_properties(state, project, ["purchase"])  ->  [{"$feature/new-checkout": "test", ...}, ...]
+For example (a sketch of a call and its answer, not run)::
+
+    sample_event_properties(state, project, ["purchase"])  ->  [{"$feature/new-checkout": "test", ...}, ...]
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ under the request's :class:`~hoglab.server.query.runners.RunContext` (HogQL team
 person merges). A runner's 400 is re-addressed to the legacy field it came from; engine and HogQL failures
 become the Query API's errors.
 
->>> # run_trend_metric(ctx, read_metric({"insight": "TRENDS", "events": [{"id": "purchase"}]}), arms, None)
->>> # -> TrendRun(insight=[{"breakdown_value": "control", "count": 120.0, "data": [...], ...}, ...], ...)
+For example (a sketch of a call and its answer, not run)::
+
+    run_trend_metric(ctx, read_metric({"insight": "TRENDS", "events": [{"id": "purchase"}]}), arms, None)
+    -> TrendRun(insight=[{"breakdown_value": "control", "count": 120.0, "data": [...], ...}, ...], ...)
 """
 
 from __future__ import annotations

@@ -14,9 +14,11 @@ Drafts (no ``start_date``) and experiments starting in the future have no window
 PostHog's no-data 400 (``no-results``, every flag true) without reading the events. A running experiment is
 counted up to now, a finished one up to its ``end_date``.
 
->>> # experiment_results(state, project, record, None, False)
->>> # -> b'{"result":{"insight":[...],"probability":{"control":0.03,"test":0.97},...},"last_refresh":"...Z",
->>> #       "is_cached":false}'
+For example (a sketch of a call and its answer, not run)::
+
+    experiment_results(state, project, record, None, False)
+    -> b'{"result":{"insight":[...],"probability":{"control":0.03,"test":0.97},...},"last_refresh":"...Z",
+          "is_cached":false}'
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ membership: a cohort without rows has no members.
 Cohorts whose leaves are person properties are not materialised: flag evaluation matches them inline, as
 PostHog does. Static cohorts are not supported.
 
->>> # calculate(state, project, cohort)  ->  the CohortRecord with count and last_calculation set
+For example (a sketch of a call and its answer, not run)::
+
+    calculate(state, project, cohort)  ->  the CohortRecord with count and last_calculation set
 """
 
 from __future__ import annotations

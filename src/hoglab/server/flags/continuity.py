@@ -6,7 +6,9 @@ the anonymous id``, unless they already have one (the first one wins). Later req
 that person hash on the override. Overrides are keyed by person id, so they follow a person's distinct ids; a
 later merge of two persons does not move them (PostHog's ingestion moves them; hoglab's does not).
 
->>> # keys = hash_keys(store, team_id=1, person_ids=["..."], flag_keys=["beta"])  ->  {"beta": "anon-1"}
+For example (a sketch of a call and its answer, not run)::
+
+    keys = hash_keys(store, team_id=1, person_ids=["..."], flag_keys=["beta"])  ->  {"beta": "anon-1"}
 """
 
 from __future__ import annotations

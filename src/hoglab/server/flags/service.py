@@ -7,8 +7,10 @@ once per project and kept current by capture), and cohort membership from ``coho
 ``person_properties`` override the stored ones. Inactive and deleted flags are left out of the answer, as
 PostHog leaves them out (an SDK then reads them as off).
 
->>> # evaluation = evaluate_request(state, project, parse_flags_request(body))
->>> # [(m.key, m.value) for m in evaluation.matches]  ->  [("new-checkout", "test")]
+For example (a sketch of a call and its answer, not run)::
+
+    evaluation = evaluate_request(state, project, parse_flags_request(body))
+    [(m.key, m.value) for m in evaluation.matches]  ->  [("new-checkout", "test")]
 """
 
 from __future__ import annotations

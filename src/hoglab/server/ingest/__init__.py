@@ -1,9 +1,11 @@
 """Ingestion: events as PostHog's SDKs send them (``capture``), files in PostHog's export shape (``load_file``),
 and the persons both imply.
 
->>> # from hoglab.server.ingest import Ingestor, load_file
->>> # Ingestor.for_engine(engine).capture_batch(1, [{"event": "signup", "distinct_id": "u1"}])
->>> # load_file(engine, 1, "events.parquet").rows
+For example (a sketch of a call and its answer, not run)::
+
+    from hoglab.server.ingest import Ingestor, load_file
+    Ingestor.for_engine(engine).capture_batch(1, [{"event": "signup", "distinct_id": "u1"}])
+    load_file(engine, 1, "events.parquet").rows
 """
 
 from __future__ import annotations

@@ -11,8 +11,10 @@ if any row has one the load stops with a :class:`LoadError` listing the first 20
 distinct id gets its person (a new one, or the file's ``person_id``). Finally one ``INSERT ... SELECT`` joins
 the staged rows to their person ids. Loading the same file twice stores its events twice.
 
->>> # report = load_file(engine, 1, "export.jsonl")
->>> # report.rows, report.persons_created
+For example (a sketch of a call and its answer, not run)::
+
+    report = load_file(engine, 1, "export.jsonl")
+    report.rows, report.persons_created
 """
 
 from __future__ import annotations

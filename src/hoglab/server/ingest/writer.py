@@ -7,9 +7,11 @@ completes the futures. A 200 therefore always means "on disk": a SIGKILL after i
 fails every request of the group fails (a 500 for a server fault, never a partial success), and the cached
 persons of the projects involved are dropped so the next request reloads what the tables really hold.
 
->>> # ingestor = Ingestor.for_engine(engine)
->>> # ingestor.capture_batch(project_id=1, events=[{"event": "signup", "distinct_id": "u1"}])
->>> # 1
+For example (a sketch of a call and its answer, not run)::
+
+    ingestor = Ingestor.for_engine(engine)
+    ingestor.capture_batch(project_id=1, events=[{"event": "signup", "distinct_id": "u1"}])
+    1
 """
 
 from __future__ import annotations

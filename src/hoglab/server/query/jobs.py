@@ -10,9 +10,11 @@ that is between two statements starts no new one.
 Statuses are PostHog's ``QueryStatus`` and live in SQLite (``store.async_queries``), the complete answer
 compressed next to them, for ``query_status_ttl_seconds`` (20 minutes) after the last change; then 404.
 
->>> # jobs = QueryJobs(store.async_queries, engine, workers=4, ttl_seconds=1200); jobs.start()
->>> # status = jobs.submit(team_id, "q-1", lambda tag, cancelled: b'{"results": []}')
->>> # jobs.status(team_id, "q-1")  ->  (status dict, answer bytes or None)
+For example (a sketch of a call and its answer, not run)::
+
+    jobs = QueryJobs(store.async_queries, engine, workers=4, ttl_seconds=1200); jobs.start()
+    status = jobs.submit(team_id, "q-1", lambda tag, cancelled: b'{"results": []}')
+    jobs.status(team_id, "q-1")  ->  (status dict, answer bytes or None)
 """
 
 from __future__ import annotations

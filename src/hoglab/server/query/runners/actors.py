@@ -1,9 +1,11 @@
 """``ActorsQuery``: persons as a table, optionally the persons behind one trend point or one funnel step.
 
->>> # {"kind": "ActorsQuery", "select": ["person", "id", "created_at"], "search": "alice",
->>> #  "source": {"kind": "FunnelsActorsQuery", "funnelStep": -2, "source": {...FunnelsQuery...}}}
->>> # -> {"columns": [...], "results": [[{"id": ..., "distinct_ids": [...], "properties": {...}, ...}, "...", "..."]],
->>> #     "types": [...], "hasMore": false, "limit": 100, "offset": 0, "missing_actors_count": 0}
+For example (a sketch of a call and its answer, not run)::
+
+    {"kind": "ActorsQuery", "select": ["person", "id", "created_at"], "search": "alice",
+     "source": {"kind": "FunnelsActorsQuery", "funnelStep": -2, "source": {...FunnelsQuery...}}}
+    -> {"columns": [...], "results": [[{"id": ..., "distinct_ids": [...], "properties": {...}, ...}, "...", "..."]],
+        "types": [...], "hasMore": false, "limit": 100, "offset": 0, "missing_actors_count": 0}
 
 * Default ``select``: ``person, id, created_at`` (PostHog adds ``person.$delete``, a UI action column: left out).
 * ``person`` is ``{id, distinct_ids (at most 101), properties, created_at, is_identified}``.

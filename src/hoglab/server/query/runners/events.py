@@ -1,9 +1,11 @@
 """``EventsQuery``: raw events (or aggregates of them) as a table of HogQL expressions.
 
->>> # {"kind": "EventsQuery", "select": ["*", "event", "person", "properties.$browser -- Browser"],
->>> #  "event": "$pageview", "after": "-24h", "limit": 100}
->>> # -> {"columns": ["*", "event", "person", "properties.$browser -- Browser"], "results": [[{...}, ...]],
->>> #     "types": ["Tuple(...)", "String", ...], "hasMore": false, "limit": 100, "offset": 0, "hogql": "..."}
+For example (a sketch of a call and its answer, not run)::
+
+    {"kind": "EventsQuery", "select": ["*", "event", "person", "properties.$browser -- Browser"],
+     "event": "$pageview", "after": "-24h", "limit": 100}
+    -> {"columns": ["*", "event", "person", "properties.$browser -- Browser"], "results": [[{...}, ...]],
+        "types": ["Tuple(...)", "String", ...], "hasMore": false, "limit": 100, "offset": 0, "hogql": "..."}
 
 * ``*`` is the event as a dict: ``uuid, event, properties`` (parsed), ``timestamp, team_id`` (the project id),
   ``distinct_id, elements_chain, created_at, $session_id, $window_id``. ``person`` is

@@ -1,9 +1,11 @@
 """``FunnelsQuery``: how many persons go through 2 to 20 steps within a window, in PostHog's shapes.
 
->>> # {"kind": "FunnelsQuery", "series": [{"kind": "EventsNode", "event": "$pageview"},
->>> #                                     {"kind": "EventsNode", "event": "purchase"}]}
->>> # -> {"results": [{"order": 0, "name": "$pageview", "count": 100, ...},
->>> #                 {"order": 1, "name": "purchase", "count": 40, "average_conversion_time": 3600.0, ...}]}
+For example (a sketch of a call and its answer, not run)::
+
+    {"kind": "FunnelsQuery", "series": [{"kind": "EventsNode", "event": "$pageview"},
+                                        {"kind": "EventsNode", "event": "purchase"}]}
+    -> {"results": [{"order": 0, "name": "$pageview", "count": 100, ...},
+                    {"order": 1, "name": "purchase", "count": 40, "average_conversion_time": 3600.0, ...}]}
 
 ``steps``: a list of steps (with a breakdown, a list of such lists, one per value, breakdown values as lists);
 ``time_to_convert``: ``{"average_conversion_time", "bins": [[seconds, persons], ...]}``; ``trends``: conversion

@@ -1,9 +1,11 @@
 """``TrendsQuery``: one line per series (and breakdown value), one point per interval, PostHog's result items.
 
->>> # POST /api/projects/1/query {"query": {"kind": "TrendsQuery", "series": [{"kind": "EventsNode",
->>> #   "event": "$pageview", "math": "dau"}], "dateRange": {"date_from": "-7d"}}}
->>> # -> {"results": [{"data": [..8 values..], "labels": ["1-Jun-2025", ...], "days": ["2025-06-01", ...],
->>> #      "count": 42.0, "label": "$pageview", "breakdown_value": null, "action": {...}}], "hasMore": false, ...}
+For example (a sketch of a call and its answer, not run)::
+
+    POST /api/projects/1/query {"query": {"kind": "TrendsQuery", "series": [{"kind": "EventsNode",
+      "event": "$pageview", "math": "dau"}], "dateRange": {"date_from": "-7d"}}}
+    -> {"results": [{"data": [..8 values..], "labels": ["1-Jun-2025", ...], "days": ["2025-06-01", ...],
+         "count": 42.0, "label": "$pageview", "breakdown_value": null, "action": {...}}], "hasMore": false, ...}
 
 Every series (and, with ``compareFilter``, every series again for the previous period) is one query
 (``trends_sql``); zero-filling, smoothing, cumulative sums, labels and formulas happen here.
