@@ -23,6 +23,7 @@ from ..schema import (
     HogQLPropertyFilter,
     PersonPropertyFilter,
     PropertyOperator,
+    is_date_text,
 )
 
 __all__ = ["check_choice", "date_arg", "model_errors", "property_filters", "window_arg"]
@@ -47,7 +48,6 @@ _FILTER_MODELS = (
     HogQLPropertyFilter,
     ElementPropertyFilter,
 )
-_RELATIVE_DATE = re.compile(r"^(all|-?\d*[smhdwqyM](Start|End)?)$")
 _WINDOW = re.compile(r"^\s*(\d+)\s*([a-zA-Z]+)\s*$")
 _WINDOW_UNITS = {
     **dict.fromkeys(("s", "sec", "second", "seconds"), "second"),
@@ -97,15 +97,11 @@ def date_arg(argument: str, value: str | date | None) -> str | None:
             f"{argument}: expected a string like '-7d' or a date, got {type(value).__name__}.", argument=argument
         )
     text = value.strip()
-    if _RELATIVE_DATE.match(text):
-        return text
-    try:
-        datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+    if not is_date_text(text):
         raise InvalidArgument(
             f"{argument}: {value!r} is neither a relative date ('-7d', '-1mStart', 'all') nor an ISO date.",
             argument=argument,
-        ) from None
+        )
     return text
 
 

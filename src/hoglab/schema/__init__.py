@@ -7,6 +7,7 @@ Request models reject unknown fields; response models keep them, so answers from
 """
 
 from ._base import RequestModel, ResponseModel, SettingsModel
+from .dates import RELATIVE_DATE_UNITS, RelativeDate, is_date_text, parse_relative_date
 from .errors import ErrorBody, ErrorType, validation_error_body
 from .experiments import (
     CONTROL_VARIANT_KEY,
@@ -103,6 +104,7 @@ __all__ = [
     "MAX_VARIANTS",
     "PROPERTY_MATH",
     "QUERY_KINDS",
+    "RELATIVE_DATE_UNITS",
     "TOTAL_VALUE_DISPLAYS",
     "ActorsQuery",
     "ActorsQueryResponse",
@@ -160,6 +162,7 @@ __all__ = [
     "QueryStatus",
     "QueryStatusResponse",
     "RefreshType",
+    "RelativeDate",
     "RequestModel",
     "ResolvedDateRange",
     "ResponseModel",
@@ -172,6 +175,8 @@ __all__ = [
     "TrendsResultItem",
     "User",
     "funnel_window_seconds",
+    "is_date_text",
     "parse_query",
+    "parse_relative_date",
     "validation_error_body",
 ]

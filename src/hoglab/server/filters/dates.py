@@ -32,12 +32,17 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from hoglab.schema import parse_relative_date
+
 from ..errors import ValidationFailed
+from .params import Params
 
 __all__ = [
     "INTERVALS",
     "QueryDateRange",
     "bucket_key_sql",
+    "date_hogql",
+    "moment_before",
     "parse_relative",
     "resolve_date_range",
     "shift",
@@ -45,7 +50,6 @@ __all__ = [
 ]
 
 INTERVALS = ("minute", "hour", "day", "week", "month")
-_RELATIVE = re.compile(r"-?(?P<n>\d+)?(?P<unit>[sMhdwmqy])(?P<pos>Start|End)?\Z")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 _FIXED = {"s": timedelta(seconds=1), "M": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1),
           "w": timedelta(weeks=1), "q": timedelta(weeks=13)}  # fmt: skip
@@ -102,6 +106,15 @@ def _end_of_unit(dt: datetime, unit: str) -> datetime:
     return following - _END_US
 
 
+def moment_before(now: datetime, count: int, unit: str) -> datetime:
+    """``count`` units (``s M h d w m q y``) before the aware ``now``, on the wall clock, without truncation.
+
+    >>> moment_before(datetime(2025, 3, 31, 10, tzinfo=ZoneInfo("UTC")), 1, "m").isoformat()
+    '2025-02-28T10:00:00+00:00'
+    """
+    return _add(now.replace(tzinfo=None), unit, -count).replace(tzinfo=now.tzinfo)
+
+
 def parse_relative(text: str, now: datetime, *, attr: str) -> datetime | None:
     """``-7d`` etc. relative to ``now`` (aware); ``None`` when ``text`` is not a relative date.
 
@@ -109,14 +122,13 @@ def parse_relative(text: str, now: datetime, *, attr: str) -> datetime | None:
     >>> parse_relative("-1mStart", datetime(2025, 3, 15, 10, tzinfo=ZoneInfo("UTC")), attr="x").isoformat()
     '2025-02-01T00:00:00+00:00'
     """
-    match = _RELATIVE.match(text)
-    if not match:
+    relative = parse_relative_date(text)
+    if relative is None:
         return None
     tz = now.tzinfo
     assert isinstance(tz, ZoneInfo)
-    unit, pos = match["unit"], match["pos"]
-    count = int(match["n"] or 0)
-    wall = _add(now.replace(tzinfo=None), unit, -count)
+    unit, pos = relative.unit, relative.position
+    wall = _add(now.replace(tzinfo=None), unit, -relative.count)
     if pos == "Start":
         wall = _start_of_unit(wall, unit)
     elif pos == "End":
@@ -124,6 +136,42 @@ def parse_relative(text: str, now: datetime, *, attr: str) -> datetime | None:
     elif unit in "dwmqy":
         wall = _start_of_unit(wall, "d")
     return _wall(wall, tz)
+
+
+_SQL_UNITS = {"s": "Second", "M": "Minute", "h": "Hour", "d": "Day", "w": "Week", "m": "Month", "q": "Quarter",
+              "y": "Year"}  # fmt: skip
+
+
+def date_hogql(text: str, timezone: str, params: Params) -> str:
+    """A date of a range as HogQL that ClickHouse evaluates when the statement runs (values go to ``params``).
+
+    The same moments as :func:`parse_relative` and :func:`_parse_absolute`, written as ``now64()`` arithmetic so a
+    compiled statement stays valid (and cacheable) as time passes; ISO dates are read in the project's zone.
+
+    >>> from .params import Params
+    >>> date_hogql("-1mStart", "UTC", Params())
+    'toDateTime64(toStartOfMonth(subtractMonths(now64(6, {p0}), 1)), 6, {p0})'
+    >>> p = Params(); date_hogql("2025-06-01", "Europe/Berlin", p), p.values
+    ('parseDateTime64BestEffort({p1}, 6, {p0})', {'p0': 'Europe/Berlin', 'p1': '2025-06-01'})
+    """
+    tz = params.add(timezone)
+    relative = parse_relative_date(text)
+    if relative is None:
+        return f"parseDateTime64BestEffort({params.add(text)}, 6, {tz})"
+    unit = relative.unit
+    moment = f"now64(6, {tz})"
+    if relative.count:
+        # A quarter back is 13 weeks, as parse_relative counts it.
+        back, amount = ("Week", 13 * relative.count) if unit == "q" else (_SQL_UNITS[unit], relative.count)
+        moment = f"subtract{back}s({moment}, {amount})"
+    if relative.position is not None or unit in "dwmqy":
+        truncate_to = unit if relative.position is not None else "d"
+        start = f"toStartOf{_SQL_UNITS[truncate_to]}({moment}{', 0' if truncate_to == 'w' else ''})"
+        moment = f"toDateTime64({start}, 6, {tz})"
+        if relative.position == "End":
+            following = f"addMonths({moment}, 3)" if unit == "q" else f"add{_SQL_UNITS[unit]}s({moment}, 1)"
+            moment = f"subtractMicroseconds({following}, 1)"
+    return moment
 
 
 def _parse_absolute(text: str, tz: ZoneInfo, *, attr: str) -> tuple[datetime, bool]:

@@ -1,21 +1,31 @@
-"""Property filters (and groups of them) as HogQL text whose every value is a ``{placeholder}``.
+"""THE translator of PostHog property filters: filters (and AND/OR groups of them) as HogQL text whose every value
+is a ``{placeholder}``, used by the insight runners, experiments and HogQL ``{filters}`` alike.
 
-Runners write HogQL; user values never become HogQL text: :class:`Params` hands out placeholder names and
-keeps the values for ``ctx.run(..., values=params.values)``, and property keys go through ``escape_identifier``.
+Runners write HogQL; user values never become HogQL text: :class:`Params` hands out placeholder names and keeps
+the values for ``ctx.run(..., values=params.values)``, and property keys go through ``escape_identifier``.
 
-Semantics (PostHog's, see docs/insights.md):
+Every operator answers true or false, never NULL, with PostHog's semantics: PostHog builds a comparison of the
+property and its printer wraps comparisons of nullable values in ``ifNull(..., 0)``, negative ones in
+``ifNull(..., 1)`` (see docs/insights.md, "Property filters", for the whole table):
 
-* ``properties.x`` is ``Nullable(String)``: a missing key is NULL. ``exact`` compares text (a number value also
-  matches numerically, so ``5`` matches ``5`` and ``5.0``); a list means any of them. ``is_not``,
-  ``not_icontains``, ``not_regex`` keep events without the property, as PostHog does.
-* ``gt/gte/lt/lte/between/not_between/min/max`` compare numerically (``toFloat64OrNull``); a non-number is no match.
-* ``is_set``/``is_not_set``: key present (and not JSON null) or not.
-* ``person`` filters read ``person.properties``; ``cohort`` is membership through ``cohort_people``; ``hogql`` is
-  the expression itself (compiled with the same guards); ``element`` matches ``elements_chain``.
+* a missing key (or JSON ``null``) matches only ``is_not``/``not_in``, ``not_icontains``, ``not_regex`` and
+  ``is_not_set``; every other operator, ``not_between`` included, drops it;
+* ``exact``/``is_not`` compare text; a number value also compares numerically (``5`` matches ``"5"``, ``5`` and
+  ``"5.0"``, as a property PostHog types as Numeric does); ``true``/``false`` compare as the text JSON gives them;
+  a list means any of them (``is_not``: none of them);
+* ``icontains``/``not_icontains`` are case-insensitive substring tests (a list: any of / none of), ``regex`` is
+  RE2 ``match``; ``gt``/``gte``/``lt``/``lte``/``min``/``max``/``between``/``not_between`` compare numbers, and a
+  value that is not a number matches none of them; ``between`` needs ``[low, high]`` with low <= high;
+* ``is_date_before``/``is_date_after``/``is_date_exact`` compare moments: the property parsed as a date, the
+  value a relative date (``-7d``) or an ISO date in the project's zone;
+* ``is_set``/``is_not_set``: the key is present and not JSON ``null``, or not.
+
+Flags decide the same operators in Python with the rules of PostHog's flags service, which differ on purpose
+(case-insensitive ``exact``, booleans): ``hoglab.server.flags.properties``.
 
 >>> p = Params()
 >>> property_filters_to_hogql([{"key": "$browser", "value": ["Chrome", "Safari"], "type": "event"}], p)
-'(properties.`$browser` IN {p0})'
+'(ifNull(properties.`$browser` IN {p0}, 0))'
 >>> p.values
 {'p0': ['Chrome', 'Safari']}
 """
@@ -28,21 +38,10 @@ from typing import Any
 
 from ..errors import ValidationFailed
 from ..hogql import HogQLError, escape_identifier, parse_hogql_expr
+from .dates import date_hogql
+from .params import Params
 
 __all__ = ["Params", "hogql_expression", "property_access", "property_filters_to_hogql", "test_account_filters"]
-
-
-class Params:
-    """Placeholder names for values: ``params.add(v)`` → ``"{p3}"``, all values in ``params.values``."""
-
-    def __init__(self, prefix: str = "p") -> None:
-        self.prefix = prefix
-        self.values: dict[str, Any] = {}
-
-    def add(self, value: Any) -> str:
-        name = f"{self.prefix}{len(self.values)}"
-        self.values[name] = value
-        return "{" + name + "}"
 
 
 def _get(flt: Any, name: str, default: Any = None) -> Any:
@@ -106,46 +105,56 @@ def _is_number(value: Any) -> bool:
 
 
 def _equals_any(prop: str, values: list[Any], p: Params) -> str:
+    """True when the property equals one of ``values`` (text, or number for number values); NULL when missing."""
     texts = [_text(v) for v in values]
     text_test = f"{prop} = {p.add(texts[0])}" if len(texts) == 1 else f"{prop} IN {p.add(texts)}"
     numbers = [float(v) for v in values if _is_number(v)]
     if not numbers:
         return text_test
-    return f"({text_test} OR toFloat64OrNull({prop}) IN {p.add(numbers)})"
+    return f"{text_test} OR toFloat64OrNull({prop}) IN {p.add(numbers)}"
 
 
-def _value_condition(prop: str, op: str, value: Any, p: Params, attr: str) -> str:
+def _any_of(tests: list[str]) -> str:
+    return tests[0] if len(tests) == 1 else "(" + " OR ".join(tests) + ")"
+
+
+_COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<=", "min": ">=", "max": "<="}
+_DATE_COMPARISONS = {"is_date_exact": "=", "is_date_before": "<", "is_date_after": ">"}
+
+
+def _value_condition(prop: str, op: str, value: Any, p: Params, attr: str, timezone: str) -> str:
     values = value if isinstance(value, list) else [value]
     if op in ("is_set", "is_not_set"):
         return f"{prop} IS NOT NULL" if op == "is_set" else f"{prop} IS NULL"
     if value is None or values == []:
         raise ValidationFailed(f"Operator {op!r} needs a value.", attr=attr)
     if op in ("exact", "in"):
-        return _equals_any(prop, values, p)
+        return f"ifNull({_equals_any(prop, values, p)}, 0)"
     if op in ("is_not", "not_in"):
-        return f"({prop} IS NULL OR NOT {_equals_any(prop, values, p)})"
-    if op == "icontains":
-        return f"{prop} ILIKE {p.add(_like(values[0]))}"
-    if op == "not_icontains":
-        return f"({prop} IS NULL OR NOT ({prop} ILIKE {p.add(_like(values[0]))}))"
-    if op == "regex":
-        return f"ifNull(match({prop}, {p.add(_text(values[0]))}), 0)"
-    if op == "not_regex":
-        return f"({prop} IS NULL OR NOT match({prop}, {p.add(_text(values[0]))}))"
+        return f"ifNull(NOT ({_equals_any(prop, values, p)}), 1)"
+    if op in ("icontains", "not_icontains"):
+        found = _any_of([f"{prop} ILIKE {p.add(_like(v))}" for v in values])
+        return f"ifNull({found}, 0)" if op == "icontains" else f"ifNull(NOT {found}, 1)"
+    if op in ("regex", "not_regex"):
+        found = _any_of([f"match({prop}, {p.add(_text(v))})" for v in values])
+        return f"ifNull({found}, 0)" if op == "regex" else f"ifNull(NOT {found}, 1)"
     number = f"toFloat64OrNull({prop})"
-    comparisons = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<=", "min": ">=", "max": "<="}
-    if op in comparisons:
-        return f"ifNull({number} {comparisons[op]} {p.add(_number(values[0], attr))}, 0)"
+    if op in _COMPARISONS:
+        return f"ifNull({number} {_COMPARISONS[op]} {p.add(_number(values[0], attr))}, 0)"
     if op in ("between", "not_between"):
         if len(values) != 2:
             raise ValidationFailed(f"Operator {op!r} needs [low, high].", attr=attr)
-        low, high = (p.add(_number(v, attr)) for v in values)
-        inside = f"ifNull({number} >= {low} AND {number} <= {high}, 0)"
-        return inside if op == "between" else f"NOT {inside}"
-    if op in ("is_date_exact", "is_date_before", "is_date_after"):
-        cmp = {"is_date_exact": "=", "is_date_before": "<", "is_date_after": ">"}[op]
-        parsed = f"parseDateTime64BestEffortOrNull({prop}, 6)"
-        return f"ifNull({parsed} {cmp} parseDateTime64BestEffortOrNull({p.add(_text(values[0]))}, 6), 0)"
+        low_value, high_value = (_number(v, attr) for v in values)
+        if low_value > high_value:
+            raise ValidationFailed(f"Operator {op!r} needs low <= high, got {values!r}.", attr=attr)
+        low, high = p.add(low_value), p.add(high_value)
+        if op == "between":
+            return f"ifNull({number} >= {low} AND {number} <= {high}, 0)"
+        return f"ifNull({number} < {low} OR {number} > {high}, 0)"
+    if op in _DATE_COMPARISONS:
+        wanted = date_hogql(_text(values[0]), timezone, p)
+        moment = f"parseDateTime64BestEffortOrNull({prop}, 6, {p.add(timezone)})"
+        return f"ifNull({moment} {_DATE_COMPARISONS[op]} {wanted}, 0)"
     raise ValidationFailed(f"Unsupported property operator {op!r}.", attr=attr)
 
 
@@ -168,7 +177,7 @@ def _element_condition(flt: Any, p: Params, attr: str) -> str:
     return joined if op == "exact" else f"NOT {joined}"
 
 
-def _filter_to_hogql(flt: Any, p: Params, attr: str) -> str:
+def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str) -> str:
     kind = _get(flt, "type") or "event"
     if kind == "hogql":
         return hogql_expression(_get(flt, "key"), f"{attr}.key")
@@ -182,15 +191,20 @@ def _filter_to_hogql(flt: Any, p: Params, attr: str) -> str:
     if kind not in ("event", "feature", "person"):
         raise ValidationFailed(f"Property filters of type {kind!r} are not supported.", attr=f"{attr}.type")
     prop = property_access(str(_get(flt, "key")), "person" if kind == "person" else "event")
-    return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr)
+    return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr, timezone)
 
 
-def property_filters_to_hogql(filters: Any, p: Params, *, attr: str = "properties") -> str | None:
-    """A list (AND-ed) or an AND/OR group of filters as one HogQL condition; ``None`` when there is nothing."""
+def property_filters_to_hogql(
+    filters: Any, p: Params, *, attr: str = "properties", timezone: str = "UTC"
+) -> str | None:
+    """A list (AND-ed) or an AND/OR group of filters as one HogQL condition; ``None`` when there is nothing.
+
+    ``timezone`` (the project's) reads ISO dates of the date operators.
+    """
     if filters is None:
         return None
     if isinstance(filters, Sequence) and not isinstance(filters, (str, bytes)):
-        parts = [_filter_to_hogql(f, p, f"{attr}.{i}") for i, f in enumerate(filters)]
+        parts = [_filter_to_hogql(f, p, f"{attr}.{i}", timezone) for i, f in enumerate(filters)]
         return "(" + " AND ".join(parts) + ")" if parts else None
     kind = _get(filters, "type")
     if kind in ("AND", "OR"):
@@ -198,12 +212,12 @@ def property_filters_to_hogql(filters: Any, p: Params, *, attr: str = "propertie
         parts = [
             part
             for i, v in enumerate(values)
-            if (part := property_filters_to_hogql(v, p, attr=f"{attr}.values.{i}")) is not None
+            if (part := property_filters_to_hogql(v, p, attr=f"{attr}.values.{i}", timezone=timezone)) is not None
         ]
         if not parts:
             return None
         return "(" + f" {kind} ".join(parts) + ")"
-    return _filter_to_hogql(filters, p, attr)
+    return _filter_to_hogql(filters, p, attr, timezone)
 
 
 def test_account_filters(project: Any) -> list[Any]:

@@ -15,22 +15,26 @@ True
 
 from __future__ import annotations
 
-import calendar
 import math
 import re
 from collections.abc import Mapping
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import orjson
+
+from hoglab.schema import parse_relative_date
+
+from ..filters.dates import moment_before
 
 __all__ = ["UnsupportedFilter", "match_property", "text_of"]
 
 # ReDoS guard: PostHog bounds regex backtracking; Python's re cannot, so refuse very long patterns/values instead.
 _MAX_REGEX_LENGTH = 1_000
 _MAX_REGEX_SUBJECT = 10_000
-_RELATIVE = re.compile(r"^-?(\d+)([hdwmy])$")
+# PostHog's flags service reads only these units of a relative date, and moves back without truncating.
+_FLAG_DATE_UNITS = frozenset("hdwmy")
 
 
 class UnsupportedFilter(Exception):
@@ -131,18 +135,12 @@ def parse_date(value: Any, timezone: str = "UTC", now: datetime | None = None) -
     if not isinstance(value, str):
         return None
     text = value.strip()
-    relative = _RELATIVE.match(text)
-    if relative and text.startswith("-"):
-        amount, unit = int(relative.group(1)), relative.group(2)
-        base = now or datetime.now(UTC)
+    relative = parse_relative_date(text)
+    if relative is not None and text.startswith("-") and relative.position is None and relative.count:
+        if relative.unit not in _FLAG_DATE_UNITS:
+            return None
         try:
-            if unit in ("h", "d", "w"):
-                hours = {"h": 1, "d": 24, "w": 24 * 7}[unit] * amount
-                return base - timedelta(hours=hours)
-            months = amount * (12 if unit == "y" else 1)
-            year, month = divmod(base.month - 1 - months, 12)
-            year, month = base.year + year, month + 1
-            return base.replace(year=year, month=month, day=min(base.day, calendar.monthrange(year, month)[1]))
+            return moment_before((now or datetime.now(UTC)).astimezone(UTC), relative.count, relative.unit)
         except (OverflowError, ValueError):
             return None
     try:

@@ -13,7 +13,6 @@ See docs/hogql.md for what is accepted and why.
 
 from .compiler import REQUIRED_SETTINGS, CompiledQuery, compile_hogql
 from .errors import HogQLError
-from .filters import filters_to_expr
 from .parse import parse_hogql, parse_hogql_expr
 from .tables import PERSON_OVERRIDES_DDL, PERSON_OVERRIDES_TABLE, TABLES
 from .values import escape_identifier, escape_literal
@@ -28,7 +27,6 @@ __all__ = [
     "compile_hogql",
     "escape_identifier",
     "escape_literal",
-    "filters_to_expr",
     "parse_hogql",
     "parse_hogql_expr",
 ]

@@ -104,7 +104,8 @@ def compile_hogql(
 
 def _filters_builder(filters: Any, timezone: str) -> Callable[[], exp.Expr]:
     def build() -> exp.Expr:
-        from .filters import filters_to_expr
+        # filters/ writes HogQL with the compiler's parser: imported here, when a statement uses {filters}.
+        from ..filters.hogql_filters import filters_to_expr
 
         return filters_to_expr(filters, timezone=timezone)
 

@@ -130,7 +130,9 @@ def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
             f"id IN (SELECT actor_id FROM ({source_sql}))" if "actor_id" in source_sql else f"id IN ({source_sql})"
         )
     for key in ("properties", "fixedProperties"):
-        condition = property_filters_to_hogql(getattr(query, key), p, attr=key)
+        condition = property_filters_to_hogql(
+            getattr(query, key), p, attr=key, timezone=ctx.project.timezone or "UTC"
+        )
         if condition:
             where.append(condition.replace("person.properties.", "properties."))
     if query.search:

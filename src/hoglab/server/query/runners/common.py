@@ -37,19 +37,22 @@ def series_conditions(
     """HogQL conditions (AND-ed by the caller) for the events one series counts: its event, its own
     ``properties``/``fixedProperties``, the query's ``properties`` and the test-account filters."""
     parts: list[str] = []
+    timezone = getattr(project, "timezone", None) or "UTC"
     name = get(series, "event")
     if event and name is not None:
         parts.append(f"event = {p.add(str(name))}")
     if query is not None and get(query, "filterTestAccounts"):
-        extra = property_filters_to_hogql(test_account_filters(project), p, attr="filterTestAccounts")
+        extra = property_filters_to_hogql(
+            test_account_filters(project), p, attr="filterTestAccounts", timezone=timezone
+        )
         if extra:
             parts.append(extra)
     if query is not None:
-        global_filter = property_filters_to_hogql(get(query, "properties"), p, attr="properties")
+        global_filter = property_filters_to_hogql(get(query, "properties"), p, attr="properties", timezone=timezone)
         if global_filter:
             parts.append(global_filter)
     for key in ("properties", "fixedProperties"):
-        own = property_filters_to_hogql(get(series, key), p, attr=f"{attr}.{key}")
+        own = property_filters_to_hogql(get(series, key), p, attr=f"{attr}.{key}", timezone=timezone)
         if own:
             parts.append(own)
     return parts

@@ -94,7 +94,10 @@ def person_rows_sql(
             xmask = f"bitOr({xmask}, {part})"
     else:
         xmask = "0"
-    global_filter = property_filters_to_hogql(get(query, "properties"), p, attr="properties") or "true"
+    timezone = getattr(project, "timezone", None) or "UTC"
+    global_filter = (
+        property_filters_to_hogql(get(query, "properties"), p, attr="properties", timezone=timezone) or "true"
+    )
     relevant = "true" if order == "strict" else "(m0 != 0 OR x0 != 0)"
     names = [get(node, "event") for node in [*steps, *exclusions]]
     if order != "strict" and None not in names:
