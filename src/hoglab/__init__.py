@@ -19,146 +19,130 @@ Submodules: :mod:`hoglab.schema` (the request/answer models), :mod:`hoglab.frame
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-# name -> module that defines it: one line each, and a name in __all__. ``%load_ext hoglab`` finds
-# load_ipython_extension through this map, so loading the extension imports only hoglab.notebook._magic.
-_LAZY: dict[str, str] = {
-    **dict.fromkeys(
-        [
-            "APIError",
-            "AuthenticationError",
-            "ConfigurationError",
-            "HoglabError",
-            "InvalidArgument",
-            "InvalidArgumentType",
-            "NotFound",
-            "PermissionDenied",
-            "QueryError",
-            "QueryTimeout",
-            "RateLimited",
-            "ServerError",
-            "TransportError",
-            "ValidationError",
-        ],
-        "hoglab.errors",
-    ),
-    **dict.fromkeys(
-        ["Client", "ExperimentResult", "QueryJob", "RetryPolicy", "connect", "default_client", "read_hogql"],
-        "hoglab.client",
-    ),
-    **dict.fromkeys(["actors", "events", "funnel", "series", "trends"], "hoglab.queries"),
-    **dict.fromkeys(["to_arrow", "to_polars"], "hoglab.frames"),
-    **dict.fromkeys(
-        [
-            "ExperimentPicker",
-            "ExperimentReport",
-            "experiment_report",
-            "load_ipython_extension",
-            "pick_experiment",
-            "plot_cumulative_effect",
-            "plot_experiment",
-            "plot_funnel",
-            "plot_srm",
-            "plot_trends",
-            "unload_ipython_extension",
-        ],
-        "hoglab.notebook",
-    ),
-}
-
-__all__ = [
-    "APIError",
-    "AuthenticationError",
-    "Client",
-    "ConfigurationError",
-    "ExperimentPicker",
-    "ExperimentReport",
-    "ExperimentResult",
-    "HoglabError",
-    "InvalidArgument",
-    "InvalidArgumentType",
-    "NotFound",
-    "PermissionDenied",
-    "QueryError",
-    "QueryJob",
-    "QueryTimeout",
-    "RateLimited",
-    "RetryPolicy",
-    "ServerError",
-    "TransportError",
-    "ValidationError",
-    "__version__",
-    "actors",
-    "connect",
-    "default_client",
-    "events",
-    "experiment_report",
-    "funnel",
-    "load_ipython_extension",
-    "pick_experiment",
-    "plot_cumulative_effect",
-    "plot_experiment",
-    "plot_funnel",
-    "plot_srm",
-    "plot_trends",
-    "read_hogql",
-    "series",
-    "to_arrow",
-    "to_polars",
-    "trends",
-    "unload_ipython_extension",
-]
-
-if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily through __getattr__
-    from .client import Client, ExperimentResult, QueryJob, RetryPolicy, connect, default_client, read_hogql
+if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_exports reads it at run time
+    from .client import (
+        Client as Client,
+    )
+    from .client import (
+        ExperimentResult as ExperimentResult,
+    )
+    from .client import (
+        QueryJob as QueryJob,
+    )
+    from .client import (
+        RetryPolicy as RetryPolicy,
+    )
+    from .client import (
+        connect as connect,
+    )
+    from .client import (
+        default_client as default_client,
+    )
+    from .client import (
+        read_hogql as read_hogql,
+    )
     from .errors import (
-        APIError,
-        AuthenticationError,
-        ConfigurationError,
-        HoglabError,
-        InvalidArgument,
-        InvalidArgumentType,
-        NotFound,
-        PermissionDenied,
-        QueryError,
-        QueryTimeout,
-        RateLimited,
-        ServerError,
-        TransportError,
-        ValidationError,
+        APIError as APIError,
     )
-    from .frames import to_arrow, to_polars
+    from .errors import (
+        AuthenticationError as AuthenticationError,
+    )
+    from .errors import (
+        ConfigurationError as ConfigurationError,
+    )
+    from .errors import (
+        HoglabError as HoglabError,
+    )
+    from .errors import (
+        InvalidArgument as InvalidArgument,
+    )
+    from .errors import (
+        InvalidArgumentType as InvalidArgumentType,
+    )
+    from .errors import (
+        NotFound as NotFound,
+    )
+    from .errors import (
+        PermissionDenied as PermissionDenied,
+    )
+    from .errors import (
+        QueryError as QueryError,
+    )
+    from .errors import (
+        QueryTimeout as QueryTimeout,
+    )
+    from .errors import (
+        RateLimited as RateLimited,
+    )
+    from .errors import (
+        ServerError as ServerError,
+    )
+    from .errors import (
+        TransportError as TransportError,
+    )
+    from .errors import (
+        ValidationError as ValidationError,
+    )
+    from .frames import (
+        to_arrow as to_arrow,
+    )
+    from .frames import (
+        to_polars as to_polars,
+    )
     from .notebook import (
-        ExperimentPicker,
-        ExperimentReport,
-        experiment_report,
-        load_ipython_extension,
-        pick_experiment,
-        plot_cumulative_effect,
-        plot_experiment,
-        plot_funnel,
-        plot_srm,
-        plot_trends,
-        unload_ipython_extension,
+        ExperimentPicker as ExperimentPicker,
     )
-    from .queries import actors, events, funnel, series, trends
+    from .notebook import (
+        ExperimentReport as ExperimentReport,
+    )
+    from .notebook import (
+        experiment_report as experiment_report,
+    )
+    from .notebook import (
+        load_ipython_extension as load_ipython_extension,
+    )
+    from .notebook import (
+        pick_experiment as pick_experiment,
+    )
+    from .notebook import (
+        plot_cumulative_effect as plot_cumulative_effect,
+    )
+    from .notebook import (
+        plot_experiment as plot_experiment,
+    )
+    from .notebook import (
+        plot_funnel as plot_funnel,
+    )
+    from .notebook import (
+        plot_srm as plot_srm,
+    )
+    from .notebook import (
+        plot_trends as plot_trends,
+    )
+    from .notebook import (
+        unload_ipython_extension as unload_ipython_extension,
+    )
+    from .queries import (
+        actors as actors,
+    )
+    from .queries import (
+        events as events,
+    )
+    from .queries import (
+        funnel as funnel,
+    )
+    from .queries import (
+        series as series,
+    )
+    from .queries import (
+        trends as trends,
+    )
 
-
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'hoglab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    # Show the public home in reprs, tracebacks and docs (hoglab.Client, not hoglab.client._client.Client).
-    if getattr(value, "__module__", "").startswith("hoglab.") and hasattr(value, "__qualname__"):
-        value.__module__ = "hoglab"
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__, _exported = lazy_exports(__name__, __file__, public_home="hoglab")
+__all__ = sorted([*_exported, "__version__"])

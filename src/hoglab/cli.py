@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from hoglab import __version__
+from hoglab.errors import HoglabError
 
 if TYPE_CHECKING:
     import socket
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["CommandError", "main"]
 
 
-class CommandError(Exception):
+class CommandError(HoglabError):
     """A failure to report as one line; ``status`` is the exit status."""
 
     def __init__(self, message: str, status: int = 1) -> None:

@@ -1,21 +1,52 @@
-"""Every error hoglab's client raises, in one hierarchy.
+"""Every error hoglab raises on purpose, in one hierarchy rooted at :class:`HoglabError`.
 
-::
+``except hoglab.HoglabError`` catches them all; anything else is a bug. Errors that specialise a builtin also
+inherit it (a bad argument is a ``ValueError``, an unknown id a ``LookupError``). The client's errors live here;
+the other parts define theirs beside their code, under the same root::
 
     HoglabError                          (Exception)
+    │   -- the client (this module) --
     ├── ConfigurationError               (also ValueError)   no host/key/project, or an ambiguous project
     ├── InvalidArgument                  (also ValueError)   a builder or method argument is wrong; no request sent
     │   └── InvalidArgumentType          (also TypeError)
     ├── TransportError                   (also ConnectionError) the service could not be reached (after retries)
     ├── QueryTimeout                     (also TimeoutError) an async query did not finish within ``timeout``
-    └── APIError                                             the service answered with an error body
-        ├── AuthenticationError                              bad or missing personal API key
-        ├── PermissionDenied             (also PermissionError) key lacks a scope or the project
-        ├── NotFound                     (also LookupError)  no such experiment, project or query id
-        ├── ValidationError              (also ValueError)   the body was refused; ``attr`` names the field
-        │   └── QueryError                                   a HogQL/SQL mistake or a failed query
-        ├── RateLimited                                      429; ``retry_after`` in seconds (or None)
-        └── ServerError                                      5xx
+    ├── APIError                                             the service answered with an error body
+    │   ├── AuthenticationError                              bad or missing personal API key
+    │   ├── PermissionDenied             (also PermissionError) key lacks a scope or the project
+    │   ├── NotFound                     (also LookupError)  no such experiment, project or query id
+    │   ├── ValidationError              (also ValueError)   the body was refused; ``attr`` names the field
+    │   │   └── QueryError                                   a HogQL/SQL mistake or a failed query
+    │   ├── RateLimited                                      429; ``retry_after`` in seconds (or None)
+    │   └── ServerError                                      5xx
+    │   -- statistics (hoglab.stats) --
+    ├── StatsError                                           hoglab.stats._errors
+    │   ├── StatsInputError              (also ValueError)   counts or settings that cannot be analysed
+    │   │   └── PostHogStatsError                            a case PostHog's engine refuses
+    │   └── StatsComputationError        (also ArithmeticError)
+    │   -- the command line --
+    ├── CommandError                                         hoglab.cli: printed as one line, exit status 1
+    │   -- the notebook --
+    ├── notebook._placeholders.UndefinedName (also NameError) a {name} of a %%hogql cell that is not defined
+    │   -- the service (hoglab.server; the answer a user gets is always an APIError's body) --
+    ├── server.errors.APIError                               answered as {type, code, detail, attr}
+    │   ├── ValidationFailed  (400) ── query.failures.HogQLInvalid, MemoryLimitReached
+    │   ├── InvalidRequest (400) · NotAuthenticated, AuthenticationFailed (401) · PermissionDenied (403)
+    │   ├── NotFound (404) · MethodNotAllowed (405) · UnsupportedMediaType (415) · http.capture.PayloadTooLarge
+    │   ├── Throttled (429, Retry-After) · QueryTimedOut (504) · query.failures.QueryWasCancelled
+    │   └── ServerError (500) ── query.failures.EngineFailed
+    ├── server.engine.base.EngineError                       the engine refused or failed a statement
+    │   └── QueryError, QueryTimeout, MemoryLimitExceeded, TooManyRows, QueryCancelled, errors.EngineInUse
+    ├── server.hogql.errors.HogQLError   (also ValueError)   a statement the compiler refuses, with its position
+    ├── server.ingest.errors.IngestError (also ValueError)   events or files that cannot be stored
+    │   └── LoadError
+    ├── server.store.db.StoreError · server.store.flags.DuplicateFlagKey
+    ├── server.query.jobs.TooManyQueries                     the async queue is full (answered 429)
+    └── server.flags: request.FlagsRequestError, properties.UnsupportedFilter,
+        cohorts.CohortNotComputable (also ValueError)
+
+Service errors below the HTTP layer are turned into an ``APIError`` in one place each (``query/failures.py``
+for queries, the routers for the rest), so a user's mistake is a 4xx with a body, never a 500.
 
 An :class:`APIError` carries the answer's ``status``, its PostHog error body (``type``, ``code``, ``detail``,
 ``attr``), the request's ``method`` and ``path`` (never its headers: the API key stays out of messages) and the

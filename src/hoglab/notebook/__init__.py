@@ -13,65 +13,41 @@ matplotlib (or pandas) until a plot is drawn or a query runs::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-# name -> module that defines it (one line each, as in hoglab/__init__.py).
-_LAZY: dict[str, str] = {
-    **dict.fromkeys(
-        [
-            "cumulative_effect",
-            "plot_cumulative_effect",
-            "plot_experiment",
-            "plot_funnel",
-            "plot_srm",
-            "plot_trends",
-        ],
-        "hoglab.notebook.plots",
-    ),
-    **dict.fromkeys(["HogQLMagics", "load_ipython_extension", "unload_ipython_extension"], "hoglab.notebook._magic"),
-    **dict.fromkeys(["ExperimentPicker", "pick_experiment"], "hoglab.notebook._picker"),
-    **dict.fromkeys(["ExperimentReport", "experiment_report"], "hoglab.notebook._report"),
-}
+from .._lazy import lazy_exports
 
-__all__ = [
-    "ExperimentPicker",
-    "ExperimentReport",
-    "HogQLMagics",
-    "cumulative_effect",
-    "experiment_report",
-    "load_ipython_extension",
-    "pick_experiment",
-    "plot_cumulative_effect",
-    "plot_experiment",
-    "plot_funnel",
-    "plot_srm",
-    "plot_trends",
-    "unload_ipython_extension",
-]
-
-if TYPE_CHECKING:
-    from ._magic import HogQLMagics, load_ipython_extension, unload_ipython_extension
-    from ._picker import ExperimentPicker, pick_experiment
-    from ._report import ExperimentReport, experiment_report
+if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_exports reads it at run time
+    from ._magic import (
+        HogQLMagics as HogQLMagics,
+    )
+    from ._magic import (
+        load_ipython_extension as load_ipython_extension,
+    )
+    from ._magic import (
+        unload_ipython_extension as unload_ipython_extension,
+    )
+    from ._picker import ExperimentPicker as ExperimentPicker
+    from ._picker import pick_experiment as pick_experiment
+    from ._report import ExperimentReport as ExperimentReport
+    from ._report import experiment_report as experiment_report
     from .plots import (
-        cumulative_effect,
-        plot_cumulative_effect,
-        plot_experiment,
-        plot_funnel,
-        plot_srm,
-        plot_trends,
+        cumulative_effect as cumulative_effect,
+    )
+    from .plots import (
+        plot_cumulative_effect as plot_cumulative_effect,
+    )
+    from .plots import (
+        plot_experiment as plot_experiment,
+    )
+    from .plots import (
+        plot_funnel as plot_funnel,
+    )
+    from .plots import (
+        plot_srm as plot_srm,
+    )
+    from .plots import (
+        plot_trends as plot_trends,
     )
 
-
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'hoglab.notebook' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

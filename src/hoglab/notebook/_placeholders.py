@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import HoglabError
+
 __all__ = ["SERVER_PLACEHOLDERS", "Placeholder", "UndefinedName", "bind_names", "find_placeholders", "line_column"]
 
 SERVER_PLACEHOLDERS = frozenset({"filters"})
@@ -38,7 +40,7 @@ class Placeholder:
     end: int
 
 
-class UndefinedName(NameError):
+class UndefinedName(HoglabError, NameError):
     """A ``{name}`` that names no notebook variable; the message says where it is."""
 
 

@@ -24,6 +24,7 @@ import logging
 import math
 from typing import ClassVar
 
+from hoglab.errors import HoglabError
 from hoglab.schema import ErrorBody, ErrorType
 
 __all__ = [
@@ -44,7 +45,7 @@ __all__ = [
 log = logging.getLogger("hoglab.server")
 
 
-class APIError(Exception):
+class APIError(HoglabError):
     status_code: ClassVar[int] = 500
     error_type: ClassVar[ErrorType] = "server_error"
     default_code: ClassVar[str] = "error"

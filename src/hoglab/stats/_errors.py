@@ -11,10 +11,12 @@ can catch either the hoglab type or the builtin)::
 
 from __future__ import annotations
 
+from hoglab.errors import HoglabError
+
 __all__ = ["PostHogStatsError", "StatsComputationError", "StatsError", "StatsInputError"]
 
 
-class StatsError(Exception):
+class StatsError(HoglabError):
     """Root of every error raised by :mod:`hoglab.stats`."""
 
 

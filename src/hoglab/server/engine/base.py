@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from hoglab.errors import HoglabError
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -25,7 +27,7 @@ __all__ = [
 ]
 
 
-class EngineError(Exception):
+class EngineError(HoglabError):
     """A failure reported by the engine. ``code``/``name`` are ClickHouse's (e.g. 62 ``SYNTAX_ERROR``)."""
 
     def __init__(self, message: str, *, code: int | None = None, name: str | None = None) -> None:

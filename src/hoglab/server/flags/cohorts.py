@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from hoglab.errors import HoglabError
+
 from ..engine.ddl import DATABASE
 from ..hogql import compile_hogql
 from ..ingest.persons import next_version
@@ -62,7 +64,7 @@ _locks: dict[tuple[int, int], threading.Lock] = {}
 _locks_guard = threading.Lock()
 
 
-class CohortNotComputable(ValueError):
+class CohortNotComputable(HoglabError, ValueError):
     """The definition has something membership can't be computed from here (the message says what)."""
 
 

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 import orjson
 
+from hoglab.errors import HoglabError
 from hoglab.schema import parse_relative_date
 
 from ..filters.dates import moment_before
@@ -37,7 +38,7 @@ _MAX_REGEX_SUBJECT = 10_000
 _FLAG_DATE_UNITS = frozenset("hdwmy")
 
 
-class UnsupportedFilter(Exception):
+class UnsupportedFilter(HoglabError):
     """The filter cannot be decided here (an operator PostHog reserves for cohorts or flag dependencies)."""
 
 

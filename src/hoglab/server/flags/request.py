@@ -14,13 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hoglab.errors import HoglabError
+
 __all__ = ["MAX_DISTINCT_ID", "FlagsRequest", "FlagsRequestError", "parse_flags_request"]
 
 # Capture keeps 200 characters of a distinct id; flags hash the same text so both agree on the person.
 MAX_DISTINCT_ID = 200
 
 
-class FlagsRequestError(Exception):
+class FlagsRequestError(HoglabError):
     """A body the flags endpoints refuse with a 400: ``detail``, ``code`` and the field in ``attr``."""
 
     def __init__(self, detail: str, *, code: str = "invalid_input", attr: str | None = None) -> None:

@@ -13,10 +13,12 @@ from typing import Any
 
 from sqlglot import exp
 
+from hoglab.errors import HoglabError
+
 __all__ = ["HogQLError", "node_span"]
 
 
-class HogQLError(ValueError):
+class HogQLError(HoglabError, ValueError):
     """A query hoglab refuses or cannot compile: the Query endpoint answers it with a 400.
 
     ``start``/``end`` are character offsets into the HogQL text (``end`` exclusive) or ``None`` when the

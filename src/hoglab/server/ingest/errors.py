@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from hoglab.errors import HoglabError
+
 __all__ = ["MAX_LISTED_PROBLEMS", "IngestError", "LoadError"]
 
 MAX_LISTED_PROBLEMS = 20
 
 
-class IngestError(ValueError):
+class IngestError(HoglabError, ValueError):
     """A capture payload that cannot be stored. ``attr`` points at the field (``batch__3__distinct_id``)."""
 
     def __init__(self, detail: str, *, attr: str | None = None, code: str = "invalid_payload") -> None:

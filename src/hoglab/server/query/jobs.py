@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from hoglab.errors import HoglabError
+
 from ..engine.settings import quote_string
 from ..store.db import utcnow
 
@@ -61,7 +63,7 @@ Describe = Callable[[BaseException], "str | None"]
 """What a failed job's ``error_message`` says (``None``: an internal failure, reported without detail)."""
 
 
-class TooManyQueries(Exception):
+class TooManyQueries(HoglabError):
     """More asynchronous queries are waiting than the service accepts."""
 
 

@@ -15,12 +15,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hoglab.errors import HoglabError
+
 __all__ = ["Database", "StoreError", "from_db_time", "to_db_time", "utcnow"]
 
 DATABASE_FILENAME = "hoglab.sqlite3"
 
 
-class StoreError(Exception):
+class StoreError(HoglabError):
     """The metadata store can't be opened or used (unwritable data dir, newer schema, corrupt file)."""
 
 

@@ -6,6 +6,8 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from hoglab.errors import HoglabError
+
 from .db import Database, to_db_time, utcnow
 from .records import FlagRecord, dump_json
 
@@ -14,7 +16,7 @@ __all__ = ["DuplicateFlagKey", "FlagRepository"]
 _UPDATABLE = frozenset({"name", "filters", "active", "deleted", "ensure_experience_continuity"})
 
 
-class DuplicateFlagKey(Exception):
+class DuplicateFlagKey(HoglabError):
     """A live flag with this key already exists in the project."""
 
 
