@@ -3,7 +3,7 @@
     python capture_app.py DATA_DIR PORT phc_token=PROJECT_ID [...]
 
 It mounts ``hoglab.server.http.capture.router`` with PostHog's error handlers, the chDB engine on ``DATA_DIR``
-and a stand-in for the foundation's project store (``get_by_token``). ``GET /_events?project=N`` lists stored
+and a stand-in for the project store (``get_by_token``). ``GET /_events?project=N`` lists stored
 event uuids (a test aid, not part of the API).
 """
 
