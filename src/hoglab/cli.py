@@ -7,6 +7,7 @@
     hoglab project list [--data-dir DIR]
     hoglab key create --project ID[,ID...]|all --scopes experiment:read,query:read [--label L] [--data-dir DIR]
     hoglab load --project ID FILE [--format jsonl|csv|parquet] [--data-dir DIR]
+    hoglab pull --from URL --project ID [--into LOCAL_ID] [--since DATE] [--rate 120/hour] [--from-export DIR]
 
 ``--data-dir`` defaults to ``$HOGLAB_DATA_DIR``, else the per-user data dir. A mistake in the arguments gets one
 line on stderr and exit status 2; a failure while running gets one line and status 1. Never a traceback.
@@ -120,6 +121,9 @@ def _build_parser() -> _Parser:
     load.add_argument("--project", required=True, type=_project_id, metavar="ID")
     load.add_argument("file", type=Path, metavar="FILE")
     load.add_argument("--format", choices=("jsonl", "csv", "parquet"), default=None, help="default: from the name")
+    from hoglab._cli_pull import add_pull_command
+
+    add_pull_command(commands, common)
     return parser
 
 
@@ -346,6 +350,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _project_create(args) if args.action == "create" else _project_list(args)
         if args.command == "key":
             return _key_create(args)
+        if args.command == "pull":
+            from hoglab._cli_pull import run_pull
+
+            return run_pull(args, CommandError)
         return _load(args)
     except CommandError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)

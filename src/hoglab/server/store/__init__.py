@@ -28,6 +28,7 @@ from .flags import DuplicateFlagKey, FlagRepository
 from .keys import KEY_PREFIX, VALID_SCOPES, KeyRepository, hash_key, validate_scopes
 from .migrations import migrate
 from .projects import ProjectRepository
+from .pulls import PullRepository, PullSource
 from .queries import AsyncQueryRecord, AsyncQueryRepository
 from .records import CohortRecord, ExperimentRecord, FlagRecord, KeyRecord, ProjectRecord, UserRecord
 from .users import DEFAULT_USER_EMAIL, UserRepository
@@ -47,6 +48,8 @@ __all__ = [
     "FlagRecord",
     "KeyRecord",
     "ProjectRecord",
+    "PullRepository",
+    "PullSource",
     "Store",
     "StoreError",
     "UserRecord",
@@ -65,6 +68,7 @@ class Store:
         self.keys = KeyRepository(self.db)
         self.flags = FlagRepository(self.db)
         self.cohorts = CohortRepository(self.db)
+        self.pulls = PullRepository(self.db)
         self.experiments = ExperimentRepository(self.db)
         self.async_queries = AsyncQueryRepository(self.db)
 

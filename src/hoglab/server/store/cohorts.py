@@ -62,6 +62,16 @@ class CohortRepository:
             rows = conn.execute(sql + " ORDER BY id", (team_id,)).fetchall()
         return [CohortRecord.from_row(row) for row in rows]
 
+    def update(self, cohort_id: int, *, name: str, description: str, filters: Mapping[str, Any]) -> CohortRecord:
+        """Replace a cohort's definition (its membership is recomputed on next use)."""
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE cohorts SET name = ?, description = ?, filters = ?, last_calculation = NULL WHERE id = ?",
+                (name, description, dump_json(dict(filters)), cohort_id),
+            )
+            row = conn.execute("SELECT * FROM cohorts WHERE id = ?", (cohort_id,)).fetchone()
+        return CohortRecord.from_row(row)
+
     def mark_calculated(self, cohort_id: int, count: int) -> None:
         """Record that membership was computed (by the engine) and how many persons it holds."""
         with self._db.write() as conn:

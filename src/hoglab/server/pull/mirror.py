@@ -1,0 +1,247 @@
+"""The local side of a mirror: a project that holds a copy of a remote one, written page by page.
+
+``hoglab.pull`` reads the remote project through the Query and REST APIs and hands each page to a
+:class:`Mirror`, which stores it and moves the watermark, in that order: a process killed between the two re-reads
+that page on the next run, and :meth:`Mirror.write_events` drops the events it already holds (by uuid), so a
+mirror never loses an event and never holds one twice.
+
+    mirror = Mirror.open(store, engine, host="https://eu.posthog.com", remote_project_id=2, name="Shop")
+    copied = mirror.write_events([{"uuid": ..., "event": "$pageview", "timestamp": "...", ...}, ...])
+    mirror.advance(last_timestamp, last_uuid, copied)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from hoglab.errors import HoglabError
+from hoglab.schema import ExperimentCreate
+
+from ..engine.base import Engine
+from ..engine.settings import quote_string
+from ..experiments.rules import create_with_flag, to_utc
+from ..ingest.person_store import PersonStore
+from ..ingest.persons import PersonRows, next_version
+from ..ingest.rows import events_table, person_tables
+from ..store import ProjectRecord, PullSource, Store
+
+__all__ = ["Mirror", "MirrorError", "parse_moment"]
+
+# Reads of the mirror's own tables are bookkeeping, not user queries: no row cap, no time limit.
+_READ = {"max_result_rows": 0, "max_execution_time": 0}
+# Experiment fields a second pull brings up to date (the flag and its variants are the flag's own copy).
+_EXPERIMENT_UPDATES = ("name", "description", "start_date", "end_date", "parameters", "secondary_metrics",
+                       "filters", "archived")  # fmt: skip
+
+
+class MirrorError(HoglabError, ValueError):
+    """The remote answered something that cannot be mirrored (a row without its uuid, a clash of flag keys)."""
+
+
+def parse_moment(value: Any) -> datetime:
+    """A timestamp as the Query API writes it (ISO text with or without an offset: UTC) as an aware datetime.
+
+    >>> parse_moment("2026-01-02T03:04:05.123456Z").isoformat()
+    '2026-01-02T03:04:05.123456+00:00'
+    """
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    text = str(value).strip().replace(" ", "T").replace("Z", "+00:00")
+    parsed = datetime.fromisoformat(text)
+    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "{}"
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def _sql_moment(moment: datetime) -> str:
+    return f"toDateTime64({quote_string(moment.strftime('%Y-%m-%d %H:%M:%S.%f'))}, 6, 'UTC')"
+
+
+@dataclass
+class Mirror:
+    """One local project mirroring one remote project (``source`` holds the watermark)."""
+
+    store: Store
+    engine: Engine
+    project: ProjectRecord
+    source: PullSource
+
+    @classmethod
+    def open(
+        cls,
+        store: Store,
+        engine: Engine,
+        *,
+        host: str,
+        remote_project_id: int,
+        name: str,
+        timezone: str = "UTC",
+        into: int | None = None,
+    ) -> Mirror:
+        """The mirror of a remote project: the one made before, else a new local project (or ``into``)."""
+        source = store.pulls.find(host, remote_project_id, into)
+        if source is None:
+            if into is not None:
+                project = store.projects.get(into)
+                if project is None:
+                    raise MirrorError(f"no local project with id {into}")
+            else:
+                project = store.projects.create(name, timezone=timezone)
+            source = store.pulls.create(host, remote_project_id, project.id)
+        project = store.projects.get(source.local_project_id)
+        if project is None:
+            raise MirrorError(f"the local project {source.local_project_id} of this mirror was deleted")
+        return cls(store, engine, project, source)
+
+    def refresh(self) -> PullSource:
+        self.source = self.store.pulls.get(self.source.id)
+        return self.source
+
+    # -- events ---------------------------------------------------------------------------------------------------
+
+    def write_events(self, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Store the events of one page that the mirror does not hold yet (by uuid); how many were new.
+
+        Each row has ``uuid, event, distinct_id, person_id, timestamp, properties, elements_chain, created_at``
+        as the Query API answers them (``properties`` as JSON text or a dict).
+        """
+        if not rows:
+            return 0
+        moments = [parse_moment(row["timestamp"]) for row in rows]
+        held = self._uuids_between(min(moments), max(moments))
+        team = self.project.id
+        fresh: list[tuple[int, str, str, str, str, datetime, str, str, datetime]] = []
+        for row, moment in zip(rows, moments, strict=True):
+            uuid = str(row.get("uuid") or "")
+            if not uuid:
+                raise MirrorError("an event without its uuid cannot be mirrored")
+            if uuid in held:
+                continue
+            held.add(uuid)
+            created = row.get("created_at")
+            fresh.append((
+                team, uuid, str(row["event"]), str(row.get("distinct_id") or ""), str(row["person_id"]), moment,
+                _text(row.get("properties")), str(row.get("elements_chain") or ""),
+                parse_moment(created) if created else moment,
+            ))  # fmt: skip
+        if fresh:
+            self.engine.insert_arrow("events", events_table(fresh))
+        return len(fresh)
+
+    def _uuids_between(self, first: datetime, last: datetime) -> set[str]:
+        table = self.engine.execute(
+            f"SELECT toString(uuid) AS uuid FROM events WHERE team_id = {int(self.project.id)}"
+            f" AND timestamp >= {_sql_moment(first)} AND timestamp <= {_sql_moment(last)}",
+            settings=_READ,
+        )
+        return set(table.column("uuid").to_pylist())
+
+    def advance(self, timestamp: datetime, uuid: str, copied: int) -> None:
+        """The page up to ``(timestamp, uuid)`` is stored: the next pull starts after it."""
+        self.store.pulls.advance(self.source.id, timestamp, uuid, copied)
+
+    def file_done(self, name: str, copied: int) -> None:
+        self.store.pulls.file_done(self.source.id, name, copied)
+
+    def event_count(self) -> int:
+        table = self.engine.execute(
+            f"SELECT count() AS n FROM events WHERE team_id = {int(self.project.id)}", settings=_READ
+        )
+        return int(table.column("n")[0].as_py())
+
+    # -- persons --------------------------------------------------------------------------------------------------
+
+    def write_persons(
+        self, persons: Iterable[Mapping[str, Any]], distinct_ids: Iterable[Mapping[str, Any]]
+    ) -> tuple[int, int]:
+        """Store the remote's persons and distinct ids as the newest version of each; ``(persons, ids)`` written."""
+        team = self.project.id
+        rows = PersonRows()
+        version = next_version()
+        for person in persons:
+            rows.persons.append((
+                team, str(person["id"]), parse_moment(person["created_at"]), _text(person.get("properties")),
+                int(bool(person.get("is_identified"))), 0, version,
+            ))  # fmt: skip
+        for pdi in distinct_ids:
+            rows.distinct_ids.append((team, str(pdi["distinct_id"]), str(pdi["person_id"]), 0, version))
+        for table, data in person_tables(rows).items():
+            self.engine.insert_arrow(table, data)
+        # Capture into this project must see the copied persons, not what it cached before.
+        PersonStore.for_engine(self.engine).invalidate(team)
+        return len(rows.persons), len(rows.distinct_ids)
+
+    # -- flags, cohorts, experiments -----------------------------------------------------------------------------
+
+    def write_experiment(self, remote: Mapping[str, Any]) -> int:
+        """Create or update the copy of a remote experiment (and, when new, its flag); the local id."""
+        remote_id = int(remote["id"])
+        local_id = self.store.pulls.local_id(self.source.id, "experiment", remote_id)
+        if local_id is None or self.store.experiments.get(self.project.id, local_id) is None:
+            fields = {k: remote[k] for k in ExperimentCreate.model_fields if remote.get(k) is not None}
+            fields.setdefault("feature_flag_key", (remote.get("feature_flag") or {}).get("key"))
+            if self.store.flags.get_by_key(self.project.id, str(fields["feature_flag_key"])) is not None:
+                raise MirrorError(
+                    f"experiment {remote_id}: the local project already has a flag {fields['feature_flag_key']!r} "
+                    "that is not this experiment's copy"
+                )
+            record, _ = create_with_flag(self.store, self.project.id, self.store.users.default().id, fields)
+            self.store.pulls.remember(self.source.id, "experiment", remote_id, record.id)
+            return record.id
+        changes: dict[str, Any] = {}
+        for name in _EXPERIMENT_UPDATES:
+            if name not in remote:
+                continue
+            value = remote[name]
+            if name in ("start_date", "end_date"):
+                value = to_utc(parse_moment(value), name) if value else None
+            elif name == "description":
+                value = value or ""
+            elif name == "archived":
+                value = bool(value)
+            changes[name] = value
+        self.store.experiments.update(self.project.id, local_id, changes)
+        return local_id
+
+    def write_flag(self, remote: Mapping[str, Any]) -> int:
+        """Create or update the copy of a remote flag (matched by mapping, else by key); the local id."""
+        remote_id = int(remote["id"])
+        fields: dict[str, Any] = {
+            "name": str(remote.get("name") or ""),
+            "filters": dict(remote.get("filters") or {}),
+            "active": bool(remote.get("active", True)),
+            "ensure_experience_continuity": bool(remote.get("ensure_experience_continuity")),
+        }
+        local_id = self.store.pulls.local_id(self.source.id, "flag", remote_id)
+        local = self.store.flags.get(local_id) if local_id is not None else None
+        if local is None:
+            local = self.store.flags.get_by_key(self.project.id, str(remote["key"]))
+        if local is None:
+            local = self.store.flags.create(self.project.id, str(remote["key"]), **fields)
+        else:
+            local = self.store.flags.update(local.id, **fields)
+        self.store.pulls.remember(self.source.id, "flag", remote_id, local.id)
+        return local.id
+
+    def write_cohort(self, remote: Mapping[str, Any]) -> int:
+        """Create or update the copy of a remote cohort's definition; the local id."""
+        remote_id = int(remote["id"])
+        name, description = str(remote.get("name") or ""), str(remote.get("description") or "")
+        filters = dict(remote.get("filters") or {})
+        local_id = self.store.pulls.local_id(self.source.id, "cohort", remote_id)
+        if local_id is not None and self.store.cohorts.get(local_id, self.project.id) is not None:
+            self.store.cohorts.update(local_id, name=name, description=description, filters=filters)
+            return local_id
+        record = self.store.cohorts.create(
+            self.project.id, name, filters, description=description, is_static=bool(remote.get("is_static"))
+        )
+        self.store.pulls.remember(self.source.id, "cohort", remote_id, record.id)
+        return record.id
