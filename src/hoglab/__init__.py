@@ -10,6 +10,7 @@ The public API, loaded on first use so ``import hoglab`` stays fast (no pandas, 
     result = client.experiments.results(1)         # result.to_frame(), result.verdict
     hoglab.pick_experiment()                       # a widget: choose an experiment, see its results
     hoglab.experiment_report(1).write("out/")      # the whole analysis: text, figures, one HTML page
+    hoglab.pull("https://eu.posthog.com", 2, data_dir="mirror/")   # a local, uncapped copy of a project
 
 In IPython or Jupyter, ``%load_ext hoglab`` adds the ``%%hogql`` cell magic (see ``docs/notebook.md``).
 
@@ -26,6 +27,8 @@ from ._lazy import lazy_exports
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_exports reads it at run time
+    from ._pull import PullReport as PullReport
+    from ._pull import pull as pull
     from .client import (
         Client as Client,
     )

@@ -1,4 +1,4 @@
-"""``hoglab pull``: the command-line face of :func:`hoglab.pull.pull` (docs/pull.md)."""
+"""``hoglab pull``: the command-line face of :func:`hoglab.pull` (docs/pull.md)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def add_pull_command(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run_pull(args: argparse.Namespace, command_error: type[Exception]) -> int:
+    from hoglab._pull import pull
     from hoglab.errors import HoglabError
-    from hoglab.pull import pull
 
     try:
         report = pull(

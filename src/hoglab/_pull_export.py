@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from .pull import PullReport
+    from ._pull import PullReport
     from .server.pull import Mirror
 
 __all__ = ["export_files", "read_export"]
