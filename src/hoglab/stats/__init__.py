@@ -27,7 +27,7 @@ from ._cuped import cuped_effect, cuped_theta
 from ._data import Count, Proportion, Ratio, SampleMean
 from ._errors import PostHogStatsError, StatsComputationError, StatsError, StatsInputError
 from ._means import Effect, delta_method_lift, mean_difference_interval, welch_ttest
-from ._posteriors import BetaPosterior, GammaPosterior, NormalPosterior
+from ._posteriors import BetaPosterior, GammaPosterior, NormalPosterior, StudentTPosterior
 from ._posthog import funnel_verdict, trend_verdict
 from ._posthog_mc import posthog_monte_carlo_funnel, posthog_monte_carlo_trend
 from ._posthog_types import (
@@ -74,6 +74,7 @@ __all__ = [
     "StatsError",
     "StatsInputError",
     "StatsWarning",
+    "StudentTPosterior",
     "TestResult",
     "TrendVariant",
     "VariantComparison",

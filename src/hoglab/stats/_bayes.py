@@ -23,7 +23,15 @@ import numpy.typing as npt
 from scipy import special
 
 from ._errors import StatsComputationError, StatsInputError
-from ._posteriors import BetaPosterior, FloatArray, GammaPosterior, NormalPosterior, Posterior, bounds
+from ._posteriors import (
+    BetaPosterior,
+    FloatArray,
+    GammaPosterior,
+    NormalPosterior,
+    Posterior,
+    StudentTPosterior,
+    bounds,
+)
 
 __all__ = [
     "chance_to_be_best",
@@ -392,7 +400,7 @@ def _min_shape(posterior: Posterior) -> float:
 
 
 def _need_arms(posterior: Posterior, minimum: int) -> None:
-    if not isinstance(posterior, BetaPosterior | GammaPosterior | NormalPosterior):
-        raise StatsInputError("expected a BetaPosterior, GammaPosterior or NormalPosterior")
+    if not isinstance(posterior, BetaPosterior | GammaPosterior | NormalPosterior | StudentTPosterior):
+        raise StatsInputError("expected a BetaPosterior, GammaPosterior, NormalPosterior or StudentTPosterior")
     if len(posterior) < minimum:
         raise StatsInputError(f"need at least {minimum} arm(s), got {len(posterior)}")

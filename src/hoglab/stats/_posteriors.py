@@ -17,7 +17,7 @@ from scipy import special, stats
 
 from ._errors import StatsInputError
 
-__all__ = ["BetaPosterior", "GammaPosterior", "NormalPosterior", "Posterior"]
+__all__ = ["BetaPosterior", "GammaPosterior", "NormalPosterior", "Posterior", "StudentTPosterior"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -287,6 +287,78 @@ class NormalPosterior:
         s = _col(self._floored)
         density = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
         return _f((_col(self.loc) - x) * special.ndtr(-z) + s * density)
+
+
+@dataclass(frozen=True, eq=False)
+class StudentTPosterior:
+    """Location-scale Student-t posteriors, X = loc + scale·T(df): the marginal posterior of a mean under a
+    Normal-Inverse-Gamma prior (PostHog's v2 continuous metrics use it on log values). ``df`` > 2.
+
+    Examples
+    --------
+    >>> StudentTPosterior([0.0], [1.0], [30.0]).sd.round(4)
+    array([1.0351])
+    """
+
+    loc: FloatArray
+    scale: FloatArray
+    df: FloatArray
+
+    def __post_init__(self) -> None:
+        m = _column(self.loc, "loc", positive=False)
+        s = _column(self.scale, "scale", positive=True)
+        d = _column(self.df, "df", positive=True)
+        if not m.shape == s.shape == d.shape:
+            raise StatsInputError("loc, scale and df must have the same length")
+        if np.any(d <= 2.0):
+            raise StatsInputError("df must be above 2 (the variance must exist)")
+        object.__setattr__(self, "loc", m)
+        object.__setattr__(self, "scale", s)
+        object.__setattr__(self, "df", d)
+
+    def __len__(self) -> int:
+        return int(self.loc.size)
+
+    def take(self, index: Any) -> StudentTPosterior:
+        pick = np.atleast_1d
+        return StudentTPosterior(pick(self.loc[index]), pick(self.scale[index]), pick(self.df[index]))
+
+    @property
+    def mean(self) -> FloatArray:
+        return self.loc
+
+    @property
+    def sd(self) -> FloatArray:
+        return _f(self.scale * np.sqrt(self.df / (self.df - 2.0)))
+
+    def _z(self, x: FloatArray) -> FloatArray:
+        return (x - _col(self.loc)) / _col(self.scale)
+
+    def cdf(self, x: FloatArray) -> FloatArray:
+        return _f(special.stdtr(_col(self.df), self._z(x)))
+
+    def sf(self, x: FloatArray) -> FloatArray:
+        return _f(special.stdtr(_col(self.df), -self._z(x)))
+
+    def _standard_pdf(self, z: FloatArray) -> FloatArray:
+        d = _col(self.df)
+        log_c = special.gammaln((d + 1.0) / 2.0) - special.gammaln(d / 2.0) - 0.5 * np.log(d * math.pi)
+        return _f(np.exp(log_c - (d + 1.0) / 2.0 * np.log1p(z * z / d)))
+
+    def pdf(self, x: FloatArray) -> FloatArray:
+        return _f(self._standard_pdf(self._z(x)) / _col(self.scale))
+
+    def ppf(self, q: FloatArray) -> FloatArray:
+        return _f(_col(self.loc) + _col(self.scale) * special.stdtrit(_col(self.df), q))
+
+    def isf(self, q: FloatArray) -> FloatArray:
+        return _f(_col(self.loc) - _col(self.scale) * special.stdtrit(_col(self.df), q))
+
+    def upper_partial(self, x: FloatArray) -> FloatArray:
+        """E[(X − x)⁺] = s·[(ν + z²)/(ν − 1)·f_ν(z) − z·S_ν(z)], z = (x − loc)/s."""
+        z, d = self._z(x), _col(self.df)
+        tail = special.stdtr(d, -z)
+        return _f(_col(self.scale) * ((d + z * z) / (d - 1.0) * self._standard_pdf(z) - z * tail))
 
 
 def _gamma_log_pdf_at_mean(k: FloatArray, r: FloatArray) -> FloatArray:

@@ -1,0 +1,129 @@
+"""PostHog's current experiment statistics (``ExperimentQuery``), against PostHog's own test numbers
+(``products/experiments/stats/tests/test_frequentist.py`` and ``test_bayesian.py``), scipy's closed forms, the
+validation rules and PostHog's published answer shapes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from hoglab.stats import StatsInputError
+from hoglab.stats.posthog import ExperimentStats, experiment_results
+from posthog_openapi import assert_valid
+
+FREQUENTIST = {"method": "frequentist"}
+
+
+def mean_stats(key: str, n: int, total: float, squares: float) -> ExperimentStats:
+    return ExperimentStats(key, n, total, squares)
+
+
+# PostHog's fixtures: (metric, control, test, method) -> (estimate interval, p-value or chance to win)
+MEAN_C = mean_stats("control", 2507, 1196.87, 37377.9767)
+MEAN_T = mean_stats("test", 2461, 1922.7, 94698.29)
+PROP_C = ExperimentStats("control", 1529, 87, 87)
+PROP_T = ExperimentStats("test", 1471, 62, 62)
+RATIO_C = ExperimentStats("control", 1966, 94605.79858780127, 10463129.505392816, 936, 936, 94605.79858780127)
+RATIO_T = ExperimentStats("test", 2034, 99673.9364269569, 11298745.182728939, 947, 947, 99673.9364269569)
+
+
+@pytest.mark.parametrize(
+    ("metric", "control", "test", "p_value", "interval"),
+    [
+        ("mean", MEAN_C, MEAN_T, 0.08487, (-0.0875, 1.36048)),
+        ("funnel", PROP_C, PROP_T, 0.030960, (-0.49475, -0.02376)),
+        ("ratio", RATIO_C, RATIO_T, 0.0032826, (0.01378609, 0.0689)),
+    ],
+)
+def test_frequentist_reproduces_posthogs_own_test_numbers(metric, control, test, p_value, interval) -> None:
+    _, [result] = experiment_results(metric, control, [test], stats_config=FREQUENTIST)
+    assert result.p_value == pytest.approx(p_value, abs=5e-5)
+    assert result.confidence_interval == pytest.approx(interval, abs=5e-5)
+    assert result.significant is (p_value < 0.05)
+
+
+def test_bayesian_reproduces_posthogs_own_test_numbers() -> None:
+    _, [result] = experiment_results("mean", MEAN_C, [MEAN_T])
+    assert result.chance_to_win == pytest.approx(0.95759, abs=5e-5)
+    assert result.credible_interval == pytest.approx((-0.0873, 1.36026), abs=5e-5)
+    assert result.significant is True  # 0.9576 > 0.95: PostHog's is_decisive
+
+
+def test_the_absolute_frequentist_test_is_welchs_t_test() -> None:
+    config = {"method": "frequentist", "frequentist": {"difference_type": "ABSOLUTE"}}
+    _, [result] = experiment_results("mean", MEAN_C, [MEAN_T], stats_config=config)
+    sd = [math.sqrt((s.sum_squares - s.sum**2 / s.number_of_samples) / (s.number_of_samples - 1))
+          for s in (MEAN_T, MEAN_C)]  # fmt: skip
+    welch = stats.ttest_ind_from_stats(
+        MEAN_T.sum / MEAN_T.number_of_samples, sd[0], MEAN_T.number_of_samples,
+        MEAN_C.sum / MEAN_C.number_of_samples, sd[1], MEAN_C.number_of_samples, equal_var=False,
+    )  # fmt: skip
+    assert result.p_value == pytest.approx(welch.pvalue, rel=1e-9)
+
+
+def test_the_proportion_test_is_unpooled() -> None:
+    # PostHog's proportion variance is p(1 − p) per arm (no pooling, no n − 1): Welch's t on those numbers.
+    config = {"method": "frequentist", "frequentist": {"difference_type": "ABSOLUTE"}}
+    _, [result] = experiment_results("funnel", PROP_C, [PROP_T], stats_config=config)
+    p = [s.sum / s.number_of_samples for s in (PROP_T, PROP_C)]
+    n = [PROP_T.number_of_samples, PROP_C.number_of_samples]
+    welch = stats.ttest_ind_from_stats(p[0], math.sqrt(p[0] * (1 - p[0])), n[0], p[1], math.sqrt(p[1] * (1 - p[1])),
+                                       n[1], equal_var=False)  # fmt: skip
+    assert result.p_value == pytest.approx(welch.pvalue, rel=1e-9)
+
+
+def test_the_bayesian_chance_to_win_is_the_flat_prior_normal_posterior() -> None:
+    # With a flat prior the posterior is N(effect, V): the chance to win is the one-sided z-test's complement.
+    config = {"bayesian": {"difference_type": "ABSOLUTE"}}
+    _, [result] = experiment_results("mean", MEAN_C, [MEAN_T], stats_config=config)
+    lo, hi = result.credible_interval
+    effect, sd = (lo + hi) / 2, (hi - lo) / (2 * stats.norm.ppf(0.975))
+    assert result.chance_to_win == pytest.approx(stats.norm.sf(0, effect, sd), rel=1e-12)
+    _, [down] = experiment_results("mean", MEAN_C, [MEAN_T], stats_config=config, goal="decrease")
+    assert down.chance_to_win == pytest.approx(1 - result.chance_to_win, abs=1e-12)
+
+
+def test_validation_failures_as_posthog_and_no_test_fields_then() -> None:
+    small = ExperimentStats("test", 49, 10, 10)
+    base, [result] = experiment_results("funnel", ExperimentStats("control", 100, 0, 0), [small])
+    assert base.validation_failures == ("not-enough-metric-data", "baseline-mean-is-zero")
+    assert result.validation_failures == ("not-enough-exposures",)
+    assert result.chance_to_win is None and result.significant is None
+    _, [fine_but_no_baseline] = experiment_results("funnel", ExperimentStats("control", 100, 0, 0), [PROP_T])
+    assert fine_but_no_baseline.validation_failures == () and fine_but_no_baseline.chance_to_win is None
+
+
+def test_bad_input_is_a_value_error_naming_the_variant() -> None:
+    with pytest.raises(StatsInputError, match="'test'"):
+        experiment_results("mean", MEAN_C, [ExperimentStats("test", 100, float("nan"), 1.0)])
+    with pytest.raises(StatsInputError, match="metric_type"):
+        experiment_results("median", MEAN_C, [MEAN_T])  # type: ignore[arg-type]
+
+
+def test_answers_have_posthogs_published_shapes() -> None:
+    for config, component in ((FREQUENTIST, "ExperimentVariantResultFrequentist"),
+                              (None, "ExperimentVariantResultBayesian")):  # fmt: skip
+        base, results = experiment_results("ratio", RATIO_C, [RATIO_T], stats_config=config)
+        assert_valid(base.to_posthog(baseline=True), "ExperimentStatsBaseValidated", drop=())
+        assert_valid(results[0].to_posthog(), component, drop=())
+    funnel = ExperimentStats("test", 1471, 62, 62, step_counts=(1471, 300, 62))
+    _, [with_steps] = experiment_results("funnel", PROP_C, [funnel])
+    assert_valid(with_steps.to_posthog(), "ExperimentVariantResultBayesian", drop=())
+    assert with_steps.to_posthog()["step_counts"] == [1471, 300, 62]
+
+
+def test_relative_intervals_cover_the_true_lift_at_their_level() -> None:
+    # Simulation: 1,000 experiments with a true +10% lift on a conversion of 20%; the 95% interval of the
+    # relative effect should contain 0.10 about 95% of the time (binomial band ±3 sd).
+    rng = np.random.default_rng(7)
+    n, trials = 4000, 1000
+    control, test = rng.binomial(n, 0.20, trials), rng.binomial(n, 0.22, trials)
+    covered = 0
+    for c, t in zip(control, test, strict=True):
+        _, [r] = experiment_results("funnel", ExperimentStats("control", n, int(c), int(c)),
+                                    [ExperimentStats("test", n, int(t), int(t))], stats_config=FREQUENTIST)  # fmt: skip
+        covered += r.confidence_interval[0] <= 0.10 <= r.confidence_interval[1]
+    assert abs(covered / trials - 0.95) < 3 * math.sqrt(0.95 * 0.05 / trials)
