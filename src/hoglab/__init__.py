@@ -36,6 +36,9 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         ExperimentResult as ExperimentResult,
     )
     from .client import (
+        MetricExperimentResult as MetricExperimentResult,
+    )
+    from .client import (
         QueryJob as QueryJob,
     )
     from .client import (

@@ -14,6 +14,8 @@ from .._queries._args import model_errors
 from ..errors import APIError, InvalidArgument, InvalidArgumentType
 from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentUpdate
 from ._errors import json_or_none
+from ._metric_queries import is_metric_experiment, metric_experiment_results
+from ._metric_results import MetricExperimentResult
 from ._results import ExperimentResult
 
 if TYPE_CHECKING:
@@ -216,8 +218,38 @@ class Experiments:
                 raise
             self._client.request("PATCH", self._path(f"{int(experiment_id)}/"), json={"deleted": True})
 
-    def results(self, experiment_id: int, refresh: bool = False) -> ExperimentResult:
-        """The primary metric's results (``refresh=True`` bypasses the server's one-hour cache)."""
+    def results(
+        self, experiment_id: int, refresh: bool = False, *, experiment: Experiment | None = None
+    ) -> ExperimentResult | MetricExperimentResult:
+        """The experiment's results (``refresh=True`` bypasses the server's cache), for either kind of experiment.
+
+        A metric experiment (``metrics``/``metrics_secondary``, PostHog's current kind) gives a
+        :class:`~hoglab.MetricExperimentResult`: one ``ExperimentQuery`` per metric, primary then secondary, and
+        the ``ExperimentExposureQuery``; ``to_frame()`` is a row per (metric, variant). A legacy experiment
+        (``filters``) gives an :class:`~hoglab.ExperimentResult` from ``/results/``. ``experiment`` saves the
+        request that reads the experiment when the caller already has it.
+        """
+        if experiment is None:  # read as sent: metrics go back to /query as the server wrote them
+            body = self._client.get_json(self._path(f"{int(experiment_id)}/")) or {}
+        else:
+            body = experiment.model_dump(mode="json", by_alias=True)
+        if is_metric_experiment(body):
+            return metric_experiment_results(self._client, body, refresh=refresh)
+        return self.legacy_results(experiment_id, refresh)
+
+    def metric_results(
+        self, experiment: int | Experiment, refresh: bool = False, *, exposures: bool = True
+    ) -> MetricExperimentResult:
+        """A metric experiment's results: an ``ExperimentQuery`` per metric (and the exposures unless
+        ``exposures=False``), whatever the experiment holds; see :meth:`results`."""
+        if isinstance(experiment, Experiment):
+            body = experiment.model_dump(mode="json", by_alias=True)
+        else:
+            body = self._client.get_json(self._path(f"{int(experiment)}/")) or {}
+        return metric_experiment_results(self._client, body, refresh=refresh, exposures=exposures)
+
+    def legacy_results(self, experiment_id: int, refresh: bool = False) -> ExperimentResult:
+        """A legacy experiment's primary metric from ``GET /experiments/:id/results/`` (see :meth:`results`)."""
         params = {"refresh": "true"} if refresh else None
         raw = self._client.get_json(self._path(f"{int(experiment_id)}/results/"), params)
         return ExperimentResult(int(experiment_id), raw or {})

@@ -218,7 +218,7 @@ class ExperimentPicker:
             self.error = DRAFT_MESSAGE
             return
         try:
-            self.result = experiments.results(experiment_id, refresh=refresh)
+            self.result = experiments.legacy_results(experiment_id, refresh=refresh)
         except HoglabError as exc:
             reason = _reason(exc)
             self.error = reason if reason.lower().startswith("no results") else f"No results: {reason}"

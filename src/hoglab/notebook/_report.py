@@ -192,7 +192,7 @@ def _outcome(
         return MetricOutcome(name, error="The experiment is a draft: it has no results until it is launched.")
     try:
         if index is None:
-            result = client.experiments.results(experiment.id, refresh=refresh)
+            result = client.experiments.legacy_results(experiment.id, refresh=refresh)
         else:
             result = client.experiments.secondary_results(experiment.id, index, refresh=refresh)
     except APIError as exc:
