@@ -144,6 +144,15 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         funnel as funnel,
     )
     from .queries import (
+        funnel_metric as funnel_metric,
+    )
+    from .queries import (
+        mean_metric as mean_metric,
+    )
+    from .queries import (
+        ratio_metric as ratio_metric,
+    )
+    from .queries import (
         series as series,
     )
     from .queries import (

@@ -68,6 +68,50 @@ def _moment(argument: str, value: bool | datetime | str | None) -> datetime | No
     )
 
 
+def _metric_list(metrics: Sequence[Any] | None) -> list[dict[str, Any]] | None:
+    if metrics is None:
+        return None
+    if isinstance(metrics, Mapping | str) or not isinstance(metrics, Sequence):
+        raise InvalidArgumentType(
+            "metrics: expected a list of hoglab.mean_metric(...) and the like.", argument="metrics"
+        )
+    return [m.to_json_dict() if hasattr(m, "to_json_dict") else dict(m) for m in metrics]
+
+
+def metric_fields(
+    metrics: Sequence[Any] | None,
+    metrics_secondary: Sequence[Any] | None,
+    stats_config: str | Mapping[str, Any] | None,
+    exposure_criteria: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The metric experiment's fields of a create or update body (only those given).
+
+    >>> metric_fields([{"uuid": "a", "metric_type": "funnel", "series": []}], None, "frequentist", None)
+    {'metrics': [{'uuid': 'a', 'metric_type': 'funnel', 'series': []}], 'primary_metrics_ordered_uuids': ['a'], \
+'stats_config': {'method': 'frequentist'}}
+    """
+    fields: dict[str, Any] = {}
+    lists = (
+        ("metrics", "primary_metrics_ordered_uuids", metrics),
+        ("metrics_secondary", "secondary_metrics_ordered_uuids", metrics_secondary),
+    )
+    for name, order, given in lists:
+        items = _metric_list(given)
+        if items is None:
+            continue
+        fields[name] = items
+        uuids = [m.get("uuid") for m in items]
+        if items and all(uuids):  # PostHog's UI shows metrics in this order
+            fields[order] = uuids
+    if isinstance(stats_config, str):
+        fields["stats_config"] = {"method": stats_config}
+    elif stats_config is not None:
+        fields["stats_config"] = dict(stats_config)
+    if exposure_criteria is not None:
+        fields["exposure_criteria"] = dict(exposure_criteria)
+    return fields
+
+
 def list_frame(items: list[dict[str, Any]]) -> pd.DataFrame:
     """Experiments as rows; the nested flag flattened to ``flag_id``, ``flag_active`` and ``variants`` (keys)."""
     rows = []
@@ -163,9 +207,19 @@ class Experiments:
         parameters: Mapping[str, Any] | None = None,
         secondary_metrics: Sequence[Mapping[str, Any]] | None = None,
         minimum_detectable_effect: float | None = None,
+        metrics: Sequence[Any] | None = None,
+        metrics_secondary: Sequence[Any] | None = None,
+        stats_config: str | Mapping[str, Any] | None = None,
+        exposure_criteria: Mapping[str, Any] | None = None,
     ) -> Experiment:
         """Create an experiment and its feature flag (control/test 50/50 unless ``variants``); ``start=True``
         launches it now. ``filters`` is the legacy target metric (``{"insight": "FUNNELS", "events": [...]}``).
+
+        A metric experiment (PostHog's current kind) takes ``metrics`` and ``metrics_secondary``: lists of
+        :func:`hoglab.mean_metric`, :func:`hoglab.funnel_metric`, :func:`hoglab.ratio_metric` (or their dicts),
+        shown in the order given; ``stats_config`` is ``"bayesian"`` (PostHog's default), ``"frequentist"`` or
+        PostHog's whole dict; ``exposure_criteria`` PostHog's (``{"filterTestAccounts": True,
+        "multiple_variant_handling": "first_seen", "exposure_config": {...}}``).
         """
         params = dict(parameters or {})
         if variants is not None:
@@ -182,6 +236,7 @@ class Experiments:
                 filters=dict(filters) if filters is not None else None,
                 parameters=params or None,
                 secondary_metrics=[dict(m) for m in secondary_metrics] if secondary_metrics else None,
+                **metric_fields(metrics, metrics_secondary, stats_config, exposure_criteria),
             )
         response = self._client.request("POST", self._path(), json=body.to_json_dict())
         return Experiment.model_validate(response.json())
