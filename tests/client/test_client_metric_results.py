@@ -55,8 +55,8 @@ EXPOSURES = {
     "kind": "ExperimentExposureQuery",
     "date_range": {"date_from": "2025-06-01T00:00:00Z", "date_to": "2025-06-03T00:00:00Z"},
     "timeseries": [
-        {"variant": "control", "days": ["2025-06-01", "2025-06-02"], "exposure_counts": [1200, 2507]},
-        {"variant": "test", "days": ["2025-06-01", "2025-06-02"], "exposure_counts": [1180, 2461]},
+        {"variant": "control", "days": ["2025-06-01", "2025-06-02"], "exposure_counts": [1200, 1307]},
+        {"variant": "test", "days": ["2025-06-01", "2025-06-02"], "exposure_counts": [1180, 1281]},
     ],
     "total_exposures": {"control": 2507, "test": 2461},
 }
@@ -169,7 +169,8 @@ def test_bayesian_answers_fill_chance_to_win(client: Client, remote: Remote) -> 
 def test_exposures_and_raw_answers(client: Client, remote: Remote) -> None:
     result, _ = _results(client, remote)
     exposures = result.exposures_frame()
-    assert exposures["exposures"].tolist() == [1200.0, 2507.0, 1180.0, 2461.0]
+    assert exposures["exposures"].tolist() == [1200.0, 1307.0, 1180.0, 1281.0]  # new exposures each day
+    assert exposures["cumulative"].tolist() == [1200.0, 2507.0, 1180.0, 2461.0]
     assert str(exposures["date"].dtype) == "datetime64[us]" and str(exposures["variant"].dtype) == "string"
     assert result.total_exposures == {"control": 2507.0, "test": 2461.0}
     assert result.raw["exposures"] == EXPOSURES

@@ -207,7 +207,7 @@ class MetricExperimentResult:
         return df
 
     def exposures_frame(self) -> pd.DataFrame:
-        """Exposures per day and variant (``date``, ``variant``, ``exposures``), cumulative as PostHog draws them."""
+        """Exposures per day and variant: ``exposures`` (units first exposed that day) and ``cumulative``."""
         rows = []
         for series in (self.exposures or {}).get("timeseries") or []:
             for day, count in zip(series.get("days") or [], series.get("exposure_counts") or [], strict=False):
@@ -216,6 +216,7 @@ class MetricExperimentResult:
         df["date"] = pd.to_datetime(df["date"].astype(object), format="ISO8601").dt.as_unit("us")
         df["variant"] = df["variant"].astype(pd.StringDtype())
         df["exposures"] = pd.to_numeric(df["exposures"]).astype("float64")
+        df["cumulative"] = df.groupby("variant", sort=False)["exposures"].cumsum().astype("float64")
         return df
 
     @property

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["draw_figures"]
 
 
-
 def _figure(width: float, height: float) -> Figure:
     from matplotlib.figure import Figure
 

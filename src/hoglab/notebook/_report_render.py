@@ -49,8 +49,10 @@ def _table_lines(analysis: Analysis) -> list[str]:
     head = f"  {'variant':<12} {'units':>9} {counted:>11} {'rate':>9}   {'lift [' + level + ' CI]':<26} "
     lines = [head + f"{'p-value':>8} {'P(best)':>8}"]
     for r in table.to_dict("records"):
-        lift = "" if math.isnan(r["lift"]) else (
-            f"{_pct(r['lift'])} [{_pct(r['confidence_low'])}, {_pct(r['confidence_high'])}]"
+        lift = (
+            ""
+            if math.isnan(r["lift"])
+            else (f"{_pct(r['lift'])} [{_pct(r['confidence_low'])}, {_pct(r['confidence_high'])}]")
         )
         rate = _pct(r["rate"], ".2%") if counted == "conversions" else f"{r['rate']:.4g}"
         p_value = "" if math.isnan(r["p_value"]) else f"{r['p_value']:.3g}"
