@@ -167,9 +167,9 @@ class ExperimentPicker:
             self._listed = True
             self._labels = {int(row["id"]): _label(row) for row in self.experiments.to_dict("records")}
             count = len(self._labels)
-            self.status.value = message_html(
-                f"{count} experiment{'s' if count != 1 else ''}." if count else ("No experiments in this project yet.")
-            )
+            self.status.value = message_html(f"{count} experiment{'s' if count != 1 else ''}." if count else (
+                "No experiments in this project yet."
+            ))
         self._syncing = True
         try:
             self.box.options = tuple(self._labels.values())

@@ -101,7 +101,7 @@ def _skip_trivia(text: str, i: int) -> int:
 def _placeholder_at(text: str, i: int) -> Placeholder | None:
     """The placeholder whose ``{`` is at ``i``, if the next tokens are a name and ``}``."""
     j = _skip_trivia(text, i + 1)
-    if j < len(text) and text[j] in '`"':
+    if j < len(text) and text[j] in "`\"":
         quote = text[j]
         end = _skip_quoted(text, j, quote)
         name = text[j + 1 : end - 1].replace(quote * 2, quote).replace("\\" + quote, quote)

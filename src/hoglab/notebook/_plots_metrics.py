@@ -78,7 +78,8 @@ def plot_metric_effects(
     if not len(rows):
         ax.set_title("No variant results yet")
     else:
-        ax.set_title(f"Metrics, {result.method} ({'interval' if result.method == 'frequentist' else 'credible'})")
+        kind = "confidence" if result.method == "frequentist" else "credible"
+        ax.set_title(f"Metrics: lift and {kind} interval ({result.method})")
     return ax
 
 
@@ -92,7 +93,7 @@ def plot_exposures(
     colours = variant_colours(variants, "control" if "control" in variants else None)
     for variant in variants:
         rows = frame[frame["variant"] == variant].sort_values("date")
-        ax.step(rows["date"], rows["cumulative"], where="post", color=colours[variant], label=variant)
+        ax.plot(rows["date"], rows["cumulative"], marker="o", markersize=3, color=colours[variant], label=variant)
     ax.set_ylabel("exposed (cumulative)")
     ax.set_title("Exposures over time" if variants else "No exposures yet")
     if variants:
@@ -108,7 +109,7 @@ def draw_metric_figure(result: MetricExperimentResult, check: SRMResult | None) 
     rows = int(result.to_frame()["method"].notna().sum())
     # A Figure of its own, not pyplot's: the inline backend would also show pyplot figures made in callbacks.
     figure = Figure(figsize=(11, 3.2 + 0.4 * max(rows, 1)), layout="constrained")
-    axes: dict[Any, Axes] = figure.subplot_mosaic([["effects", "srm"], ["exposures", "srm"]], width_ratios=[2, 1],
+    axes: dict[Any, Axes] = figure.subplot_mosaic([["effects", "srm"], ["exposures", "srm"]], width_ratios=[1.7, 1],
                                  height_ratios=[max(rows, 1), 3])  # fmt: skip
     plot_metric_effects(result, ax=axes["effects"])
     plot_exposures(result, ax=axes["exposures"])

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["draw_figures"]
 
 
+
 def _figure(width: float, height: float) -> Figure:
     from matplotlib.figure import Figure
 
