@@ -44,8 +44,8 @@ EXPOSURES = {
     "kind": "ExperimentExposureQuery",
     "date_range": {"date_from": "2025-06-01T00:00:00Z", "date_to": "2025-06-03T00:00:00Z"},
     "timeseries": [
-        {"variant": "control", "days": ["2025-06-01", "2025-06-02"], "exposure_counts": [1200, 1307]},
-        {"variant": "test", "days": ["2025-06-01", "2025-06-02"], "exposure_counts": [1180, 1281]},
+        {"variant": "control", "days": ["2025-06-01", "2025-06-02"], "exposure_counts": [1200, 2507]},
+        {"variant": "test", "days": ["2025-06-01", "2025-06-02"], "exposure_counts": [1180, 2461]},
     ],
     "total_exposures": {"control": 2507, "test": 2461},
 }

@@ -89,8 +89,8 @@ def test_bayesian_answers_fill_chance_to_win(client: Client, remote: Remote) -> 
 def test_exposures_and_raw_answers(client: Client, remote: Remote) -> None:
     result, _ = _results(client, remote)
     exposures = result.exposures_frame()
-    assert exposures["exposures"].tolist() == [1200.0, 1307.0, 1180.0, 1281.0]  # new exposures each day
-    assert exposures["cumulative"].tolist() == [1200.0, 2507.0, 1180.0, 2461.0]
+    assert exposures["cumulative"].tolist() == [1200.0, 2507.0, 1180.0, 2461.0]  # PostHog's counts are cumulative
+    assert exposures["new"].tolist() == [1200.0, 1307.0, 1180.0, 1281.0]
     assert str(exposures["date"].dtype) == "datetime64[us]" and str(exposures["variant"].dtype) == "string"
     assert result.total_exposures == {"control": 2507.0, "test": 2461.0}
     assert result.raw["exposures"] == EXPOSURES

@@ -207,16 +207,17 @@ class MetricExperimentResult:
         return df
 
     def exposures_frame(self) -> pd.DataFrame:
-        """Exposures per day and variant: ``exposures`` (units first exposed that day) and ``cumulative``."""
+        """Exposures per day and variant: ``cumulative`` (exposed so far, as PostHog's ``exposure_counts``) and
+        ``new`` (first exposed that day)."""
         rows = []
         for series in (self.exposures or {}).get("timeseries") or []:
             for day, count in zip(series.get("days") or [], series.get("exposure_counts") or [], strict=False):
-                rows.append({"date": day, "variant": str(series.get("variant")), "exposures": count})
-        df = pd.DataFrame(rows, columns=["date", "variant", "exposures"])
+                rows.append({"date": day, "variant": str(series.get("variant")), "cumulative": count})
+        df = pd.DataFrame(rows, columns=["date", "variant", "cumulative"])
         df["date"] = pd.to_datetime(df["date"].astype(object), format="ISO8601").dt.as_unit("us")
         df["variant"] = df["variant"].astype(pd.StringDtype())
-        df["exposures"] = pd.to_numeric(df["exposures"]).astype("float64")
-        df["cumulative"] = df.groupby("variant", sort=False)["exposures"].cumsum().astype("float64")
+        df["cumulative"] = pd.to_numeric(df["cumulative"]).astype("float64")
+        df["new"] = df.groupby("variant", sort=False)["cumulative"].diff().fillna(df["cumulative"]).astype("float64")
         return df
 
     @property

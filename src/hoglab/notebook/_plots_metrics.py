@@ -86,7 +86,7 @@ def plot_metric_effects(
 def plot_exposures(
     result: MetricExperimentResult, *, ax: Axes | None = None, figsize: tuple[float, float] | None = None
 ) -> Axes:
-    """Cumulative exposed units per variant over the experiment's days (the exposure query's daily counts)."""
+    """Exposed units per variant so far, day by day (the exposure query's cumulative counts)."""
     frame = _result(result).exposures_frame()
     ax = new_axes(ax, figsize or (7.5, 3.0))
     variants = list(dict.fromkeys(frame["variant"].tolist()))
