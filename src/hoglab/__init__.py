@@ -36,6 +36,9 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         ExperimentResult as ExperimentResult,
     )
     from .client import (
+        MetricExperimentResult as MetricExperimentResult,
+    )
+    from .client import (
         QueryJob as QueryJob,
     )
     from .client import (
@@ -139,6 +142,15 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
     )
     from .queries import (
         funnel as funnel,
+    )
+    from .queries import (
+        funnel_metric as funnel_metric,
+    )
+    from .queries import (
+        mean_metric as mean_metric,
+    )
+    from .queries import (
+        ratio_metric as ratio_metric,
     )
     from .queries import (
         series as series,

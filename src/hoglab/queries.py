@@ -10,6 +10,8 @@ naming the argument, before any request. The models go to :meth:`hoglab.Client.q
 ('dau', 'week', '$browser', 'Chrome')
 >>> funnel(["$pageview", "signup", "purchase"], window="14d", order="strict").funnelsFilter.funnelOrderType
 'strict'
+>>> mean_metric("purchase", math="sum", math_property="price", upper_bound_percentile=0.99).metric_type
+'mean'
 >>> trends("$pageview", interval="fortnight")
 Traceback (most recent call last):
 hoglab.errors.InvalidArgument: interval: 'fortnight' is not one of 'minute', 'hour', 'day', 'week', 'month'.
@@ -22,6 +24,7 @@ from datetime import date, timedelta
 from typing import Any, Literal
 
 from ._queries._args import check_choice, date_arg, model_errors, property_filters, window_arg
+from ._queries._metrics import funnel_metric, mean_metric, ratio_metric
 from .errors import InvalidArgument, InvalidArgumentType
 from .schema import (
     PROPERTY_MATH,
@@ -45,7 +48,7 @@ from .schema import (
     TrendsQuery,
 )
 
-__all__ = ["actors", "events", "funnel", "series", "trends"]
+__all__ = ["actors", "events", "funnel", "funnel_metric", "mean_metric", "ratio_metric", "series", "trends"]
 
 Where = dict[str, Any] | str | Sequence[Any] | None
 """``where=``: ``{"$browser": "Chrome", "price__gt": 10, "person.plan": "pro"}``, a HogQL string, or a list."""

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, model_validator
 
 from ._base import RequestModel, SettingsModel
+from .experiment_metrics import ExperimentExposureQuery, ExperimentQuery
 from .filters import (
     AnyPropertyFilter,
     BreakdownFilter,
@@ -277,20 +278,27 @@ class ActorsQuery(_QueryBase):
 
 
 AnyQuery = Annotated[
-    HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery,
+    HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery | ExperimentQuery | ExperimentExposureQuery,
     Field(discriminator="kind"),
 ]
 """Any query the endpoint runs, told apart by ``kind``."""
 
-QUERY_KINDS: tuple[str, ...] = ("HogQLQuery", "TrendsQuery", "FunnelsQuery", "EventsQuery", "ActorsQuery")
+QUERY_KINDS: tuple[str, ...] = (
+    "HogQLQuery",
+    "TrendsQuery",
+    "FunnelsQuery",
+    "EventsQuery",
+    "ActorsQuery",
+    "ExperimentQuery",
+    "ExperimentExposureQuery",
+)
 
 _any_query: TypeAdapter[Any] = TypeAdapter(AnyQuery)
 
 
-def parse_query(data: dict[str, Any]) -> HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery:
-    """Validate a query dict into its model (raises ``pydantic.ValidationError``)."""
-    result: HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery = _any_query.validate_python(data)
-    return result
+def parse_query(data: dict[str, Any]) -> Any:
+    """Validate a query dict into its model, one of ``AnyQuery`` (raises ``pydantic.ValidationError``)."""
+    return _any_query.validate_python(data)
 
 
 class QueryRequest(RequestModel):
