@@ -24,7 +24,15 @@ from ..schema import (
     FunnelsQueryResponse,
     HogQLQuery,
     HogQLQueryResponse,
+    LifecycleQuery,
+    LifecycleQueryResponse,
+    PathsQuery,
+    PathsQueryResponse,
     QueryRequest,
+    RetentionQuery,
+    RetentionQueryResponse,
+    StickinessQuery,
+    StickinessQueryResponse,
     TrendsQuery,
     TrendsQueryResponse,
     parse_query,
@@ -36,13 +44,27 @@ if TYPE_CHECKING:
 
 __all__ = ["as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query"]
 
-AnyQueryModel = HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery
+AnyQueryModel = (
+    HogQLQuery
+    | TrendsQuery
+    | FunnelsQuery
+    | EventsQuery
+    | ActorsQuery
+    | RetentionQuery
+    | LifecycleQuery
+    | StickinessQuery
+    | PathsQuery
+)
 RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "HogQLQuery": HogQLQueryResponse,
     "TrendsQuery": TrendsQueryResponse,
     "FunnelsQuery": FunnelsQueryResponse,
     "EventsQuery": EventsQueryResponse,
     "ActorsQuery": ActorsQueryResponse,
+    "RetentionQuery": RetentionQueryResponse,
+    "LifecycleQuery": LifecycleQueryResponse,
+    "StickinessQuery": StickinessQueryResponse,
+    "PathsQuery": PathsQueryResponse,
 }
 CURSOR = "_hoglab_cursor"
 # Row caps servers are known to apply silently (the contract's 10,000, PostHog Cloud's 50,000): a page that
