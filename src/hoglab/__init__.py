@@ -7,6 +7,7 @@ The public API, loaded on first use so ``import hoglab`` stays fast (no pandas, 
     df = client.hogql("select event, count() from events group by event")
     trend = client.query(hoglab.trends("$pageview", math="dau", interval="week"))
     steps = client.query(hoglab.funnel(["$pageview", "signup", "purchase"], window="14d"))
+    cohorts = client.query(hoglab.retention("signup", returning="$pageview", period="week"))
     result = client.experiments.results(1)         # result.to_frame(), result.verdict
     hoglab.pick_experiment()                       # a widget: choose an experiment, see its results
     hoglab.experiment_report(1).write("out/")      # the whole analysis: text, figures, one HTML page
@@ -141,7 +142,19 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         funnel as funnel,
     )
     from .queries import (
+        lifecycle as lifecycle,
+    )
+    from .queries import (
+        paths as paths,
+    )
+    from .queries import (
+        retention as retention,
+    )
+    from .queries import (
         series as series,
+    )
+    from .queries import (
+        stickiness as stickiness,
     )
     from .queries import (
         trends as trends,
