@@ -181,6 +181,7 @@ def test_stickiness_rows_per_series_and_active_intervals() -> None:
     assert list(df.columns) == ["series", "label", "intervals", "persons"]
     assert df.groupby("label")["persons"].sum().to_dict() == {"$pageview": 9, "signup": 2}
     assert df[df["series"] == 1]["intervals"].tolist() == [1, 2, 3]
+    assert df.attrs["interval"] == "day"  # from PostHog's labels, "1 day", "2 days"
 
 
 def test_stickiness_comparison_is_labelled() -> None:

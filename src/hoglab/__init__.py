@@ -124,7 +124,22 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         plot_funnel as plot_funnel,
     )
     from .notebook import (
+        plot_lifecycle as plot_lifecycle,
+    )
+    from .notebook import (
+        plot_paths as plot_paths,
+    )
+    from .notebook import (
+        plot_retention as plot_retention,
+    )
+    from .notebook import (
+        plot_retention_curve as plot_retention_curve,
+    )
+    from .notebook import (
         plot_srm as plot_srm,
+    )
+    from .notebook import (
+        plot_stickiness as plot_stickiness,
     )
     from .notebook import (
         plot_trends as plot_trends,

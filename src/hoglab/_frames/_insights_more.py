@@ -30,6 +30,7 @@ LIFECYCLE_STATUSES = ("new", "returning", "resurrecting", "dormant")
 """PostHog's four lifecycle statuses, in the order its chart stacks them."""
 
 _PERIOD_LABEL = re.compile(r"^\s*(Hour|Day|Week|Month)\s+(\d+)\s*$", re.I)
+_STICKY_LABEL = re.compile(r"^\s*\d+\s+(minute|hour|day|week|month)s?\b", re.I)
 _STEP_KEY = re.compile(r"^(\d+)_(.*)$", re.S)
 _RETENTION_COLUMNS = (
     "cohort",
@@ -239,6 +240,11 @@ def stickiness_frame(response: Mapping[str, Any] | BaseModel) -> pd.DataFrame:
     columns["persons"] = _whole(persons)
     df = pd.DataFrame(columns)
     df.attrs.update(frame_metadata(data))
+    # PostHog's labels ("1 day", "3 weeks or more") name the interval, which plots put on their axis.
+    first = next((str(lb) for item in items for lb in item.get("labels") or []), "")
+    unit = _STICKY_LABEL.match(first)
+    if unit:
+        df.attrs["interval"] = unit.group(1).lower()
     return df
 
 
