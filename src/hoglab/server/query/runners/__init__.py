@@ -22,7 +22,14 @@ __all__ = [
     "register",
 ]
 
-RUNNER_MODULES = ("hogql", "trends", "funnels", "events", "actors")
+RUNNER_MODULES = (
+    "hogql",
+    "trends",
+    "funnels",
+    "events",
+    "actors",
+    "retention",
+)
 
 
 def load_runners() -> dict[str, Runner]:
