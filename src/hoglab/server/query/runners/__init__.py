@@ -29,6 +29,7 @@ RUNNER_MODULES = (
     "events",
     "actors",
     "retention",
+    "lifecycle",
 )
 
 
