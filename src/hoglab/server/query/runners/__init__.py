@@ -22,7 +22,15 @@ __all__ = [
     "register",
 ]
 
-RUNNER_MODULES = ("hogql", "trends", "funnels", "events", "actors")
+RUNNER_MODULES = (
+    "hogql",
+    "trends",
+    "funnels",
+    "events",
+    "actors",
+    "retention",
+    "lifecycle",
+)
 
 
 def load_runners() -> dict[str, Runner]:
