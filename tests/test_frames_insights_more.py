@@ -69,9 +69,10 @@ def test_retention_cells_carry_counts_sizes_and_both_rates() -> None:
     assert df.attrs["period"] == "week" and df.attrs["hogql"] == "SELECT 1"
 
 
-def test_retention_periods_after_the_range_are_missing_not_zero() -> None:
+@pytest.mark.parametrize("date_to", ["2025-06-22T23:59:59Z", "2025-06-23T00:00:00+00:00"])  # inclusive, exclusive
+def test_retention_periods_after_the_range_are_missing_not_zero(date_to: str) -> None:
     # Cohort 1 starts 2025-06-09; its period 2 starts 2025-06-23, after date_to: unknown, not zero.
-    df = retention_frame(_retention_answer(WEEKLY, date_to="2025-06-22T23:59:59Z"))
+    df = retention_frame(_retention_answer(WEEKLY, date_to=date_to))
     cells = df.set_index(["cohort", "period"])["count"]
     assert cells[(0, 2)] == 3 and cells[(0, 3)] is pd.NA
     assert cells[(1, 1)] == 4 and cells[(1, 2)] is pd.NA

@@ -128,7 +128,8 @@ def retention_frame(response: Mapping[str, Any] | BaseModel) -> pd.DataFrame:
     )
     count = pd.Series(_whole(counts))
     if end is not None and len(count):
-        count = count.mask(np.asarray(period_dates > end), pd.NA)
+        # A period starting at (an exclusive) or after (an inclusive) resolved date_to has not happened yet.
+        count = count.mask(np.asarray(period_dates >= end), pd.NA)
     columns: dict[str, Any] = {}
     if broken_down:
         columns["breakdown_value"] = np.fromiter(breakdowns, dtype=object, count=len(breakdowns))
