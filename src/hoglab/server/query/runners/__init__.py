@@ -30,6 +30,7 @@ RUNNER_MODULES = (
     "actors",
     "retention",
     "lifecycle",
+    "stickiness",
 )
 
 
