@@ -191,3 +191,43 @@ def test_lifecycle_shows_only_the_statuses_asked_for(captured: tuple[Client, pd.
     expected = _lifecycle_oracle(events, "$pageview")
     new = expected[expected.status == "new"].set_index("date")["count"]
     assert df[df.status == "new"].set_index("date")["count"].astype(int).to_dict() == new.to_dict()
+
+
+# ----------------------------------------------------------------------------------------------------- stickiness
+
+
+def _stickiness_oracle(events: pd.DataFrame, event: str, *, at_least: int = 1, days: int = DAYS) -> dict[int, int]:
+    """Active days -> people: days in the range with at least ``at_least`` of the person's ``event``s."""
+    mine = events[(events["event"] == event) & (_day(events) < days)]
+    per_day = mine.groupby(["distinct_id", _day(mine)]).size()
+    active = (per_day >= at_least).groupby(level=0).sum()
+    counts = active[active > 0].value_counts()
+    return {n: int(counts.get(n, 0)) for n in range(1, days + 1)}
+
+
+def test_stickiness_per_series_equals_pandas(captured: tuple[Client, pd.DataFrame]) -> None:
+    client, events = captured
+    df = client.query(hoglab.stickiness(["$pageview", "signup"], **RANGE))
+    assert list(df.columns) == ["series", "label", "intervals", "persons"] and df.attrs["interval"] == "day"
+    for series, event in enumerate(["$pageview", "signup"]):
+        mine = df[df["series"] == series]
+        assert set(mine["label"]) == {event}
+        assert dict(zip(mine["intervals"], mine["persons"], strict=True)) == _stickiness_oracle(events, event)
+    assert df[df["series"] == 1]["persons"].sum() == events.loc[events.event == "signup", "distinct_id"].nunique()
+
+
+def test_stickiness_cumulative_with_a_minimum_of_events(captured: tuple[Client, pd.DataFrame]) -> None:
+    client, events = captured
+    df = client.query(hoglab.stickiness("$pageview", active_when=(">=", 4), cumulative=True, **RANGE))
+    exactly = _stickiness_oracle(events, "$pageview", at_least=4)
+    at_least = {n: sum(v for m, v in exactly.items() if m >= n) for n in exactly}
+    assert dict(zip(df["intervals"], df["persons"], strict=True)) == at_least
+    assert at_least[1] > at_least[3] > 0  # a real spread: some people are active on more days than others
+
+
+def test_stickiness_against_the_previous_period(captured: tuple[Client, pd.DataFrame]) -> None:
+    client, events = captured
+    df = client.query(hoglab.stickiness("$pageview", compare=True, **RANGE))
+    current = df[df["compare_label"] == "current"]
+    assert dict(zip(current["intervals"], current["persons"], strict=True)) == _stickiness_oracle(events, "$pageview")
+    assert (df[df["compare_label"] == "previous"]["persons"] == 0).all()  # nothing happened before the range
