@@ -157,7 +157,7 @@ def paths(
                 compact = compact[: names.index(end) + 1]
                 if len(compact) > step_limit:
                     half = step_limit // 2
-                    compact = [*compact[:half], ("...", compact[half][0]), *compact[-half:]]
+                    compact = [*compact[:half], (compact[half][0], "..."), *compact[-half:]]
             elif start:
                 if start not in names:
                     continue

@@ -31,6 +31,7 @@ RUNNER_MODULES = (
     "retention",
     "lifecycle",
     "stickiness",
+    "paths",
 )
 
 
