@@ -8,6 +8,7 @@ as resurrecting), and browse in several sessions a day (30-minute gaps split pat
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -231,3 +232,67 @@ def test_stickiness_against_the_previous_period(captured: tuple[Client, pd.DataF
     current = df[df["compare_label"] == "current"]
     assert dict(zip(current["intervals"], current["persons"], strict=True)) == _stickiness_oracle(events, "$pageview")
     assert (df[df["compare_label"] == "previous"]["persons"] == 0).all()  # nothing happened before the range
+
+
+# ---------------------------------------------------------------------------------------------------------- paths
+
+CLEAN = {r"^https://hog\.example$": "/", r"^https://hog\.example": ""}  # the site alone is "/", else its path
+
+
+def _paths_oracle(events: pd.DataFrame, *, steps: int, start: str | None = None) -> dict[tuple[str, str], Any]:
+    """Edges restated in pandas: pageview URLs without a trailing slash, cleaned in order, cut into sessions at
+    30-minute gaps, consecutive repeats collapsed (the last kept), from ``start``, ``steps`` long."""
+    views = events[events["event"] == "$pageview"].sort_values(["distinct_id", "timestamp"], kind="stable")
+    items = views["url"].str.replace(r"(.)/$", r"\1", regex=True)
+    for regex, alias in CLEAN.items():
+        items = items.str.replace(regex, alias, regex=True)
+    views = views.assign(item=items)
+    new_session = views["timestamp"].diff().ge(SESSION_GAP) | views["distinct_id"].ne(views["distinct_id"].shift())
+    edges: dict[tuple[str, str], list[float]] = {}
+    for _, session in views.groupby(new_session.cumsum()):
+        kept = session[session["item"].ne(session["item"].shift(-1))]  # the last of each run of repeats
+        path = list(zip(kept["item"], kept["timestamp"], strict=True))
+        if start is not None:
+            names = [name for name, _ in path]
+            if start not in names:
+                continue
+            path = path[names.index(start) :]
+        path = path[:steps]
+        for i, ((a, t0), (b, t1)) in enumerate(itertools.pairwise(path), start=1):
+            edges.setdefault((f"{i}_{a}", f"{i + 1}_{b}"), []).append((t1 - t0).total_seconds() * 1000)
+    return {edge: (len(ms), float(np.mean(ms))) for edge, ms in edges.items()}
+
+
+def _edges(df: pd.DataFrame) -> dict[tuple[str, str], tuple[int, float]]:
+    names = zip(df["step_from"].astype(str) + "_" + df["source"], df["step_to"].astype(str) + "_" + df["target"],
+                strict=True)  # fmt: skip
+    return dict(zip(names, zip(df["value"].astype(int), df["average_conversion_time"], strict=True), strict=True))
+
+
+@pytest.mark.parametrize("start", [None, "/pricing"])
+def test_paths_edges_equal_pandas_over_multi_session_browsing(captured: tuple[Client, pd.DataFrame],
+                                                              start: str | None) -> None:  # fmt: skip
+    client, events = captured
+    df = client.query(hoglab.paths("$pageview", start=start, steps=4, edge_limit=1000, clean=CLEAN, **RANGE))
+    expected = _paths_oracle(events, steps=4, start=start)
+    got = _edges(df)
+    assert set(got) == set(expected)
+    for edge, (value, ms) in expected.items():
+        assert got[edge][0] == value, edge
+        assert got[edge][1] == pytest.approx(ms), edge
+    assert list(df["value"]) == sorted(df["value"], reverse=True)  # heaviest first
+    if start is not None:
+        assert set(df.loc[df["step_from"] == 1, "source"]) == {start}
+    assert df["step_to"].max() == 4
+
+
+def test_paths_edge_weights_and_limits(captured: tuple[Client, pd.DataFrame]) -> None:
+    client, events = captured
+    everything = _paths_oracle(events, steps=3)
+    df = client.query(hoglab.paths("$pageview", steps=3, min_weight=3, max_weight=10, clean=CLEAN, **RANGE))
+    kept = {edge for edge, (value, _) in everything.items() if 3 <= value <= 10}
+    # Edges in the weight range survive when a first step still leads to them (PostHog's reachability pass).
+    assert set(_edges(df)) <= kept
+    assert df["value"].between(3, 10).all() and (df["step_from"] == 1).any()
+    top = client.query(hoglab.paths("$pageview", steps=3, edge_limit=5, clean=CLEAN, **RANGE))
+    assert len(top) <= 5 and top["value"].max() == max(value for value, _ in everything.values())
