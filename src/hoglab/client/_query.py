@@ -28,7 +28,15 @@ from ..schema import (
     FunnelsQueryResponse,
     HogQLQuery,
     HogQLQueryResponse,
+    LifecycleQuery,
+    LifecycleQueryResponse,
+    PathsQuery,
+    PathsQueryResponse,
     QueryRequest,
+    RetentionQuery,
+    RetentionQueryResponse,
+    StickinessQuery,
+    StickinessQueryResponse,
     TrendsQuery,
     TrendsQueryResponse,
     parse_query,
@@ -41,7 +49,17 @@ if TYPE_CHECKING:
 __all__ = ["as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query"]
 
 AnyQueryModel = (
-    HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery | ExperimentQuery | ExperimentExposureQuery
+    HogQLQuery
+    | TrendsQuery
+    | FunnelsQuery
+    | EventsQuery
+    | ActorsQuery
+    | RetentionQuery
+    | LifecycleQuery
+    | StickinessQuery
+    | PathsQuery
+    | ExperimentQuery
+    | ExperimentExposureQuery
 )
 RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "HogQLQuery": HogQLQueryResponse,
@@ -51,6 +69,10 @@ RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "ActorsQuery": ActorsQueryResponse,
     "ExperimentQuery": ExperimentQueryResponse,
     "ExperimentExposureQuery": ExperimentExposureQueryResponse,
+    "RetentionQuery": RetentionQueryResponse,
+    "LifecycleQuery": LifecycleQueryResponse,
+    "StickinessQuery": StickinessQueryResponse,
+    "PathsQuery": PathsQueryResponse,
 }
 CURSOR = "_hoglab_cursor"
 # Row caps servers are known to apply silently (the contract's 10,000, PostHog Cloud's 50,000): a page that
