@@ -19,6 +19,8 @@ from typing import Literal
 
 from sqlglot import exp
 
+from .sessions import SESSION_FIELDS, session_view_items
+
 __all__ = [
     "GUARD_META",
     "PERSON_DISPLAY_NAME_PROPERTIES",
@@ -137,7 +139,16 @@ TABLES: dict[str, TableSchema] = {
         joins={
             "person": _PERSON_JOIN,
             "pdi": LazyJoin(target="person_distinct_ids", from_field="distinct_id", to_field="distinct_id"),
+            "session": LazyJoin(target="sessions", from_field="$session_id", to_field="session_id"),
         },
+    ),
+    "sessions": TableSchema(
+        name="sessions",
+        fields=tuple(
+            Field(name, "datetime" if name in ("$start_timestamp", "$end_timestamp") else "plain")
+            for name in SESSION_FIELDS
+        ),
+        star=tuple(name for name in SESSION_FIELDS if name not in ("duration", "$end_current_url", "$end_pathname")),
     ),
     "persons": TableSchema(
         name="persons",
@@ -320,7 +331,14 @@ def _overrides_view(opts: ViewOptions) -> exp.Select:
     return _select(raw, PERSON_OVERRIDES_TABLE, opts, items).group_by(_col(raw, "old_person_id"), copy=False)
 
 
+def _sessions_view(opts: ViewOptions) -> exp.Select:
+    raw = "__hq_s"
+    select = _select(raw, "sessions", opts, session_view_items(raw, opts.timezone))
+    return select.group_by(_col(raw, "session_id"), copy=False)
+
+
 _BUILDERS = {
+    "sessions": _sessions_view,
     "events": _events_view,
     "persons": _persons_view,
     "person_distinct_ids": _pdi_view,
