@@ -194,7 +194,11 @@ def hogql_pages(
     bar = client.progress_bar("hoglab rows", "rows")
     try:
         while True:
-            size = page_size if max_rows is None else min(page_size, max_rows - yielded)
+            size = page_size
+            if max_rows is not None:
+                # A keyset page starts with the boundary rows already yielded (dropped below): ask for them too,
+                # or a page of the last few rows wanted would be all repeats.
+                size = min(page_size, max_rows - yielded + (sum(seen.values()) if cursor is not None else 0))
             page_values = dict(values or {})
             if order is not None:
                 where = ""
@@ -230,6 +234,8 @@ def hogql_pages(
                             continue
                         kept.append(row)
                     rows = kept
+                if max_rows is not None:
+                    rows = rows[: max_rows - yielded]
                 if fetched == size and not rows:
                     raise HoglabError(
                         f"More than {size} rows share the timestamp {cursor}: raise page_size to page past them."
