@@ -229,3 +229,18 @@ def test_all_rows_with_a_limit_past_one_page(client: Client, remote: Remote, lim
     df = client.hogql("select timestamp, event, n from events order by timestamp", all_rows=True, limit=limit)
     assert df["n"].tolist() == list(range(limit))
     assert all("OFFSET" not in s for s, _ in paging.statements)
+
+
+def test_all_rows_tries_the_bulk_endpoint_once_then_pages_against_posthog(client: Client, remote: Remote) -> None:
+    """PostHog reads ``query/arrow/`` as a query kind and refuses it (400, nothing run): the client pages, and
+    does not ask again on the same connection."""
+    mismatch = {"type": "validation_error", "code": "invalid_input", "attr": None,
+                "detail": 'Query kind mismatch: path kind "arrow" does not match body kind "HogQLQuery".'}  # fmt: skip
+    remote.add("POST", "/api/projects/2/query/arrow/", httpx.Response(400, json=mismatch))
+    paging = PagingRemote(_table(25))
+    remote.add("POST", QUERY, paging)
+    for _ in range(2):
+        df = client.hogql("select timestamp, event, n from events", all_rows=True)
+        assert df["n"].tolist() == list(range(25))
+    paths = [r.url.path for r in remote.requests]
+    assert paths == ["/api/projects/2/query/arrow/", QUERY, QUERY]

@@ -34,7 +34,7 @@ from ._values import encode_values
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query"]
+__all__ = ["all_hogql_rows", "as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query"]
 
 AnyQueryModel = HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery
 RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
@@ -131,14 +131,30 @@ def run_hogql(
 ) -> Any:
     text = _strip(sql)
     if all_rows and not run_async:  # hogql_pages encodes the values
-        pages = list(hogql_pages(client, text, values, parse_json=parse_json, max_rows=limit))
-        return convert_output(_concat(pages), output)
+        return convert_output(all_hogql_rows(client, text, values, parse_json=parse_json, max_rows=limit), output)
     query = HogQLQuery(query=_with_limit(text, limit), values=encode_values(client, values) or None)
     if run_async:
         from ._jobs import submit
 
         return submit(client, query, frame_options={"parse_json": parse_json, "output": output})
     return convert_output(table_frame(execute(client, query), parse_json=parse_json), output)
+
+
+def all_hogql_rows(
+    client: Client,
+    sql: str,
+    values: Mapping[str, Any] | None,
+    *,
+    parse_json: bool | Sequence[str] = False,
+    max_rows: int | None = None,
+) -> pd.DataFrame:
+    """Every row of a statement: one Arrow answer from hoglab's bulk endpoint, else pages (PostHog)."""
+    from ._bulk import bulk_frame
+
+    bulk = bulk_frame(client, _with_limit(sql, max_rows), values, parse_json=parse_json)
+    if bulk is not None:
+        return bulk
+    return _concat(list(hogql_pages(client, sql, values, parse_json=parse_json, max_rows=max_rows)))
 
 
 def _concat(pages: list[pd.DataFrame]) -> pd.DataFrame:
@@ -278,7 +294,7 @@ def run_query(
     if all_rows and isinstance(q, EventsQuery | ActorsQuery):
         df = _concat(list(_offset_pages(client, q, options)))
     elif all_rows and isinstance(q, HogQLQuery):
-        df = _concat(list(hogql_pages(client, q.query, q.values, parse_json=parse_json)))
+        df = all_hogql_rows(client, _strip(q.query), q.values, parse_json=parse_json)
     else:
         df = to_frame(execute(client, q), q.kind, **options)
     return convert_output(df, output)
