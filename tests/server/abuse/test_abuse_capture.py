@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conftest import TestProject
+if TYPE_CHECKING:  # the session conftest's type; tests/ is not a package, so only for readers and checkers
+    from conftest import TestProject
 
 HOSTILE_EVENTS: list[tuple[dict[str, Any], str]] = [
     ({"offset": 1e15}, "offset"),
