@@ -33,11 +33,12 @@ from typing import Any
 from hoglab.schema import RetentionEntity, RetentionQuery
 
 from ...errors import ValidationFailed
-from ...filters.dates import bucket_key_sql, resolve_date_range, shift, start_of_interval
+from ...filters.dates import resolve_date_range, shift, start_of_interval
 from ...filters.properties import Params, hogql_expression, property_access, property_filters_to_hogql
 from .base import RunContext, register
 from .breakdowns import BREAKDOWN_OTHER, breakdown_items, breakdown_limit
 from .common import first_event_time, series_conditions
+from .intervals import interval_number_sql
 
 __all__ = ["RetentionRange", "retention_actor_rows_sql", "retention_range", "run_retention"]
 
@@ -136,18 +137,19 @@ def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Param
     returning = _entity_condition(rf.returningEntity or DEFAULT_ENTITY, p, "retentionFilter.returningEntity", timezone)
     where = series_conditions(query, None, p, project=project, attr="properties", event=False)
     first_time = rf.retentionType in ("retention_first_time", "retention_first_ever_occurrence")
-    keys = p.add(rr.keys)
-    index = f"(indexOf({keys}, {bucket_key_sql(rr.interval)}) - 1)"
+    n = len(rr.starts)
+    index = interval_number_sql(rr.interval, rr.starts[0], "timestamp", p, keys=rr.keys)
+    in_range = f"{index} BETWEEN 0 AND {n - 1}"
     where += [f"({target} OR {returning})", f"timestamp < {p.add(rr.end)}"]
     if first_time:
-        first = bucket_key_sql(rr.interval, f"minIf(timestamp, {target})")
-        starts = f"if(indexOf({keys}, {first}) > 0, [indexOf({keys}, {first}) - 1], [])"
+        first = interval_number_sql(rr.interval, rr.starts[0], f"minIf(timestamp, {target})", p, keys=rr.keys)
+        starts = f"if({first} BETWEEN 0 AND {n - 1}, [{first}], [])"
     else:
         where.append(f"timestamp >= {p.add(rr.starts[0])}")
-        starts = f"groupUniqArrayIf({index}, {target} AND {index} >= 0)"
+        starts = f"groupUniqArrayIf({index}, {target} AND {in_range})"
     bv = _breakdown_sql(query) or "''"
     minimum = rf.minimumOccurrences or 1
-    returns = f"groupArrayIf({index}, {returning} AND {index} >= 0)"
+    returns = f"groupArrayIf({index}, {returning} AND {in_range})"
     qualified = "arrayDistinct(all_returns)"
     if minimum > 1:
         qualified = f"arrayFilter(i -> countEqual(all_returns, i) >= {int(minimum)}, {qualified})"
