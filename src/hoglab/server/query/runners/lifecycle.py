@@ -48,11 +48,11 @@ def lifecycle_range(query: LifecycleQuery, ctx: RunContext) -> QueryDateRange:
 
 
 def lifecycle_actor_rows_sql(query: LifecycleQuery, rng: QueryDateRange, p: Params, *, project: Any) -> str:
-    """HogQL with one row per (person, interval key, status) within the range."""
+    """HogQL with one row per (person, interval, status) within the range: ``actor_id, day, status``, ``day`` the
+    interval's number (1 for the first of the range). A person has at most one status per interval."""
     buckets = rng.buckets()
     before = shift(buckets[0], rng.interval, -1)
     window = [rng.key(before), *(rng.key(b) for b in buckets)]
-    keys = p.add(window)
     series = query.series[0]
     where = series_conditions(query, series, p, project=project, attr="series.0")
     where += [
@@ -71,7 +71,7 @@ def lifecycle_actor_rows_sql(query: LifecycleQuery, rng: QueryDateRange, p: Para
     dormant = "arrayMap(a -> (a + 1, 'dormant'), arrayFilter(a -> NOT has(active, a + 1), active))"
     # Persons are joined once per active person, after the events are grouped (not once per event).
     return f"""
-        SELECT actor_id, arrayElement({keys}, tupleElement(pair, 1) + 1) AS day, tupleElement(pair, 2) AS status
+        SELECT actor_id, tupleElement(pair, 1) AS day, tupleElement(pair, 2) AS status
         FROM (
             SELECT actor_id, arrayConcat(arrayZip(active, {statuses}), {dormant}) AS pairs FROM (
                 SELECT activity.actor_id AS actor_id, activity.active AS active, {created} AS created
@@ -92,10 +92,10 @@ def run_lifecycle(query: LifecycleQuery, ctx: RunContext) -> dict[str, Any]:
     rng = lifecycle_range(query, ctx)
     p = Params()
     rows = lifecycle_actor_rows_sql(query, rng, p, project=ctx.project)
-    hogql = f"SELECT day, status, count(DISTINCT actor_id) AS n FROM ({rows}) GROUP BY day, status"
+    hogql = f"SELECT day, status, count() AS n FROM ({rows}) GROUP BY day, status"
     buckets = rng.buckets()
     compiled = ctx.compile(hogql, values=p.values, max_limit=4 * len(buckets) + 1)
-    counts = {(r["day"], r["status"]): int(r["n"]) for r in ctx.execute(compiled).to_pylist()}
+    counts = {(int(r["day"]), r["status"]): int(r["n"]) for r in ctx.execute(compiled).to_pylist()}
     series = query.series[0]
     event = series.event
     name = series_label(series)
@@ -108,7 +108,7 @@ def run_lifecycle(query: LifecycleQuery, ctx: RunContext) -> dict[str, Any]:
         if toggled is not None and status not in toggled:
             continue
         sign = -1.0 if status == "dormant" else 1.0
-        data = [sign * counts.get((rng.key(b), status), 0) for b in buckets]
+        data = [sign * counts.get((i, status), 0) for i in range(1, len(buckets) + 1)]
         results.append({
             "action": action,
             "data": data,
