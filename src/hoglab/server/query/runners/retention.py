@@ -150,7 +150,8 @@ def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Param
         starts = f"if({first} BETWEEN 0 AND {n - 1}, [{first}], [])"
     else:
         where.append(f"timestamp >= {p.add(rr.starts[0])}")
-        starts = f"groupUniqArrayIf(i, is_target AND {in_range})"
+        # The WHERE keeps the range's events, and only target events when both entities are the same events.
+        starts = "groupUniqArray(i)" if same else f"groupUniqArrayIf(i, is_target AND {in_range})"
     bv = _breakdown_sql(query) or "''"
     minimum = rf.minimumOccurrences or 1
     # The periods a person came back in: with a minimum of events per period, every event's period is kept and
