@@ -19,6 +19,7 @@ from typing import Literal
 
 from sqlglot import exp
 
+from .query_log import QUERY_LOG_FIELDS
 from .sessions import SESSION_FIELDS, session_view_items
 
 __all__ = [
@@ -141,6 +142,14 @@ TABLES: dict[str, TableSchema] = {
             "pdi": LazyJoin(target="person_distinct_ids", from_field="distinct_id", to_field="distinct_id"),
             "session": LazyJoin(target="sessions", from_field="$session_id", to_field="session_id"),
         },
+    ),
+    "query_log": TableSchema(
+        name="query_log",
+        fields=tuple(
+            Field(name, "datetime" if name in ("query_start_time", "event_time") else "plain")
+            for name in QUERY_LOG_FIELDS
+        ),
+        star=QUERY_LOG_FIELDS,
     ),
     "sessions": TableSchema(
         name="sessions",
