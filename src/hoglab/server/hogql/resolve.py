@@ -184,12 +184,20 @@ class Resolver:
             return
         top = chain_top(column)
         parts = top.parts
-        if not all(isinstance(p, exp.Identifier) for p in parts):
-            return  # tuple element access such as t.1: ClickHouse's business
+        indexes: list[exp.Expr] = []
+        while parts and isinstance(parts[-1], exp.Literal) and parts[-1].is_int:
+            indexes.insert(0, parts[-1])  # a tuple element: person_display_name.1
+            parts = parts[:-1]
+        if not parts or not all(isinstance(p, exp.Identifier) for p in parts):
+            return  # another element access: ClickHouse's business
         names = [p.name for p in parts]
         if scope.is_lambda_param(column, names[0]):
             return
         replacement = self._resolve_names(names, column, scope)
+        if replacement is not None and indexes and (replacement.meta.get(PROP_META) or replacement.meta.get(JSON_META)):
+            return  # properties.a.1: a number as a JSON key is not supported (as before)
+        for index in indexes if replacement is not None else ():
+            replacement = exp.Anonymous(this="tupleElement", expressions=[replacement, exp.Literal.number(index.this)])
         if replacement is not None:
             replacement.meta["hq_done"] = True
             top.replace(replacement)
