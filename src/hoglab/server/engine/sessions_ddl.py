@@ -33,18 +33,22 @@ ATTRIBUTION_KEYS = (
 """Event properties of a session's first event kept as its entry attribution (``$entry_<key>``), in tuple order."""
 
 _TS = "DateTime64(6, 'UTC')"
-_ATTRIBUTION_TYPE = f"Tuple({', '.join('String' for _ in ATTRIBUTION_KEYS)})"
+_ATTRIBUTION_TYPE = f"Tuple({_TS}, {', '.join('String' for _ in ATTRIBUTION_KEYS)})"
+# Firsts and lasts are min/max of (timestamp, value) tuples: plain values, cheap to write and to merge (argMin
+# states cost a load several times more). An event without a URL sorts after (before) every real one.
+_NEVER = "toDateTime64('2299-12-31 00:00:00', 6, 'UTC')"
+_EPOCH = "toDateTime64(0, 6, 'UTC')"
 
 _TABLE = f"""
 CREATE TABLE IF NOT EXISTS {{db}}.sessions (
     team_id Int64,
     session_id String,
-    first_distinct_id AggregateFunction(argMin, String, {_TS}),
+    first_distinct_id SimpleAggregateFunction(min, Tuple({_TS}, String)),
     min_timestamp SimpleAggregateFunction(min, {_TS}),
     max_timestamp SimpleAggregateFunction(max, {_TS}),
-    entry_url AggregateFunction(argMin, String, {_TS}),
-    exit_url AggregateFunction(argMax, String, {_TS}),
-    entry_attribution AggregateFunction(argMin, {_ATTRIBUTION_TYPE}, {_TS}),
+    entry_url SimpleAggregateFunction(min, Tuple({_TS}, String)),
+    exit_url SimpleAggregateFunction(max, Tuple({_TS}, String)),
+    entry_attribution SimpleAggregateFunction(min, {_ATTRIBUTION_TYPE}),
     pageview_count SimpleAggregateFunction(sum, UInt64),
     autocapture_count SimpleAggregateFunction(sum, UInt64),
     screen_count SimpleAggregateFunction(sum, UInt64),
@@ -55,24 +59,33 @@ ORDER BY (team_id, session_id)
 
 
 def _aggregate_select(db: str) -> str:
-    url = "JSONExtractString(properties, '$current_url')"
-    attribution = ", ".join(f"JSONExtractString(properties, '{key}')" for key in ATTRIBUTION_KEYS)
+    # One parse of the JSON per event: every key the sessions keep, read at once into a named tuple.
+    keys = ("$current_url", *ATTRIBUTION_KEYS)
+    wanted = ", ".join(f"`{key}` String" for key in keys)
+    attribution = ", ".join(f"tupleElement(p, {i + 2})" for i in range(len(ATTRIBUTION_KEYS)))
     return f"""
 SELECT
     team_id,
-    `$session_id` AS session_id,
-    argMinState(distinct_id, timestamp) AS first_distinct_id,
+    session_id,
+    min((timestamp, distinct_id)) AS first_distinct_id,
     min(timestamp) AS min_timestamp,
     max(timestamp) AS max_timestamp,
-    argMinStateIf({url}, timestamp, {url} != '') AS entry_url,
-    argMaxStateIf({url}, timestamp, {url} != '') AS exit_url,
-    argMinState(tuple({attribution}), timestamp) AS entry_attribution,
+    min((if(url = '', {_NEVER}, timestamp), url)) AS entry_url,
+    max((if(url = '', {_EPOCH}, timestamp), url)) AS exit_url,
+    min((timestamp, {attribution})) AS entry_attribution,
     countIf(event = '$pageview') AS pageview_count,
     countIf(event = '$autocapture') AS autocapture_count,
     countIf(event = '$screen') AS screen_count,
     count() AS event_count
-FROM {db}.events
-WHERE `$session_id` != ''
+FROM (
+    SELECT team_id, `$session_id` AS session_id, distinct_id, timestamp, event, p, tupleElement(p, 1) AS url
+    FROM (
+        SELECT team_id, `$session_id`, distinct_id, timestamp, event,
+               JSONExtract(properties, 'Tuple({wanted})') AS p
+        FROM {db}.events
+        WHERE `$session_id` != ''
+    )
+)
 GROUP BY team_id, session_id
 """
 
