@@ -33,22 +33,20 @@ ATTRIBUTION_KEYS = (
 """Event properties of a session's first event kept as its entry attribution (``$entry_<key>``), in tuple order."""
 
 _TS = "DateTime64(6, 'UTC')"
-_ATTRIBUTION_TYPE = f"Tuple({_TS}, {', '.join('String' for _ in ATTRIBUTION_KEYS)})"
-# Firsts and lasts are min/max of (timestamp, value) tuples: plain values, cheap to write and to merge (argMin
-# states cost a load several times more). An event without a URL sorts after (before) every real one.
-_NEVER = "toDateTime64('2299-12-31 00:00:00', 6, 'UTC')"
-_EPOCH = "toDateTime64(0, 6, 'UTC')"
 
+# Firsts and lasts are argMin/argMax states: min() of (timestamp, value) tuples compares tuples generically and
+# made a load ~5x slower than these. The first event's properties are kept whole and read at query time (the
+# entry attribution), so each event is parsed once, for its URL.
 _TABLE = f"""
 CREATE TABLE IF NOT EXISTS {{db}}.sessions (
     team_id Int64,
     session_id String,
-    first_distinct_id SimpleAggregateFunction(min, Tuple({_TS}, String)),
+    first_distinct_id AggregateFunction(argMin, String, {_TS}),
     min_timestamp SimpleAggregateFunction(min, {_TS}),
     max_timestamp SimpleAggregateFunction(max, {_TS}),
-    entry_url SimpleAggregateFunction(min, Tuple({_TS}, String)),
-    exit_url SimpleAggregateFunction(max, Tuple({_TS}, String)),
-    entry_attribution SimpleAggregateFunction(min, {_ATTRIBUTION_TYPE}),
+    entry_url AggregateFunction(argMin, String, {_TS}),
+    exit_url AggregateFunction(argMax, String, {_TS}),
+    first_properties AggregateFunction(argMin, String, {_TS}),
     pageview_count SimpleAggregateFunction(sum, UInt64),
     autocapture_count SimpleAggregateFunction(sum, UInt64),
     screen_count SimpleAggregateFunction(sum, UInt64),
@@ -59,32 +57,25 @@ ORDER BY (team_id, session_id)
 
 
 def _aggregate_select(db: str) -> str:
-    # One parse of the JSON per event: every key the sessions keep, read at once into a named tuple.
-    keys = ("$current_url", *ATTRIBUTION_KEYS)
-    wanted = ", ".join(f"`{key}` String" for key in keys)
-    attribution = ", ".join(f"tupleElement(p, {i + 2})" for i in range(len(ATTRIBUTION_KEYS)))
     return f"""
 SELECT
     team_id,
     session_id,
-    min((timestamp, distinct_id)) AS first_distinct_id,
+    argMinState(distinct_id, timestamp) AS first_distinct_id,
     min(timestamp) AS min_timestamp,
     max(timestamp) AS max_timestamp,
-    min((if(url = '', {_NEVER}, timestamp), url)) AS entry_url,
-    max((if(url = '', {_EPOCH}, timestamp), url)) AS exit_url,
-    min((timestamp, {attribution})) AS entry_attribution,
+    argMinStateIf(url, timestamp, url != '') AS entry_url,
+    argMaxStateIf(url, timestamp, url != '') AS exit_url,
+    argMinState(properties, timestamp) AS first_properties,
     countIf(event = '$pageview') AS pageview_count,
     countIf(event = '$autocapture') AS autocapture_count,
     countIf(event = '$screen') AS screen_count,
     count() AS event_count
 FROM (
-    SELECT team_id, `$session_id` AS session_id, distinct_id, timestamp, event, p, tupleElement(p, 1) AS url
-    FROM (
-        SELECT team_id, `$session_id`, distinct_id, timestamp, event,
-               JSONExtract(properties, 'Tuple({wanted})') AS p
-        FROM {db}.events
-        WHERE `$session_id` != ''
-    )
+    SELECT team_id, `$session_id` AS session_id, distinct_id, timestamp, event, properties,
+           JSONExtractString(properties, '$current_url') AS url
+    FROM {db}.events
+    WHERE `$session_id` != ''
 )
 GROUP BY team_id, session_id
 """

@@ -151,21 +151,22 @@ def _items_sql(raw: str, zone: str | None) -> list[str]:
     def in_zone(sql: str) -> str:
         return sql if zone is None else f"toTimeZone({sql}, '{zone}')"
 
-    attribution = f"min({raw}.entry_attribution)"
+    wanted = ", ".join(f"`{key}` String" for key in ATTRIBUTION_KEYS)
+    attribution = f"JSONExtract(argMinMerge({raw}.first_properties), 'Tuple({wanted})')"
     entry = [
-        f"tupleElement(__hq_attribution, {i + 2}) AS `$entry_{key.lstrip('$')}`"
+        f"tupleElement(__hq_attribution, {i + 1}) AS `$entry_{key.lstrip('$')}`"
         for i, key in enumerate(ATTRIBUTION_KEYS)
     ]
     start, end = f"min({raw}.min_timestamp)", f"max({raw}.max_timestamp)"
     return [
         f"{raw}.session_id AS session_id",
-        f"tupleElement(min({raw}.first_distinct_id), 2) AS distinct_id",
+        f"argMinMerge({raw}.first_distinct_id) AS distinct_id",
         f"{in_zone(start)} AS `$start_timestamp`",
         f"{in_zone(end)} AS `$end_timestamp`",
         f"dateDiff('second', {start}, {end}) AS `$session_duration`",
         "`$session_duration` AS duration",
-        f"tupleElement(min({raw}.entry_url), 2) AS `$entry_current_url`",
-        f"tupleElement(max({raw}.exit_url), 2) AS `$exit_current_url`",
+        f"argMinMerge({raw}.entry_url) AS `$entry_current_url`",
+        f"argMaxMerge({raw}.exit_url) AS `$exit_current_url`",
         "`$exit_current_url` AS `$end_current_url`",
         "path(`$entry_current_url`) AS `$entry_pathname`",
         "path(`$exit_current_url`) AS `$exit_pathname`",
