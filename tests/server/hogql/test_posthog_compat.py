@@ -138,6 +138,8 @@ def test_numeric_keys_order_as_numbers(project: ServiceProject, frame: pd.DataFr
     # amount_paid is a number in every event, so min/max/ORDER BY read it as one ("10.5" > "9")
     [[top, bottom]] = project.rows("select max(properties.amount_paid), min(properties.amount_paid) from events")
     assert (top, bottom) == (frame["amount"].max(), frame["amount"].min())
+    [[by_key]] = project.rows("select argMax(properties.amount_paid, properties.amount_paid) from events")
+    assert by_key == frame["amount"].max()
     [[first]] = project.rows("select properties.amount_paid from events order by properties.amount_paid desc limit 1")
     assert float(first) == frame["amount"].max()
     # selected on its own a property keeps its text (docs/hogql.md)
