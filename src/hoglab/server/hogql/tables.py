@@ -20,7 +20,7 @@ from typing import Literal
 from sqlglot import exp
 
 from .query_log import QUERY_LOG_FIELDS
-from .sessions import SESSION_FIELDS, session_view_items
+from .sessions import OTHER_NAMES, SESSION_FIELDS, session_view_items
 
 __all__ = [
     "GUARD_META",
@@ -157,7 +157,7 @@ TABLES: dict[str, TableSchema] = {
             Field(name, "datetime" if name in ("$start_timestamp", "$end_timestamp") else "plain")
             for name in SESSION_FIELDS
         ),
-        star=tuple(name for name in SESSION_FIELDS if name not in ("duration", "$end_current_url", "$end_pathname")),
+        star=tuple(name for name in SESSION_FIELDS if name not in OTHER_NAMES),
     ),
     "persons": TableSchema(
         name="persons",
