@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import EngineError, QueryCancelled
+from .settings import spill_settings
 
 __all__ = ["LimitedEngine", "statement_limits"]
 
@@ -14,7 +15,11 @@ __all__ = ["LimitedEngine", "statement_limits"]
 def statement_limits(config: Any) -> dict[str, Any]:
     """The app's own limits on every statement of a request (``ServerConfig``): apps of one process share one
     engine, opened with the first app's configuration, so they can't rely on the engine's defaults."""
-    return {"max_execution_time": config.max_execution_time, "max_memory_usage": config.max_memory_usage}
+    return {
+        "max_execution_time": config.max_execution_time,
+        "max_memory_usage": config.max_memory_usage,
+        **spill_settings(config.max_memory_usage),
+    }
 
 
 class LimitedEngine:

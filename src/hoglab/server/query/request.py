@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -19,9 +19,12 @@ from hoglab.schema import HogQLFilters, HogQLQuery, QueryRequest, validation_err
 
 from ..errors import ValidationFailed
 from .cache import cache_key
-from .runners import RUNNERS, load_runners
+from .runners import RESOLVERS, RUNNERS, load_runners
 
-__all__ = ["ASYNC_MODES", "WRAPPER_KINDS", "Prepared", "execution_mode", "prepare", "unwrap_source"]
+if TYPE_CHECKING:
+    from ..store import ProjectRecord, Store
+
+__all__ = ["ASYNC_MODES", "WRAPPER_KINDS", "Prepared", "execution_mode", "prepare", "resolve", "unwrap_source"]
 
 ASYNC_MODES = frozenset({"async", "lazy_async", "force_async"})
 _FILTER_OVERRIDE_KEYS = frozenset({"date_from", "date_to", "properties", "breakdown_filter", "explicitDate"})
@@ -113,6 +116,18 @@ def prepare(data: dict[str, Any], *, team_id: int, timezone: str, path_kind: str
         client_query_id=request.client_query_id,
         cache_key=cache_key(team_id, dumped, timezone=timezone),
     )
+
+
+def resolve(prepared: Prepared, project: ProjectRecord, store: Store | None) -> Prepared:
+    """The query with the stored objects it names read in (its kind's resolver), keyed on them for the cache."""
+    resolver = RESOLVERS.get(prepared.kind)
+    if resolver is None:
+        return prepared
+    if store is None:
+        raise ValidationFailed(f"{prepared.kind} needs the service's store, which this service runs without.")
+    model = resolver(prepared.query, project, store)
+    dumped = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return replace(prepared, query=model, cache_key=cache_key(project.id, dumped, timezone=project.timezone or "UTC"))
 
 
 def _apply_filters_override(model: BaseModel, override: Mapping[str, Any]) -> BaseModel:

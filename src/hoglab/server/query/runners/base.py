@@ -30,10 +30,11 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ...engine.base import Engine, JsonResult
-    from ...store import ProjectRecord
+    from ...store import ProjectRecord, Store
 
 __all__ = [
     "COMPILED",
+    "RESOLVERS",
     "RUNNERS",
     "CompiledCache",
     "RawAnswer",
@@ -42,6 +43,7 @@ __all__ = [
     "Timings",
     "has_person_overrides",
     "register",
+    "register_resolver",
 ]
 
 
@@ -211,6 +213,26 @@ def register(kind: str) -> Callable[[Runner], Runner]:
             raise ValueError(f"a runner for {kind} is already registered")
         RUNNERS[kind] = runner
         return runner
+
+    return add
+
+
+Resolver = Callable[[Any, "ProjectRecord", "Store"], Any]
+"""``resolver(query_model, project, store) -> model``: the query with what it refers to in the store read in."""
+
+RESOLVERS: dict[str, Resolver] = {}
+"""Query kind → resolver, for kinds that name stored objects (an experiment by id). The service resolves before
+its cache lookup, so the cache key covers the stored settings and the runner gets the resolved model."""
+
+
+def register_resolver(kind: str) -> Callable[[Resolver], Resolver]:
+    """Decorator: make ``resolver`` the one for ``kind``."""
+
+    def add(resolver: Resolver) -> Resolver:
+        if kind in RESOLVERS and RESOLVERS[kind] is not resolver:
+            raise ValueError(f"a resolver for {kind} is already registered")
+        RESOLVERS[kind] = resolver
+        return resolver
 
     return add
 
