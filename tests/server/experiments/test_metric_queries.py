@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from hoglab.stats.posthog import ExperimentStats, experiment_results
@@ -204,7 +205,7 @@ def test_exposures_per_day_are_running_totals_of_first_exposures(setup, flag):
     answer = response.json()
     assert_valid(answer, "ExperimentExposureQueryResponse", drop=ANSWER_EXTRAS)
     exposed = _exposed(setup, flag)
-    days = [d.date().isoformat() for d in __import__("pandas").date_range(oracle.START.date(), oracle.END.date())]
+    days = [d.date().isoformat() for d in pd.date_range(oracle.START.date(), oracle.END.date())]
     expected = []
     for variant in [*oracle.VARIANTS, oracle.MULTIPLE]:
         mine = exposed[exposed["variant"] == variant]
