@@ -41,8 +41,9 @@ def sdk(make_project) -> Iterator[tuple[object, posthog.Posthog]]:
 
 def test_mean_funnel_and_ratio_metrics_of_an_sdk_run_experiment(sdk):
     project, client = sdk
+    start = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
     body = {"name": "SDK metrics", "feature_flag_key": KEY, "metrics": METRICS[:2], "metrics_secondary": METRICS[2:],
-            "start_date": (datetime.now(UTC) - timedelta(hours=1)).isoformat(), "stats_config": {"method": "frequentist"}}
+            "start_date": start, "stats_config": {"method": "frequentist"}}
     created = project.http.post(f"/api/projects/{project.id}/experiments/", json=body)
     assert created.status_code == 201, created.text
     experiment = created.json()
