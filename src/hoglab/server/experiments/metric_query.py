@@ -56,7 +56,13 @@ _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86_400, "week":
 
 
 def window_seconds(metric: Any) -> int:
-    """The metric's conversion window in seconds, 0 without one (PostHog counts a month as 30 days here)."""
+    """The metric's conversion window in seconds, 0 without one (PostHog counts a month as 30 days here).
+
+    >>> from hoglab.schema import parse_metric
+    >>> window_seconds(parse_metric({"metric_type": "mean", "source": {"event": "buy"}, "conversion_window": 2,
+    ...                              "conversion_window_unit": "day"}))
+    172800
+    """
     if metric.conversion_window and metric.conversion_window_unit:
         return int(metric.conversion_window) * _UNIT_SECONDS[metric.conversion_window_unit]
     return 0

@@ -26,7 +26,13 @@ __all__ = ["run_experiment_query", "variant_stats"]
 
 
 def variant_stats(metric_type: str, key: str, row: dict[str, Any] | None, steps: int = 0) -> ExperimentStats:
-    """One variant's :class:`ExperimentStats` from its row of the metric's statement (zeros without a row)."""
+    """One variant's :class:`ExperimentStats` from its row of the metric's statement (zeros without a row).
+
+    >>> variant_stats("funnel", "test", {"n": 90, "total": 12, "s1": 40, "s2": 12}, steps=2).step_counts
+    (40, 12)
+    >>> variant_stats("mean", "control", None).number_of_samples
+    0
+    """
     row = row or {}
     n = int(row.get("n") or 0)
     total = float(row.get("total") or 0)
