@@ -126,3 +126,17 @@ def test_exposure_days_are_the_projects_days(results_project):
     per_day = local[exposed["variant"] == "control"].value_counts()
     assert control["exposure_counts"] == [int(per_day[per_day.index <= d].sum()) for d in control["days"]]
     assert answer["date_range"]["date_from"].endswith("+12:00")
+
+
+def test_an_exposure_query_reads_its_own_dates_and_criteria_over_the_stored_ones(project):
+    end = oracle.START + (oracle.END - oracle.START) / 3
+    body = {"kind": "ExperimentExposureQuery", "experiment_id": project.experiment, "end_date": end.isoformat(),
+            "exposure_criteria": {"multiple_variant_handling": "first_seen"}}  # fmt: skip
+    answer = _post(project, body).json()
+    exposed = oracle.exposures(oracle.generate(7, persons=150), "mx-exclude", handling="first_seen", end=end)
+    assert answer["total_exposures"] == exposed["variant"].value_counts().to_dict()
+    assert answer["timeseries"][0]["days"][-1] == end.date().isoformat()
+    assert answer["date_range"]["date_to"] == end.isoformat()
+    stored = _post(project, {"kind": "ExperimentExposureQuery", "experiment_id": project.experiment}).json()
+    assert sum(stored["total_exposures"].values()) > sum(answer["total_exposures"].values())
+    assert "$multiple" in stored["total_exposures"]  # the stored criteria: exclude
