@@ -90,13 +90,13 @@ def test_a_draft_is_a_400_saying_it_has_not_started(project):
 
 
 BAD = [
-    ({**METRIC, "source": {"kind": "ActionsNode", "id": 1}}, "query__metric__mean__source", "Actions"),
+    ({**METRIC, "source": {"kind": "ActionsNode", "id": 1}}, "query__metric__source", "Actions"),
     ({**METRIC, "source": {"kind": "EventsNode", "event": "x", "math": "hogql", "math_hogql": "sum(1)"}},
-     "query__metric__mean__source", "hogql"),
-    ({**METRIC, "upper_bound_percentile": 1.5}, "query__metric__mean__upper_bound_percentile", "1"),
-    ({"kind": "ExperimentMetric", "metric_type": "funnel", "series": []}, "query__metric__funnel__series", "1"),
+     "query__metric__source", "hogql"),
+    ({**METRIC, "upper_bound_percentile": 1.5}, "query__metric__upper_bound_percentile", "1"),
+    ({"kind": "ExperimentMetric", "metric_type": "funnel", "series": []}, "query__metric__series", "1"),
     ({"kind": "ExperimentMetric", "metric_type": "ratio", "numerator": METRIC["source"]},
-     "query__metric__ratio__denominator", "required"),
+     "query__metric__denominator", "required"),
     ({**METRIC, "metric_type": "retention"}, "query__metric", "metric_type"),
 ]
 
