@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pandas as pd
 import pytest
 
 from . import metric_oracle as oracle
@@ -140,3 +142,28 @@ def test_an_exposure_query_reads_its_own_dates_and_criteria_over_the_stored_ones
     stored = _post(project, {"kind": "ExperimentExposureQuery", "experiment_id": project.experiment}).json()
     assert sum(stored["total_exposures"].values()) > sum(answer["total_exposures"].values())
     assert "$multiple" in stored["total_exposures"]  # the stored criteria: exclude
+
+
+def test_three_variants_answer_in_the_flags_order_and_an_unseen_variant_answers_zeros(results_project):
+    variants = [{"key": "control", "rollout_percentage": 40}, {"key": "blue", "rollout_percentage": 30},
+                {"key": "green", "rollout_percentage": 20}, {"key": "red", "rollout_percentage": 10}]  # fmt: skip
+    rows, expected = [], {}
+    for i, (variant, spend) in enumerate([("green", 5.0), ("control", 2.0), ("blue", 3.0)] * 20):
+        user, at = f"p-{i}", oracle.START + timedelta(hours=i)
+        properties = {"$feature_flag": "colours", "$feature_flag_response": variant}
+        rows.append({"event": "$feature_flag_called", "distinct_id": user, "timestamp": at, "properties": properties})
+        rows.append({"event": "purchase", "distinct_id": user, "timestamp": at + timedelta(minutes=5),
+                     "properties": {"price": spend * (i % 4)}})  # fmt: skip
+        n, total = expected.get(variant, (0, 0.0))
+        expected[variant] = (n + 1, total + spend * (i % 4))
+    project = results_project(pd.DataFrame(rows).assign(person=lambda f: f["distinct_id"]))
+    experiment = project.create(name="colours", feature_flag_key="colours", start_date=oracle.START.isoformat(),
+                                end_date=oracle.END.isoformat(), parameters={"feature_flag_variants": variants})
+    answer = _post(project, _metric_query(project, experiment["id"])).json()
+    assert answer["baseline"]["key"] == "control"
+    assert [v["key"] for v in answer["variant_results"]] == ["blue", "green", "red"]
+    for item in [answer["baseline"], *answer["variant_results"][:2]]:
+        assert (item["number_of_samples"], item["sum"]) == (expected[item["key"]][0], expected[item["key"]][1])
+    red = answer["variant_results"][2]
+    assert (red["number_of_samples"], red["sum"], red["sum_squares"]) == (0, 0, 0)
+    assert "not-enough-exposures" in red["validation_failures"] and red["chance_to_win"] is None
