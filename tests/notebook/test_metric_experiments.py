@@ -82,7 +82,7 @@ def test_the_picker_shows_every_metric_its_settings_and_the_split(client: Client
     assert summary is not None
     assert summary["metric"].tolist() == ["signup → purchase", "revenue", "revenue per pageview"]
     assert summary["role"].tolist() == ["primary", "primary", "secondary"]
-    assert summary["settings"].tolist()[0] == "window 7 days · steps in ordered order · goal: increase"
+    assert summary["settings"].tolist()[0] == "window 7 days · steps in order · goal: increase"
     assert "outliers capped at the 99th percentile" in summary["settings"].tolist()[1]
     # The SRM check on the exposures the query answered, against the flag's 50/50.
     assert picker.srm is not None

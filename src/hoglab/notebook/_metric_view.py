@@ -23,6 +23,7 @@ from ..stats import SRMResult, StatsError, srm
 __all__ = ["exposure_srm", "metric_results_html", "metric_settings", "metric_summary", "metrics_line"]
 
 _CELL = "padding:2px 8px;text-align:right"
+_ORDERS = {"ordered": "steps in order", "strict": "steps in strict order", "unordered": "steps in any order"}
 
 
 def _percentile(value: float) -> str:
@@ -53,7 +54,8 @@ def metric_settings(metric: Mapping[str, Any]) -> str:
         else:
             parts.append("no outlier capping")
     if metric.get("metric_type") == "funnel":
-        parts.append(f"steps in {metric.get('funnel_order_type') or 'ordered'} order")
+        order = metric.get("funnel_order_type") or "ordered"
+        parts.append(_ORDERS.get(str(order), f"steps {order}"))
     parts.append(f"goal: {metric.get('goal') or 'increase'}")
     return " · ".join(parts)
 

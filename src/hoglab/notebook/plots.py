@@ -10,6 +10,8 @@ ticked and labelled in the data's own time zone, rates are on percent axes.
 :func:`plot_experiment`        Comparison or ExperimentResult: forest plot of effects, or posterior densities
 :func:`plot_cumulative_effect` daily sufficient statistics: cumulative effect with always-valid bounds
 :func:`plot_srm`               SRM check: observed against expected share per variant, p-value in the title
+:func:`plot_metric_effects`    MetricExperimentResult: each metric's lift with the server's interval (forest plot)
+:func:`plot_exposures`         MetricExperimentResult: exposed units per variant so far, day by day
 :func:`cumulative_effect`      the numbers behind :func:`plot_cumulative_effect`, as a DataFrame
 =============================  ==================================================================================
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from ._plots_experiment import plot_experiment
 from ._plots_insights import plot_funnel, plot_trends
+from ._plots_metrics import plot_exposures, plot_metric_effects
 from ._plots_sequential import cumulative_effect, plot_cumulative_effect
 from ._plots_srm import plot_srm
 
@@ -30,7 +33,9 @@ __all__ = [
     "cumulative_effect",
     "plot_cumulative_effect",
     "plot_experiment",
+    "plot_exposures",
     "plot_funnel",
+    "plot_metric_effects",
     "plot_srm",
     "plot_trends",
 ]
