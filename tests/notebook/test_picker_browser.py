@@ -100,20 +100,24 @@ def test_choosing_a_metric_experiment_in_jupyterlab_shows_its_verdicts(lab: Any,
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
     try:
-        wait = WebDriverWait(driver, 240)
+        wait = WebDriverWait(driver, 300)  # a loaded machine starts JupyterLab and its kernel slowly
         driver.get(url)
-        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")))
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")), "the notebook")
+        idle = "//*[contains(@class,'jp-StatusBar')]//*[contains(normalize-space(.), 'Idle')]"
+        wait.until(ec.presence_of_element_located((By.XPATH, idle)), "an idle kernel")  # else Run All is disabled
         run = "//li[contains(@class,'lm-MenuBar-item')]//div[text()='Run']"
-        wait.until(ec.element_to_be_clickable((By.XPATH, run))).click()
-        run_all = "//li[contains(@class,'lm-Menu-item')]//div[@class='lm-Menu-itemLabel' and text()='Run All Cells']"
-        wait.until(ec.element_to_be_clickable((By.XPATH, run_all))).click()
-        box = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, BOX)))
+        wait.until(ec.element_to_be_clickable((By.XPATH, run)), "the Run menu").click()
+        run_all = ("//li[contains(@class,'lm-Menu-item') and not(contains(@class,'lm-mod-disabled'))]"
+                   "//div[@class='lm-Menu-itemLabel' and text()='Run All Cells']")  # fmt: skip
+        wait.until(ec.element_to_be_clickable((By.XPATH, run_all)), "Run All Cells").click()
+        box = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, BOX)), "the picker's box")
         labels = driver.execute_script(
             "return Array.from(document.querySelectorAll('datalist option')).map(o => o.value)"
         )
         label = next(text for text in labels if text.endswith(f"#{experiment_id}"))
         box.send_keys(label, Keys.ENTER)
-        wait.until(ec.presence_of_element_located((By.XPATH, "//*[starts-with(normalize-space(.), 'Method:')]")))
+        method = "//*[starts-with(normalize-space(.), 'Method:')]"
+        wait.until(ec.presence_of_element_located((By.XPATH, method)), "the chosen experiment's results")
         shown = driver.find_element(By.CSS_SELECTOR, ".jp-OutputArea-output .widget-vbox").text
         result = client.experiments.results(experiment_id)
         assert isinstance(result, MetricExperimentResult)
@@ -128,5 +132,9 @@ def test_choosing_a_metric_experiment_in_jupyterlab_shows_its_verdicts(lab: Any,
         driver.execute_script("document.querySelectorAll('.jp-Notification-Toast, .Toastify').forEach(e => e.remove())")
         target = Path(os.environ.get("HOGLAB_SCREENSHOTS") or tmp_path) / "picker-metric-experiment.png"
         assert driver.find_element(By.CSS_SELECTOR, ".jp-OutputArea-output .widget-vbox").screenshot(str(target))
+    except Exception:
+        driver.save_screenshot(str(tmp_path / "failed.png"))
+        print("page at failure:", tmp_path / "failed.png", driver.find_element(By.TAG_NAME, "body").text[-3000:])
+        raise
     finally:
         driver.quit()

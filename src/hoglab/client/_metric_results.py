@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 
 __all__ = ["METRIC_COLUMNS", "MetricAnswer", "MetricExperimentResult", "metric_label"]
@@ -147,8 +146,8 @@ def metric_frame(answers: Sequence[MetricAnswer]) -> pd.DataFrame:
     for name in _FLOATS:
         df[name] = pd.to_numeric(df[name], errors="coerce").astype("float64")
     for name in _STRINGS:
-        df[name] = pd.array([None if v is None or v is np.nan else str(v) for v in df[name]], pd.StringDtype())
-    df["significant"] = pd.array([None if v is None or v is np.nan else bool(v) for v in df["significant"]], "boolean")
+        df[name] = pd.array([None if pd.isna(v) else str(v) for v in df[name]], pd.StringDtype())
+    df["significant"] = pd.array([None if pd.isna(v) else bool(v) for v in df["significant"]], "boolean")
     return df
 
 
