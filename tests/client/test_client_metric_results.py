@@ -175,3 +175,28 @@ def test_update_sends_builder_metrics(client: Client, remote: Remote) -> None:
     assert sent[0]["metrics"][0]["source"]["math_property"] == "price" and sent[0]["metrics"][0]["uuid"] == metric.uuid
     assert_valid(sent[0]["metrics"][0], "ExperimentMeanMetric", drop=())
     assert set(sent[0]) == {"metrics", "stats_config"} and updated.model_dump()["metrics"][0]["name"] == "revenue"
+
+
+def test_an_older_posthog_answer_with_variants_is_read_too(client: Client, remote: Remote) -> None:
+    """PostHog's stats-version-2 answer: counts in ``variants``, P(best) in ``probability``, one verdict."""
+    older = {
+        "kind": "ExperimentQuery", "stats_version": 2, "significant": True, "significance_code": "significant",
+        "p_value": 0.01, "probability": {"control": 0.02, "test": 0.98},
+        "credible_intervals": {"control": [0.08, 0.12], "test": [0.11, 0.16]},
+        "variants": [{"key": "test", "success_count": 135, "failure_count": 865},
+                     {"key": "control", "success_count": 100, "failure_count": 900}],
+    }  # fmt: skip
+    assert_valid(older, "ExperimentQueryResponse")
+    remote.add("GET", f"{BASE}9/", httpx.Response(200, json=experiment_body(metrics=[FUNNEL], metrics_secondary=[])))
+
+    def cloud(request: httpx.Request) -> httpx.Response:
+        kind = json.loads(request.content)["query"]["kind"]
+        return httpx.Response(200, json=older if kind == "ExperimentQuery" else EXPOSURES)
+
+    remote.add("POST", QUERY, cloud)
+    frame = client.experiments.results(9).to_frame()
+    assert frame[["variant", "number_of_samples", "sum"]].values.tolist() == [["control", 1000, 100.0],
+                                                                              ["test", 1000, 135.0]]  # fmt: skip
+    test = frame.iloc[1]
+    assert test["lift"] == pytest.approx(0.35) and test["chance_to_win"] == 0.98 and bool(test["significant"])
+    assert math.isnan(test["interval_low"])  # its intervals are of each rate, not of the lift
