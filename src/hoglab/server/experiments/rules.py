@@ -21,10 +21,12 @@ from ..errors import ValidationFailed
 from ..http.bodies import validate_body
 from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, Store, UserRecord
 from ..store.experiments import METRIC_COLUMNS
+from .legacy import read_metric
 
 __all__ = [
     "MODEL_ERROR_ATTRS",
     "UPDATABLE_FIELDS",
+    "check_metric_filters",
     "create_with_flag",
     "experiment_body",
     "exposure_cohort_filters",
@@ -216,6 +218,21 @@ def requires_flag_implementation(samples: Sequence[Mapping[str, Any]]) -> bool:
     return not any(isinstance(key, str) and key.startswith("$feature/") for props in samples for key in props)
 
 
+def check_metric_filters(filters: Any) -> None:
+    """Refuse a primary metric the results could not read (a 400 naming the field), on create and on PATCH alike:
+    an experiment stored with ``{"events": "x"}`` would only fail later, at every results request. Empty filters
+    (a draft without a metric yet) pass.
+
+    >>> check_metric_filters({})
+    >>> check_metric_filters({"events": "x"})
+    Traceback (most recent call last):
+    ...
+    hoglab.server.errors.ValidationFailed: 'events' is a list.
+    """
+    if filters:
+        read_metric(filters, "filters")
+
+
 def _duplicate_key() -> ValidationFailed:
     return ValidationFailed("There is already a feature flag with this key.", attr="key", code="unique")
 
@@ -229,6 +246,7 @@ def create_with_flag(
     API and by the demo set-up, so both make experiments the same way.
     """
     payload = validate_body(ExperimentCreate, dict(data), model_error_attrs=MODEL_ERROR_ATTRS)
+    check_metric_filters(data.get("filters"))
     start_date = to_utc(payload.start_date, "start_date")
     end_date = to_utc(payload.end_date, "end_date")
     parameters = payload.parameters

@@ -24,7 +24,7 @@ from .runners import RESOLVERS, RUNNERS, load_runners
 if TYPE_CHECKING:
     from ..store import ProjectRecord, Store
 
-__all__ = ["ASYNC_MODES", "Prepared", "execution_mode", "prepare", "resolve"]
+__all__ = ["ASYNC_MODES", "WRAPPER_KINDS", "Prepared", "execution_mode", "prepare", "resolve", "unwrap_source"]
 
 ASYNC_MODES = frozenset({"async", "lazy_async", "force_async"})
 _FILTER_OVERRIDE_KEYS = frozenset({"date_from", "date_to", "properties", "breakdown_filter", "explicitDate"})
@@ -43,6 +43,29 @@ class Prepared:
     cache_key: str
 
 
+WRAPPER_KINDS = frozenset({"DataTableNode", "InsightVizNode", "DataVisualizationNode"})
+"""PostHog's display nodes: POST /query runs their ``source`` and answers what the source answers."""
+_MAX_WRAPPERS = 4
+
+
+def unwrap_source(data: dict[str, Any]) -> dict[str, Any]:
+    """The body with a wrapper node (``DataTableNode``, ``InsightVizNode``, ``DataVisualizationNode``) replaced by
+    its ``source``, as PostHog's query endpoint runs it; display settings (columns, chart options) are dropped.
+
+    >>> unwrap_source({"query": {"kind": "DataTableNode", "source": {"kind": "HogQLQuery", "query": "select 1"}}})
+    {'query': {'kind': 'HogQLQuery', 'query': 'select 1'}}
+    """
+    query = data.get("query")
+    for _ in range(_MAX_WRAPPERS):
+        if not isinstance(query, dict) or query.get("kind") not in WRAPPER_KINDS:
+            break
+        source = query.get("source")
+        if not isinstance(source, dict):
+            raise ValidationFailed(f"{query['kind']} needs a 'source' query to run.", attr="query__source")
+        query = source
+    return {**data, "query": query} if query is not data.get("query") else data
+
+
 def execution_mode(request: QueryRequest) -> str:
     """PostHog's ``refresh`` → execution mode (reference 1.3): ``async: true`` wins; ``true`` forces a blocking
     run; omitted, ``false`` and ``force_cache`` mean ``blocking`` on this endpoint."""
@@ -59,6 +82,7 @@ def execution_mode(request: QueryRequest) -> str:
 def prepare(data: dict[str, Any], *, team_id: int, timezone: str, path_kind: str | None = None) -> Prepared:
     """Validate a request body; 400s as PostHog words them (unknown kind, kind mismatch, field errors)."""
     load_runners()
+    data = unwrap_source(data)
     query = data.get("query")
     kind = query.get("kind") if isinstance(query, dict) else None
     if path_kind is not None and isinstance(query, dict) and kind != path_kind:
@@ -129,5 +153,3 @@ def _apply_filters_override(model: BaseModel, override: Mapping[str, Any]) -> Ba
     except ValidationError as exc:
         body = validation_error_body(exc, filters)
         raise ValidationFailed(body.detail, attr="filters_override" + (f"__{body.attr}" if body.attr else "")) from None
-
-

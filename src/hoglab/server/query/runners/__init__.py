@@ -43,6 +43,10 @@ RUNNER_MODULES = (
     "actors",
     "hoglab.server.experiments.metric_runner",
     "hoglab.server.experiments.exposure_runner",
+    "retention",
+    "lifecycle",
+    "stickiness",
+    "paths",
 )
 
 

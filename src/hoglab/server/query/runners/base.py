@@ -143,6 +143,7 @@ class RunContext:
         default_limit: int | None = None,
         max_limit: int | None = None,
         filters: Any = None,
+        numeric_properties: Mapping[str, frozenset[str]] | None = None,
     ) -> CompiledQuery:
         """HogQL → guarded ClickHouse SQL for this project (raises ``HogQLError`` on a mistake), kept in ``COMPILED``.
 
@@ -153,7 +154,8 @@ class RunContext:
             # repr, not JSON: JSON writes a tuple as a list, a UUID or a datetime as its text and NaN as null, and
             # those compile to other literals (or fail to compile); repr of the values compile accepts keeps them
             # apart, and is faster to take than any walk over them.
-            inputs = (repr(values), repr(filters))
+            numeric = sorted((table, sorted(keys)) for table, keys in (numeric_properties or {}).items())
+            inputs = (repr(values), repr(filters), repr(numeric))
             key = (self.team_id, self.timezone, self.person_overrides, hogql, inputs, default_limit, max_limit)
             compiled = COMPILED.get(key)
             if compiled is None:
@@ -166,6 +168,7 @@ class RunContext:
                     max_limit=max_limit,
                     person_overrides=self.person_overrides,
                     filters=filters,
+                    numeric_properties=numeric_properties,
                 )
                 COMPILED.put(key, compiled)
             return compiled
