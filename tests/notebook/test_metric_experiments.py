@@ -102,6 +102,14 @@ def test_the_picker_shows_every_metric_its_settings_and_the_split(client: Client
     assert [t.get_text() for t in effects.get_yticklabels()] == [
         "signup → purchase · test", "revenue · test", "revenue per pageview · test (secondary)"]  # fmt: skip
     assert picker.plot.layout.display is None and picker.plot.value[:4] == b"\x89PNG"
+    # "Refresh" asks the server to recompute every metric (PostHog's force_blocking), and shows the same.
+    asked = len(cloud.cloud.queries)
+    picker.refresh()
+    assert picker.value == experiment_id and picker.error is None and len(cloud.cloud.queries) == asked + 4
+    assert set(cloud.cloud.refreshes[:asked]) == {"blocking"} and set(cloud.cloud.refreshes[asked:]) == {
+        "force_blocking"
+    }
+    assert picker.results.value == shown
 
 
 def test_the_report_of_a_metric_experiment_is_one_page(client: Client, cloud: CloudQueries, tmp_path: Path) -> None:
