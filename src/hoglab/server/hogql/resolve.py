@@ -25,7 +25,16 @@ from sqlglot import exp
 
 from .check import chain_top
 from .errors import HogQLError, node_span
-from .props import JSON_META, NAME_META, PROP_META, TYPED_NODES, json_access, mark_json, type_comparisons
+from .props import (
+    EVENT_PROPERTIES_META,
+    JSON_META,
+    NAME_META,
+    PROP_META,
+    TYPED_NODES,
+    json_access,
+    mark_json,
+    type_comparisons,
+)
 from .scope import Columns, Scope, Source, collect_sources, expand_stars, output_columns, scope_nodes, walk_scope
 from .tables import TABLES, ViewOptions, build_view
 
@@ -221,6 +230,8 @@ class Resolver:
         ref = exp.column(exp.to_identifier(name, quoted=True), table=source.alias_identifier())
         if fld.kind == "json":
             mark_json(ref, name)
+            if schema.name == "events" and name == "properties":
+                ref.meta[EVENT_PROPERTIES_META] = self.database  # keys may be materialized columns (props.py)
             return json_access(ref, _keys(rest[1:])) if len(rest) > 1 else ref
         if len(rest) > 1:
             raise _err(f"Field '{name}' has no sub-fields", node)
