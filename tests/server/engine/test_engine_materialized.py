@@ -116,3 +116,23 @@ def test_columns_are_found_again_and_filled_in_the_background(hoglab_service: An
     described = engine.execute("DESCRIBE TABLE hoglab.events").to_pylist()
     mine = next(c for c in described if c["name"] == columns[KEY])
     assert mine["type"] == "Nullable(String)" and mine["default_type"] == "MATERIALIZED"
+
+
+def test_count_by_event_reads_the_projection_and_answers_as_the_table(make_project: Any, hoglab_service: Any) -> None:
+    """The service's engine has the ``p_event_day`` projection; a count by event reads it (far fewer rows than
+    the events) and answers what pandas counts over the captured events."""
+    project = make_project(scopes=["query:read"])
+    names = ["a", "b", "b", "c", "c", "c"] * 50
+    batch = [{"event": n, "distinct_id": f"d{i % 7}", "timestamp": (START + timedelta(minutes=i)).isoformat()}
+             for i, n in enumerate(names)]  # fmt: skip
+    Ingestor.for_engine(hoglab_service.state.engine).capture_batch(project.id, batch)
+    engine = hoglab_service.state.engine
+    assert engine.execute("SELECT name FROM system.projections WHERE table = 'events'").column("name").to_pylist() == [
+        "p_event_day"
+    ]
+    body = {"query": {"kind": "HogQLQuery", "query": "select event, count() from events group by event order by event"},
+            "refresh": "force_blocking"}  # fmt: skip
+    answer = project.http.post(f"/api/projects/{project.id}/query/", json=body).json()
+    assert answer["results"] == [["a", 50], ["b", 100], ["c", 150]]
+    plan = engine.execute(f"EXPLAIN {answer['clickhouse']}").column(0).to_pylist()
+    assert any("ReadFromMergeTree (p_event_day)" in line for line in plan), plan

@@ -78,8 +78,10 @@ def open_engine(config: ServerConfig) -> Engine:
 
         engine = ChdbEngine(chdb_path(config.data_dir), limits=limits)
     from .materialized import refresh
+    from .projections import ensure_projections
 
     try:
+        ensure_projections(engine)
         refresh(engine)  # the compiler reads materialized properties from their columns
     except EngineError:
         engine.close()
