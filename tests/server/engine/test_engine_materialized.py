@@ -136,3 +136,35 @@ def test_count_by_event_reads_the_projection_and_answers_as_the_table(make_proje
     assert answer["results"] == [["a", 50], ["b", 100], ["c", 150]]
     plan = engine.execute(f"EXPLAIN {answer['clickhouse']}").column(0).to_pylist()
     assert any("ReadFromMergeTree (p_event_day)" in line for line in plan), plan
+
+
+def test_hot_properties_are_materialized_automatically(make_project: Any, hoglab_service: Any) -> None:
+    """The keys queries read at least ``min_uses`` times become columns at the job's next round; the counts are
+    kept in the engine (``property_usage``), and the answers stay the same."""
+    from hoglab.server.engine.autoprops import AutoMaterializer
+
+    engine = hoglab_service.state.engine
+    project = make_project(scopes=["query:read"])
+    batch = [{"event": "e", "distinct_id": "d", "properties": {"auto_hot": "x" if i % 2 else None, "auto_cold": i},
+              "timestamp": (START + timedelta(minutes=i)).isoformat()} for i in range(6)]  # fmt: skip
+    Ingestor.for_engine(engine).capture_batch(project.id, batch)
+
+    def ask(hogql: str) -> Any:
+        body = {"query": {"kind": "HogQLQuery", "query": hogql}, "refresh": "force_blocking"}
+        return project.http.post(f"/api/projects/{project.id}/query/", json=body).json()
+
+    job = AutoMaterializer(engine, interval=3600, min_uses=3, max_columns=1000)
+    job.record()  # what earlier tests counted is not this test's business
+    for n in range(3):  # three different statements: each is compiled, so each counts
+        ask(f"select count() from events where properties.auto_hot = 'x' and {n} = {n}")
+    before = ask("select properties.auto_hot as h, count() as c from events group by h order by h")
+    ask("select properties.auto_cold from events")
+    assert "auto_hot" in job.run_once()
+    columns = materialized.materialized_columns()
+    assert "auto_hot" in columns and "auto_cold" not in columns
+    uses = {r["key"]: r["uses"] for r in engine.execute(
+        "SELECT key, sum(uses) AS uses FROM hoglab.property_usage GROUP BY key").to_pylist()}  # fmt: skip
+    assert uses["auto_hot"] >= 4 and uses["auto_cold"] >= 1
+    after = ask("select properties.auto_hot as h, count() as c from events group by h order by h")
+    assert f"events.`{columns['auto_hot']}`" in after["clickhouse"]
+    assert after["results"] == before["results"] == [["x", 3], [None, 3]]
