@@ -168,3 +168,9 @@ def test_hot_properties_are_materialized_automatically(make_project: Any, hoglab
     after = ask("select properties.auto_hot as h, count() as c from events group by h order by h")
     assert f"events.`{columns['auto_hot']}`" in after["clickhouse"]
     assert after["results"] == before["results"] == [["x", 3], [None, 3]]
+
+
+def test_projections_are_added_once(hoglab_service: Any) -> None:
+    from hoglab.server.engine.projections import ensure_projections
+
+    assert ensure_projections(hoglab_service.state.engine) == []  # the service's engine has it already

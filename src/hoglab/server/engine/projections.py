@@ -13,10 +13,14 @@ to tables made by any version.
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
+from .base import EngineError
 from .ddl import DATABASE
-from .settings import quote_string
+
+log = logging.getLogger("hoglab.engine")
 
 __all__ = ["PROJECTIONS", "ensure_projections"]
 
@@ -26,16 +30,27 @@ PROJECTIONS: dict[str, str] = {
 
 
 def ensure_projections(engine: Any) -> list[str]:
-    """Add the projections ``events`` lacks and start building them for existing parts; the names added."""
-    rows = engine.execute(
-        f"SELECT name FROM system.projections WHERE database = {quote_string(DATABASE)} AND table = 'events'"
-    ).to_pylist()
-    present = {str(r["name"]) for r in rows}
+    """Add the projections ``events`` lacks and start building them for existing parts; the names added.
+
+    A projection only speeds queries up, so an engine that refuses one (an old ClickHouse server) is logged and
+    served without it.
+    """
+    try:
+        created = engine.execute(f"SHOW CREATE TABLE {DATABASE}.events").column(0).to_pylist()[0]
+    except EngineError:
+        log.warning("cannot read the events table's definition; serving without projections", exc_info=True)
+        return []
     added = []
     for name, select in PROJECTIONS.items():
-        if name in present:
+        if re.search(rf"\bPROJECTION\s+`?{name}\b", str(created)):
             continue
-        engine.command(f"ALTER TABLE {DATABASE}.events ADD PROJECTION IF NOT EXISTS {name} ({select})")
-        engine.command(f"ALTER TABLE {DATABASE}.events MATERIALIZE PROJECTION {name}", settings={"mutations_sync": 0})
+        try:
+            engine.command(f"ALTER TABLE {DATABASE}.events ADD PROJECTION IF NOT EXISTS {name} ({select})")
+            engine.command(
+                f"ALTER TABLE {DATABASE}.events MATERIALIZE PROJECTION {name}", settings={"mutations_sync": 0}
+            )
+        except EngineError:
+            log.warning("the engine refused projection %s; serving without it", name, exc_info=True)
+            continue
         added.append(name)
     return added
