@@ -51,8 +51,9 @@ def bulk_project(hoglab_service: Any) -> Iterator[tuple[Any, str, int]]:
     other = store.projects.create("bulk rows, someone else's")
     key = store.keys.create(store.users.default().id, ["query:read"], [project.id])[1]
     for target, batch in ((project, _batch()), (other, _batch()[:50])):
-        body = {"api_key": target.api_token, "batch": batch}
-        answer = httpx.post(f"{hoglab_service.url}/batch/", json=body, timeout=300)  # a loaded machine is slow
+        answer = httpx.post(
+            f"{hoglab_service.url}/batch/", json={"api_key": target.api_token, "batch": batch}, timeout=120
+        )
         assert answer.status_code == 200, answer.text
     yield hoglab_service, key, project.id
 

@@ -20,11 +20,23 @@ from ..schema import (
     ActorsQueryResponse,
     EventsQuery,
     EventsQueryResponse,
+    ExperimentExposureQuery,
+    ExperimentExposureQueryResponse,
+    ExperimentQuery,
+    ExperimentQueryResponse,
     FunnelsQuery,
     FunnelsQueryResponse,
     HogQLQuery,
     HogQLQueryResponse,
+    LifecycleQuery,
+    LifecycleQueryResponse,
+    PathsQuery,
+    PathsQueryResponse,
     QueryRequest,
+    RetentionQuery,
+    RetentionQueryResponse,
+    StickinessQuery,
+    StickinessQueryResponse,
     TrendsQuery,
     TrendsQueryResponse,
     parse_query,
@@ -36,13 +48,31 @@ if TYPE_CHECKING:
 
 __all__ = ["all_hogql_rows", "as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query"]
 
-AnyQueryModel = HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery
+AnyQueryModel = (
+    HogQLQuery
+    | TrendsQuery
+    | FunnelsQuery
+    | EventsQuery
+    | ActorsQuery
+    | RetentionQuery
+    | LifecycleQuery
+    | StickinessQuery
+    | PathsQuery
+    | ExperimentQuery
+    | ExperimentExposureQuery
+)
 RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "HogQLQuery": HogQLQueryResponse,
     "TrendsQuery": TrendsQueryResponse,
     "FunnelsQuery": FunnelsQueryResponse,
     "EventsQuery": EventsQueryResponse,
     "ActorsQuery": ActorsQueryResponse,
+    "ExperimentQuery": ExperimentQueryResponse,
+    "ExperimentExposureQuery": ExperimentExposureQueryResponse,
+    "RetentionQuery": RetentionQueryResponse,
+    "LifecycleQuery": LifecycleQueryResponse,
+    "StickinessQuery": StickinessQueryResponse,
+    "PathsQuery": PathsQueryResponse,
 }
 CURSOR = "_hoglab_cursor"
 # Row caps servers are known to apply silently (the contract's 10,000, PostHog Cloud's 50,000): a page that
@@ -61,7 +91,8 @@ def as_query(query: Any) -> AnyQueryModel:
         return HogQLQuery(query=query)
     if isinstance(query, Mapping):
         try:
-            return parse_query(dict(query))
+            parsed: AnyQueryModel = parse_query(dict(query))
+            return parsed
         except pydantic.ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             where = ".".join(str(p) for p in first.get("loc", ()))

@@ -32,6 +32,12 @@ class LimitedEngine:
         self._cancelled = cancelled
         self.name: str = engine.name
 
+    @property
+    def write_count(self) -> int | None:
+        """The wrapped engine's write counter, when it keeps one (query/cache.py ``data_version``)."""
+        count = getattr(self._engine, "write_count", None)
+        return count if isinstance(count, int) else None
+
     def _settings(self, settings: Mapping[str, Any] | None) -> dict[str, Any]:
         if self._cancelled is not None and self._cancelled.is_set():
             raise QueryCancelled("Query was cancelled.", code=394, name="QUERY_WAS_CANCELLED")
