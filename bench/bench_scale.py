@@ -7,7 +7,12 @@ service's default settings (4 GiB per query, GROUP BY/ORDER BY spilling past 2 G
    ``timestamp``, ``properties``), written by the engine (``INSERT INTO FUNCTION file(...) SELECT ... FROM
    numbers``): 90 days, one person per 25 events, 55% ``$pageview``, 20% ``$autocapture``, 15% ``signup``, 10%
    ``purchase``; properties ``$browser`` (4 values), ``plan`` (3, missing on a fifth), ``price``, ``$current_url``.
-2. Load: each file with ``load_file`` (what ``hoglab load`` runs: parse, check every row, persons, insert), timed.
+2. Load: the first ``--load-files`` files with ``load_file`` (what ``hoglab load`` runs: parse, check every row,
+   persons, insert), timed; the others with a plain ``INSERT ... SELECT FROM file()`` (``person_id`` a hash of
+   the distinct id, no persons rows: the two questions read ``events.person_id`` only). ``load_file`` keeps the
+   project's persons in memory to resolve identities, which on this machine made it slow down past ~4M persons
+   (see docs/benchmarks.md), so the scale run loads two files through it. ``--resume`` goes on with the files a
+   stopped run left in ``--data-dir``.
 3. Ask over HTTP (the real service in this process, ``POST /query/`` with ``refresh: "force_blocking"``): the
    90-day DAU trend of ``$pageview`` by ``$browser`` and the funnel ``$pageview`` → ``signup`` → ``purchase``
    within 14 days, twice each; then again once ``$browser`` is a materialized column (filled).
@@ -82,41 +87,63 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000_000)
     parser.add_argument("--files", type=int, default=10)
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/hoglab-scale"))
+    parser.add_argument("--load-files", type=int, default=2, help="files loaded with load_file (the rest: INSERT)")
+    parser.add_argument("--resume", action="store_true", help="go on with the files a stopped run left")
     parser.add_argument("--keep", action="store_true", help="keep the data dir afterwards")
     args = parser.parse_args()
 
-    shutil.rmtree(args.data_dir, ignore_errors=True)
     files_dir = args.data_dir / "files"
-    files_dir.mkdir(parents=True)
+    if not args.resume:
+        shutil.rmtree(args.data_dir, ignore_errors=True)
+        files_dir.mkdir(parents=True)
     service = start_local_service(args.data_dir / "service", config_overrides={"rate_limits_enabled": False})
     store = service.state.store
-    team = store.projects.create("scale").id
+    existing = [p for p in store.projects.list() if p.name == "scale"] if args.resume else []
+    team = existing[0].id if existing else store.projects.create("scale").id
     key = store.keys.create(store.users.default().id, ["query:read"], [team])[1]
     engine = service.state.engine
     print(f"{args.events:,} events, {args.files} files, data in {args.data_dir}; 2 shared cores, 24 GiB", flush=True)
     try:
         started = time.perf_counter()
-        paths = write_files(engine, args.events, args.files, files_dir)
+        if args.resume:
+            paths = sorted(files_dir.glob("events-*.parquet"))
+        else:
+            paths = write_files(engine, args.events, args.files, files_dir)
         size = sum(p.stat().st_size for p in paths)
-        print(f"generated {len(paths)} Parquet files ({size / 1e9:.1f} GB) in {time.perf_counter() - started:.0f} s",
+        print(f"{len(paths)} Parquet files ({size / 1e9:.1f} GB) ready in {time.perf_counter() - started:.0f} s",
               flush=True)  # fmt: skip
 
         loaded, load_seconds = 0, 0.0
-        for path in paths:
-            report = load_file(engine, team, path)
-            loaded += report.rows
-            load_seconds += report.seconds
-            print(f"  {path.name}: {report.rows:,} events, {report.persons_created:,} new persons, "
-                  f"{report.seconds:.0f} s ({report.rows / report.seconds:,.0f}/s); peak RSS {peak_rss_gib():.1f} GiB",
-                  flush=True)  # fmt: skip
+        for i, path in enumerate(paths):
+            if i < args.load_files and not args.resume:
+                report = load_file(engine, team, path)
+                rows, seconds, how = report.rows, report.seconds, f"load_file, {report.persons_created:,} new persons"
+                loaded += report.rows
+                load_seconds += report.seconds
+            else:
+                begun = time.perf_counter()
+                engine.command(
+                    f"""INSERT INTO {DATABASE}.events (team_id, uuid, event, distinct_id, person_id, timestamp,
+                    properties, elements_chain, created_at)
+                    SELECT {team}, toUUID(uuid), event, distinct_id,
+                           reinterpretAsUUID(sipHash128(distinct_id)), timestamp, properties, '', now64(6)
+                    FROM file('{path}', Parquet)""",
+                    settings={"max_execution_time": 0},
+                )
+                rows = int(engine.execute(f"SELECT count() AS n FROM file('{path}', Parquet)").column("n")[0].as_py())
+                seconds, how = time.perf_counter() - begun, "INSERT ... FROM file()"
+            print(f"  {path.name}: {rows:,} events by {how}, {seconds:.0f} s ({rows / seconds:,.0f}/s); "
+                  f"peak RSS {peak_rss_gib():.1f} GiB", flush=True)  # fmt: skip
             path.unlink()
+
         parts = engine.execute(
             f"SELECT sum(rows) AS rows, sum(data_compressed_bytes) AS c, sum(data_uncompressed_bytes) AS u "
             f"FROM system.parts WHERE database = '{DATABASE}' AND table = 'events' AND active"
         ).to_pylist()[0]
-        print(f"\nloaded {loaded:,} events in {load_seconds:,.0f} s: **{loaded / load_seconds:,.0f} events/s**; "
-              f"events on disk {parts['c'] / 1e9:.1f} GB compressed ({parts['u'] / 1e9:.1f} GB uncompressed); "
-              f"peak RSS {peak_rss_gib():.1f} GiB\n", flush=True)  # fmt: skip
+        if loaded:
+            print(f"\nload_file: {loaded:,} events in {load_seconds:,.0f} s, {loaded / load_seconds:,.0f} events/s")
+        print(f"\n{parts['rows']:,} events stored; on disk {parts['c'] / 1e9:.1f} GB compressed "
+              f"({parts['u'] / 1e9:.1f} GB uncompressed); peak RSS {peak_rss_gib():.1f} GiB\n", flush=True)  # fmt: skip
 
         http = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"}, timeout=3600)
 
