@@ -347,3 +347,26 @@ def test_bad_memory_limit_flag_is_one_line_and_status_2(capsys, value):
         main(["serve", "--max-memory-usage", value])
     assert exit_.value.code == 2
     assert "--max-memory-usage" in _one_clear_line(capsys.readouterr().err)
+
+
+def test_materialize_adds_columns_reports_them_and_their_fill(capsys, tmp_path):
+    _run(capsys, "project", "create", "Shop", "--data-dir", str(tmp_path))
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(
+        json.dumps({"event": "e", "distinct_id": f"d{i}", "timestamp": f"2026-01-01T00:00:0{i}Z",
+                    "properties": {"plan": "pro"} if i % 2 else {}}) + "\n" for i in range(6)
+    ))  # fmt: skip
+    common = ["--data-dir", str(tmp_path)]
+    subprocess.run([*_hoglab(), "load", "--project", "1", str(events), *common], check=True, capture_output=True)
+    made = subprocess.run([*_hoglab(), "materialize", "--project", "1", "plan", "$browser", *common],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert "'plan' -> column `mat_plan` (3 of project 1's 6 events have it)" in made.stdout
+    assert "'$browser' -> column `mat_$browser` (0 of project 1's 6 events have it)" in made.stdout
+    status = subprocess.run([*_hoglab(), "materialize", "--project", "1", "--status", *common],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    listed = dict(line.split("\t")[:2] for line in status.stdout.splitlines())
+    assert listed == {"'$browser'": "`mat_$browser`", "'plan'": "`mat_plan`"}
+    nothing = subprocess.run([*_hoglab(), "materialize", "--project", "1", *common], capture_output=True, text=True)
+    assert nothing.returncode == 1 and "name at least one property key" in nothing.stderr

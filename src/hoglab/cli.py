@@ -8,6 +8,7 @@
     hoglab project list [--data-dir DIR]
     hoglab key create --project ID[,ID...]|all --scopes experiment:read,query:read [--label L] [--data-dir DIR]
     hoglab load --project ID FILE [--format jsonl|csv|parquet] [--data-dir DIR]
+    hoglab materialize --project ID KEY... [--status] [--data-dir DIR]
     hoglab pull --from URL --project ID [--into LOCAL_ID] [--since DATE] [--rate 120/hour] [--from-export DIR]
 
 ``--data-dir`` defaults to ``$HOGLAB_DATA_DIR``, else the per-user data dir. A mistake in the arguments gets one
@@ -134,6 +135,11 @@ def _build_parser() -> _Parser:
     create_key.add_argument("--project", required=True, metavar="ID[,ID...]|all", help="projects the key reaches")
     create_key.add_argument("--scopes", required=True, metavar="SCOPES", help="comma-separated, e.g. query:read")
     create_key.add_argument("--label", default="", metavar="LABEL")
+
+    mat = commands.add_parser("materialize", parents=[common], help="event properties as columns (faster filters)")
+    mat.add_argument("--project", required=True, type=_project_id, metavar="ID")
+    mat.add_argument("keys", nargs="*", metavar="KEY", help="property keys, e.g. '$browser' plan")
+    mat.add_argument("--status", action="store_true", help="list the materialized keys and how far each fill is")
 
     load = commands.add_parser("load", parents=[common], help="load events from a JSONL, CSV or Parquet file")
     load.add_argument("--project", required=True, type=_project_id, metavar="ID")
@@ -373,6 +379,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _project_create(args) if args.action == "create" else _project_list(args)
         if args.command == "key":
             return _key_create(args)
+        if args.command == "materialize":
+            from hoglab._cli_materialize import run_materialize
+
+            return run_materialize(args, CommandError, _config(args.data_dir))
         if args.command == "pull":
             from hoglab._cli_pull import run_pull
 

@@ -86,6 +86,17 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.owns_engine = True
     try:
         state.query_jobs = _start_query_jobs(state)
+        if state.config.auto_materialize and state.owns_engine:
+            from .engine.autoprops import AutoMaterializer
+
+            job = AutoMaterializer(
+                state.engine,
+                interval=state.config.materialize_interval_seconds,
+                min_uses=state.config.materialize_min_uses,
+                max_columns=state.config.materialize_max_columns,
+            )
+            job.start()
+            state.extras["auto_materializer"] = job
         for hook in state.startup_hooks:
             try:
                 hook(state)
@@ -98,6 +109,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         if state.query_jobs is not None:
             state.query_jobs.close()
             state.query_jobs = None
+        if (job := state.extras.pop("auto_materializer", None)) is not None:
+            job.close()
         state.store.close()
         if state.owns_engine and state.engine is not None:
             from .engine import release_engine

@@ -73,6 +73,11 @@ class ServerConfig:
     # Engine guard rails applied to every user query (GROUP BY/ORDER BY spill to disk past half the memory).
     max_execution_time: int = 60
     max_memory_usage: int = 4 * 1024**3
+    # Event properties the compiler reads most become materialized columns (engine/autoprops.py).
+    auto_materialize: bool = True
+    materialize_interval_seconds: int = 300
+    materialize_min_uses: int = 20
+    materialize_max_columns: int = 20
     # Async queries: worker threads in this process, and how long a status is kept.
     query_workers: int = 4
     query_status_ttl_seconds: int = 20 * 60
@@ -94,6 +99,8 @@ class ServerConfig:
         if os.environ.get("HOGLAB_RATE_LIMITS", "").lower() in {"0", "off", "false", "no"}:
             env["rate_limits_enabled"] = False
         env["max_execution_time"] = _env_int("HOGLAB_MAX_EXECUTION_TIME", cls.max_execution_time)
+        if os.environ.get("HOGLAB_AUTO_MATERIALIZE", "").lower() in {"0", "off", "false", "no"}:
+            env["auto_materialize"] = False
         if memory := os.environ.get("HOGLAB_MAX_MEMORY_USAGE"):
             env["max_memory_usage"] = parse_bytes(memory, "HOGLAB_MAX_MEMORY_USAGE")
         env["query_workers"] = _env_int("HOGLAB_QUERY_WORKERS", cls.query_workers)

@@ -141,3 +141,29 @@ def test_url_parsing() -> None:
     for hostless in ("notaurl", "http:ch.example", ""):
         with pytest.raises(ValueError, match="not a ClickHouse URL"):
             parse_clickhouse_url(hostless)
+
+
+def test_materialized_properties_and_projection_through_a_server(
+    ch: ClickHouseEngine, engine: ChdbEngine, team: int
+) -> None:
+    """The same DDL through ClickHouse's HTTP protocol: a column added there is found by a refresh on either
+    engine, and answers what the JSON extraction answers."""
+    from hoglab.server.engine import materialized
+    from hoglab.server.engine.projections import ensure_projections
+
+    assert materialized.materialize(ch, ["ch side key"]) == {"ch side key": materialized.column_name("ch side key")}
+    column = materialized.column_name("ch side key")
+    assert materialized.refresh(engine)["ch side key"] == column
+    ts = pa.array([1_700_000_000_000_000] * 3, pa.timestamp("us", tz="UTC"))
+    ch.insert_arrow("events", pa.table({
+        "team_id": pa.array([team] * 3, pa.int64()),
+        "uuid": [f"00000000-0000-4000-8000-00000000000{i}" for i in range(3)],
+        "event": ["m"] * 3, "distinct_id": ["d"] * 3, "person_id": ["00000000-0000-4000-8000-0000000000bb"] * 3,
+        "timestamp": ts, "properties": ['{"ch side key": "v"}', '{"ch side key": null}', "{}"],
+        "elements_chain": [""] * 3, "created_at": ts,
+    }))  # fmt: skip
+    sql = (f"SELECT `{column}` AS m, JSONExtract(properties, 'ch side key', 'Nullable(String)') AS j "
+           f"FROM hoglab.events WHERE team_id = {team} ORDER BY uuid")  # fmt: skip
+    assert ch.execute(sql).to_pylist() == [{"m": "v", "j": "v"}, {"m": None, "j": None}, {"m": None, "j": None}]
+    ensure_projections(ch)
+    assert ensure_projections(ch) == []

@@ -68,13 +68,25 @@ def open_engine(config: ServerConfig) -> Engine:
     this process already has a different one open.
     """
     limits = QueryLimits(max_execution_time=config.max_execution_time, max_memory_usage=config.max_memory_usage)
+    engine: Engine
     if config.clickhouse_url:
         from .clickhouse import ClickHouseEngine
 
-        return ClickHouseEngine(config.clickhouse_url, limits=limits)
-    from .chdb import ChdbEngine
+        engine = ClickHouseEngine(config.clickhouse_url, limits=limits)
+    else:
+        from .chdb import ChdbEngine
 
-    return ChdbEngine(chdb_path(config.data_dir), limits=limits)
+        engine = ChdbEngine(chdb_path(config.data_dir), limits=limits)
+    from .materialized import refresh
+    from .projections import ensure_projections
+
+    try:
+        ensure_projections(engine)
+        refresh(engine)  # the compiler reads materialized properties from their columns
+    except EngineError:
+        engine.close()
+        raise
+    return engine
 
 
 # Every app in a process that serves the same data shares one engine handle, so they share one capture writer

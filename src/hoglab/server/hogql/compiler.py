@@ -24,6 +24,7 @@ from .check import check_query
 from .errors import HogQLError
 from .parse import parse_hogql
 from .printer import apply_limit, name_columns, print_clickhouse, print_hogql, remember_texts
+from .props import use_materialized
 from .resolve import Env, Resolver
 from .values import bind_placeholders
 
@@ -158,6 +159,7 @@ def _compile(
     )
     resolver.resolve_query(top, Env())
     columns = name_columns(top, resolver.scopes)
+    use_materialized(top)
     from .guard import verify_guards, verify_lexing
     from .timezones import apply_timezone
 

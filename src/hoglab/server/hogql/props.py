@@ -23,6 +23,7 @@ from collections.abc import Collection, Mapping
 from sqlglot import exp
 
 __all__ = [
+    "EVENT_PROPERTIES_META",
     "JSON_META",
     "NAME_META",
     "PROP_META",
@@ -32,6 +33,7 @@ __all__ = [
     "mark_json",
     "type_comparisons",
     "type_numeric_contexts",
+    "use_materialized",
 ]
 
 JSON_META = "hq_json"  # node is a reference to a JSON column (a properties column of some view)
@@ -39,6 +41,8 @@ PROP_META = "hq_prop"  # node is a property access (JSONExtract of a JSON column
 NAME_META = "hq_name"  # name the value would have as a column (the last key, as PostHog names it)
 TABLE_META = "hq_table"  # HogQL table a JSON column or property access belongs to ("events", "persons", ...)
 KEY_META = "hq_key"  # a property access of one top-level key: that key
+EVENT_PROPERTIES_META = "hq_event_props"  # node is the events view's ``properties`` column (value: its database)
+_MATERIALIZED_META = "hq_mat"  # the access reads a materialized column holding the same values (engine/materialized)
 
 
 def mark_json(node: exp.Expr, name: str, table: str | None = None) -> exp.Expr:
@@ -66,7 +70,25 @@ def json_access(base: exp.Expr, keys: list[exp.Expr]) -> exp.Expr:
     last = keys[-1] if keys else None
     if isinstance(last, exp.Literal) and last.is_string:
         node.meta[NAME_META] = last.this
+        database = root.meta.get(EVENT_PROPERTIES_META)
+        if len(keys) == 1 and database:
+            from ..engine.materialized import lookup
+
+            node.meta[_MATERIALIZED_META] = lookup(last.this, database)
     return node
+
+
+def use_materialized(tree: exp.Expr) -> None:
+    """Read materialized columns instead of ``JSONExtract(events.properties, key, ...)`` where one exists: the
+    column's expression is that very extraction (engine/materialized.py), so the answer is the same."""
+    for node in list(tree.find_all(exp.Anonymous)):
+        column = node.meta.get(_MATERIALIZED_META)
+        if not column or not node.meta.get(PROP_META):
+            continue
+        root = node.expressions[0]
+        replacement = exp.column(exp.to_identifier(column, quoted=True), table=root.args.get("table"))
+        replacement.meta[NAME_META] = node.meta.get(NAME_META)
+        node.replace(replacement)
 
 
 def _is_number(node: exp.Expr) -> bool:

@@ -30,6 +30,7 @@ from .errors import HogQLError, node_span
 from .nullsafe import NULLABLE_META, apply_null_rules
 from .parse import parse_hogql_expr
 from .props import (
+    EVENT_PROPERTIES_META,
     JSON_META,
     NAME_META,
     PROP_META,
@@ -264,6 +265,8 @@ class Resolver:
         ref = exp.column(exp.to_identifier(name, quoted=True), table=source.alias_identifier())
         if fld.kind == "json":
             mark_json(ref, name, schema.name)
+            if schema.name == "events" and name == "properties":
+                ref.meta[EVENT_PROPERTIES_META] = self.database  # keys may be materialized columns (props.py)
             return json_access(ref, _keys(rest[1:])) if len(rest) > 1 else ref
         if len(rest) > 1:
             raise _err(f"Field '{name}' has no sub-fields", node)

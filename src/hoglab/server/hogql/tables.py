@@ -19,6 +19,7 @@ from typing import Literal
 
 from sqlglot import exp
 
+from ..engine.materialized import materialized_columns, registry_version
 from .query_log import QUERY_LOG_FIELDS
 from .sessions import OTHER_NAMES, SESSION_FIELDS, session_view_items
 
@@ -268,6 +269,8 @@ def _events_view(opts: ViewOptions) -> exp.Select:
         exp.alias_(_col(raw, "$session_id"), "$session_id", quoted=True),
         exp.alias_(_fn("JSONExtractString", _col(raw, "properties"), _lit("$window_id")), "$window_id", quoted=True),
         exp.alias_(person_id, "person_id", quoted=True),
+        # materialized properties (engine/materialized.py): read only where props.use_materialized puts them
+        *(exp.alias_(_col(raw, c), c, quoted=True) for c in materialized_columns(opts.database).values()),
     ]
     select = _select(raw, "events", opts, items)
     if opts.person_overrides and opts.needs_person_id:
@@ -357,7 +360,7 @@ _BUILDERS = {
 
 
 @functools.lru_cache(maxsize=256)
-def _cached_view(table: str, opts: ViewOptions) -> exp.Select:
+def _cached_view(table: str, opts: ViewOptions, materialized_version: int) -> exp.Select:
     return _BUILDERS[table](opts)
 
 
@@ -370,7 +373,7 @@ def build_view(table: str, opts: ViewOptions) -> exp.Select:
     """
     # Built once per (table, options) and copied: copying a tree is about twice as fast as building it.
     # The cached tree is never handed out, so no caller can change what later queries get.
-    template = _cached_view(table, opts)
+    template = _cached_view(table, opts, registry_version())
     view = template.copy()
     view.meta[GUARD_META] = template.meta[GUARD_META]
     return view

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS
 
+from ...engine.materialized import registry_version
 from ...hogql import CompiledQuery, compile_hogql
 
 if TYPE_CHECKING:
@@ -157,7 +158,8 @@ class RunContext:
             # apart, and is faster to take than any walk over them.
             numeric = sorted((table, sorted(keys)) for table, keys in (numeric_properties or {}).items())
             inputs = (repr(values), repr(filters), repr(numeric), repr(query_log))
-            key = (self.team_id, self.timezone, self.person_overrides, hogql, inputs, default_limit, max_limit)
+            key = (self.team_id, self.timezone, self.person_overrides, hogql, inputs, default_limit, max_limit,
+                   registry_version())  # a newly materialized property compiles to its column  # fmt: skip
             compiled = COMPILED.get(key)
             if compiled is None:
                 compiled = compile_hogql(

@@ -34,10 +34,12 @@ from .funnel_replay import fold_expr
 
 __all__ = ["PERSON_ROWS_SETTINGS", "person_rows_sql", "unordered_expr", "window_micros"]
 
-PERSON_ROWS_SETTINGS = {"group_by_two_level_threshold": 0, "group_by_two_level_threshold_bytes": 0}
-"""Settings for a query over ``person_rows_sql``: one-level aggregation by person. A two-level one hands the
-replay 256 small blocks (~200 persons each at 50,000 persons), and the fold's many expressions then cost more per
-block than per person: the funnel query is 1.6x slower at 1M events that way, even at 10M."""
+PERSON_ROWS_SETTINGS = {"group_by_two_level_threshold": 0, "group_by_two_level_threshold_bytes": 512 * 1024**2}
+"""Settings for a query over ``person_rows_sql``: one-level aggregation by person until its state reaches 512 MiB.
+A two-level one hands the replay 256 small blocks (~200 persons each at 50,000 persons), and the fold's many
+expressions then cost more per block than per person: the funnel query is 1.6x slower at 1M events that way, even
+at 10M. Past 512 MiB (tens of millions of events) it turns two-level, which is what lets the aggregation spill to
+disk at the service's ``max_bytes_before_external_group_by`` (half the memory limit) instead of failing."""
 
 def window_micros(funnels_filter: Any) -> int:
     """The conversion window in microseconds (PostHog counts a month as 31 days)."""
