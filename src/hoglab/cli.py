@@ -5,7 +5,8 @@
     hoglab report EXPERIMENT_ID [--out DIR] [--host URL] [--project ID] [--refresh]
     hoglab project create NAME [--timezone TZ] [--data-dir DIR]
     hoglab project list [--data-dir DIR]
-    hoglab key create --project ID[,ID...]|all --scopes experiment:read,query:read [--label L] [--data-dir DIR]
+    hoglab key create --project ID[,ID...]|all --scopes experiment:read,query:read [--label L] [--expires-in 30d]
+    hoglab key list | hoglab key revoke KEY_ID [--data-dir DIR]
     hoglab load --project ID FILE [--format jsonl|csv|parquet] [--data-dir DIR]
     hoglab pull --from URL --project ID [--into LOCAL_ID] [--since DATE] [--rate 120/hour] [--from-export DIR]
 
@@ -110,12 +111,9 @@ def _build_parser() -> _Parser:
     create_project.add_argument("--timezone", default="UTC", metavar="TZ", help="IANA name, e.g. Europe/Berlin")
     project_commands.add_parser("list", parents=[common], help="list projects")
 
-    key = commands.add_parser("key", help="manage personal API keys")
-    key_commands = key.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=_Parser)
-    create_key = key_commands.add_parser("create", parents=[common], help="create a personal API key")
-    create_key.add_argument("--project", required=True, metavar="ID[,ID...]|all", help="projects the key reaches")
-    create_key.add_argument("--scopes", required=True, metavar="SCOPES", help="comma-separated, e.g. query:read")
-    create_key.add_argument("--label", default="", metavar="LABEL")
+    from hoglab._cli_keys import add_key_command
+
+    add_key_command(commands, common, _Parser)
 
     load = commands.add_parser("load", parents=[common], help="load events from a JSONL, CSV or Parquet file")
     load.add_argument("--project", required=True, type=_project_id, metavar="ID")
@@ -180,33 +178,6 @@ def _project_list(args: argparse.Namespace) -> int:
         print(f"{project.id}\t{project.name}\t{project.timezone}\t{project.api_token}")
     if not projects:
         print("no projects yet: hoglab project create NAME", file=sys.stderr)
-    return 0
-
-
-def _key_create(args: argparse.Namespace) -> int:
-    from hoglab.server.store import validate_scopes
-
-    try:
-        scopes = validate_scopes(part for part in args.scopes.split(",") if part.strip())
-    except ValueError as exc:
-        raise CommandError(str(exc), status=2) from None
-    project_ids: list[int] | None = None
-    if args.project.strip().lower() != "all":
-        try:
-            project_ids = [_project_id(part.strip()) for part in args.project.split(",")]
-        except argparse.ArgumentTypeError as exc:
-            raise CommandError(str(exc), status=2) from None
-    with _open_store(args.data_dir) as store:
-        if project_ids is not None:
-            known = {p.id for p in store.projects.list(project_ids)}
-            missing = [p for p in project_ids if p not in known]
-            if missing:
-                raise CommandError(f"no project with id {missing[0]} (see: hoglab project list)", status=2)
-        user = store.users.default()
-        _, plaintext = store.keys.create(user.id, scopes, project_ids, label=args.label)
-    reach = "all projects" if project_ids is None else "project " + ", ".join(map(str, project_ids))
-    print(plaintext)
-    print(f"personal API key for {reach}, scopes {','.join(scopes)}: shown only this once", file=sys.stderr)
     return 0
 
 
@@ -349,7 +320,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "project":
             return _project_create(args) if args.action == "create" else _project_list(args)
         if args.command == "key":
-            return _key_create(args)
+            from hoglab._cli_keys import run_key
+
+            return run_key(args)
         if args.command == "pull":
             from hoglab._cli_pull import run_pull
 

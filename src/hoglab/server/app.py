@@ -30,6 +30,7 @@ from .http import load_routers
 from .http.bodies import REQUEST_MODELS
 from .http.errors import install_error_handlers
 from .http.ratelimit import RateLimiter
+from .http.redaction import install_key_redaction
 from .state import ServiceState, StartupHook, get_state
 from .store import Store
 
@@ -115,6 +116,7 @@ def create_app(
     ``engine``: the events engine to use, owned by the caller (it is not closed with the app).
     ``startup_hooks``: run in order when the app starts, after the store is open.
     """
+    install_key_redaction()  # before uvicorn logs its first request line
     app = FastAPI(
         title="hoglab",
         version=__version__,
