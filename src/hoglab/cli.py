@@ -86,6 +86,10 @@ def _build_parser() -> _Parser:
     serve.add_argument("--port", type=_port, default=8000)
     serve.add_argument("--demo", action="store_true", help="make sure a demo project and a * key exist; print them")
     serve.add_argument("--clickhouse-url", default=None, metavar="URL", help="use a ClickHouse server for events")
+    for flag, what in (("--max-result-bytes", "largest answer in bytes (default 64 MiB, $HOGLAB_MAX_RESULT_BYTES)"),
+                       ("--max-memory-usage", "engine memory per query in bytes ($HOGLAB_MAX_MEMORY_USAGE)"),
+                       ("--max-execution-time", "seconds per query ($HOGLAB_MAX_EXECUTION_TIME)")):  # fmt: skip
+        serve.add_argument(flag, type=_positive_id("a limit"), default=None, metavar="N", help=what)
 
     demo = commands.add_parser(
         "demo", parents=[common], help="the demo service with its experiment analysed; serves until Ctrl-C"
@@ -125,13 +129,13 @@ def _build_parser() -> _Parser:
     return parser
 
 
-def _config(data_dir: Path | None, clickhouse_url: str | None = None) -> ServerConfig:
+def _config(data_dir: Path | None, clickhouse_url: str | None = None, **limits: int | None) -> ServerConfig:
     """The service settings from the arguments and ``HOGLAB_*`` variables; a bad variable is one line, status 2."""
     from hoglab.server.config import ServerConfig
     from hoglab.server.http.ratelimit import RateLimiter
 
     try:
-        config = ServerConfig.from_env(data_dir=data_dir, clickhouse_url=clickhouse_url)
+        config = ServerConfig.from_env(data_dir=data_dir, clickhouse_url=clickhouse_url, **limits)
         RateLimiter.from_config(config)  # reads the rate strings: a typo in HOGLAB_RATE_LIMIT_* is caught here
     except ValueError as exc:
         raise CommandError(str(exc), status=2) from None
@@ -250,7 +254,9 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
     from hoglab.server.app import create_app, seed_demo_hook
     from hoglab.server.store.bootstrap import ensure_local_credentials
 
-    config = _config(args.data_dir, getattr(args, "clickhouse_url", None))
+    names = ("max_result_bytes", "max_memory_usage", "max_execution_time")
+    limits = {name: getattr(args, name, None) for name in names}
+    config = _config(args.data_dir, getattr(args, "clickhouse_url", None), **limits)
     with _open_store(config.data_dir, create=True) as store:
         credentials = ensure_local_credentials(store, demo=True) if demo else None
     hooks = [seed_demo_hook(credentials.project.id)] if credentials is not None else []

@@ -50,6 +50,8 @@ class ServerConfig:
     # Engine guard rails applied to every user query.
     max_execution_time: int = 60
     max_memory_usage: int = 4 * 1024**3
+    # An answer (sync, async or cached) above this many bytes is a 400 naming the limit; the engine stops there.
+    max_result_bytes: int = 64 * 1024**2
     # Async queries: worker threads in this process, and how long a status is kept.
     query_workers: int = 4
     query_status_ttl_seconds: int = 20 * 60
@@ -71,6 +73,8 @@ class ServerConfig:
         if os.environ.get("HOGLAB_RATE_LIMITS", "").lower() in {"0", "off", "false", "no"}:
             env["rate_limits_enabled"] = False
         env["max_execution_time"] = _env_int("HOGLAB_MAX_EXECUTION_TIME", cls.max_execution_time)
+        env["max_memory_usage"] = _env_int("HOGLAB_MAX_MEMORY_USAGE", cls.max_memory_usage)
+        env["max_result_bytes"] = _env_int("HOGLAB_MAX_RESULT_BYTES", cls.max_result_bytes)
         env["query_workers"] = _env_int("HOGLAB_QUERY_WORKERS", cls.query_workers)
         config = cls(**env)
         given = {k: v for k, v in overrides.items() if v is not None}

@@ -22,14 +22,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..engine.base import EngineError
-from ..engine.limits import LimitedEngine, statement_limits
+from ..engine.base import EngineError, MemoryLimitExceeded, TooManyRows
+from ..engine.limits import LimitedEngine, release_memory, statement_limits
 from ..errors import NotFound, ServerError, ValidationFailed
 from ..store.db import utcnow
 from . import draft_sql as drafting
 from .answers import answer_members, cache_members, dumps, join_members
 from .cache import LAZY_TARGET_AGE, TARGET_AGE, QueryCache, data_version
-from .failures import api_error
+from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
 from .jobs import QueryJobs
 from .request import ASYNC_MODES, Prepared, prepare
 from .runners import RUNNERS, RunContext, has_person_overrides
@@ -101,6 +101,7 @@ class QueryService:
         entry = None if forced else self.cache.get(prepared.cache_key, version=version)
         fresh_for = LAZY_TARGET_AGE if mode == "lazy_async" else TARGET_AGE
         if entry is not None and entry.age(now) < fresh_for:
+            self._check_size(entry.body)  # the limit may have been lowered since it was stored
             return 200, join_members(entry.body, self._cache_fields(project, prepared, True, entry.last_refresh))
         if mode in ASYNC_MODES or (mode == "async_except_on_cache_miss" and entry is not None):
             return self._submit(project, prepared)
@@ -138,16 +139,30 @@ class QueryService:
         overrides = self.cache.person_overrides(
             project.id, version, lambda: has_person_overrides(self.engine, project.id)
         )
-        return compute(
-            prepared,
-            project=project,
-            engine=self.engine,
-            limits=self.limits,
-            tag=tag,
-            now=now,
-            person_overrides=overrides,
-            cancelled=cancelled,
-        )
+        try:
+            members = compute(
+                prepared,
+                project=project,
+                engine=self.engine,
+                limits=self.limits,
+                tag=tag,
+                now=now,
+                person_overrides=overrides,
+                cancelled=cancelled,
+            )
+        except (TooManyRows, MemoryLimitExceeded) as exc:
+            release_memory(self.engine)  # the engine held a large partial result: give it back now
+            if is_result_bytes_overflow(exc):
+                raise AnswerTooLarge(self.limits.get("max_result_bytes")) from None
+            raise
+        self._check_size(members)
+        return members
+
+    def _check_size(self, members: bytes) -> None:
+        limit = self.limits.get("max_result_bytes") or 0
+        if limit and len(members) > limit:
+            release_memory(self.engine)
+            raise AnswerTooLarge(limit)
 
     def _store(self, project: ProjectRecord, prepared: Prepared, members: bytes, *, version: int) -> bytes:
         done = utcnow()
