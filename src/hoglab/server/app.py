@@ -70,6 +70,8 @@ def _start_query_jobs(state: ServiceState) -> QueryJobs:
         workers=state.config.query_workers,
         ttl_seconds=state.config.query_status_ttl_seconds,
         describe=describe_failure,
+        project_quota=state.config.project_async_queue,
+        fair=state.config.fair_share,
     )
     jobs.start()
     return jobs

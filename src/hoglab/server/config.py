@@ -52,6 +52,11 @@ class ServerConfig:
     max_memory_usage: int = 4 * 1024**3
     # An answer (sync, async or cached) above this many bytes is a 400 naming the limit; the engine stops there.
     max_result_bytes: int = 64 * 1024**2
+    # Fair use of the engine (query/fairness.py): queries running at once per project and per key (half the
+    # read pool), async jobs waiting per project; off only to measure what one project can do to the others.
+    fair_share: bool = True
+    project_query_slots: int = 4
+    project_async_queue: int = 32
     # Async queries: worker threads in this process, and how long a status is kept.
     query_workers: int = 4
     query_status_ttl_seconds: int = 20 * 60
@@ -76,6 +81,10 @@ class ServerConfig:
         env["max_memory_usage"] = _env_int("HOGLAB_MAX_MEMORY_USAGE", cls.max_memory_usage)
         env["max_result_bytes"] = _env_int("HOGLAB_MAX_RESULT_BYTES", cls.max_result_bytes)
         env["query_workers"] = _env_int("HOGLAB_QUERY_WORKERS", cls.query_workers)
+        env["project_query_slots"] = _env_int("HOGLAB_PROJECT_QUERY_SLOTS", cls.project_query_slots)
+        env["project_async_queue"] = _env_int("HOGLAB_PROJECT_ASYNC_QUEUE", cls.project_async_queue)
+        if os.environ.get("HOGLAB_FAIR_SHARE", "").lower() in {"0", "off", "false", "no"}:
+            env["fair_share"] = False
         config = cls(**env)
         given = {k: v for k, v in overrides.items() if v is not None}
         if "data_dir" in given:

@@ -10,6 +10,7 @@ from hoglab.schema import ErrorBody
 from ..engine.base import EngineError, MemoryLimitExceeded, QueryCancelled, QueryError, QueryTimeout, TooManyRows
 from ..errors import APIError, QueryTimedOut, ServerError, Throttled, ValidationFailed
 from ..hogql import HogQLError
+from .fairness import ProjectBusy
 from .jobs import TooManyQueries
 
 __all__ = ["AnswerTooLarge", "EngineFailed", "HogQLInvalid", "MemoryLimitReached", "QueryWasCancelled", "api_error",
@@ -119,6 +120,8 @@ def api_error(exc: BaseException) -> APIError:
         return ValidationFailed(scrub_engine_message(exc.message), code=(exc.name or "invalid_input").lower())
     if isinstance(exc, TooManyQueries):
         return Throttled(5, str(exc))
+    if isinstance(exc, ProjectBusy):
+        return Throttled(2, str(exc))
     if isinstance(exc, EngineError):
         log.error("engine failure while answering a query: %s", exc)
         return EngineFailed()

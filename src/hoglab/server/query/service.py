@@ -30,6 +30,7 @@ from . import draft_sql as drafting
 from .answers import answer_members, cache_members, dumps, join_members
 from .cache import LAZY_TARGET_AGE, TARGET_AGE, QueryCache, data_version
 from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
+from .fairness import FairGate
 from .jobs import QueryJobs
 from .request import ASYNC_MODES, Prepared, prepare
 from .runners import RUNNERS, RunContext, has_person_overrides
@@ -68,27 +69,39 @@ def compute(
 class QueryService:
     """Validation, execution modes, the result cache and async jobs of the Query API, over one engine."""
 
-    def __init__(self, engine: Engine, jobs: QueryJobs, cache: QueryCache, limits: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        jobs: QueryJobs,
+        cache: QueryCache,
+        limits: Mapping[str, Any],
+        gate: FairGate | None = None,
+    ) -> None:
         self.engine = engine
         self.jobs = jobs
         self.cache = cache
         self.limits = dict(limits)
+        self.gate = gate or FairGate(slots=1, max_waiting=0, timeout=0, enabled=False)
 
     @classmethod
     def of(cls, state: ServiceState) -> QueryService:
         """The service of a running app (a 500 while the engine is not open)."""
         if state.engine is None or state.query_jobs is None:
             raise ServerError("The query service is not running.")
-        return cls(state.engine, state.query_jobs, state.query_cache, statement_limits(state.config))
+        gate = FairGate.for_engine(state.engine, state.config)
+        return cls(state.engine, state.query_jobs, state.query_cache, statement_limits(state.config), gate)
 
     # -- POST /query ----------------------------------------------------------------------------------------------
 
-    def run(self, project: ProjectRecord, data: dict[str, Any], *, path_kind: str | None = None) -> tuple[int, bytes]:
-        """Answer one request body: ``(200, answer)``, or ``(202, query_status)`` while an async run goes on."""
+    def run(
+        self, project: ProjectRecord, data: dict[str, Any], *, path_kind: str | None = None, key_id: int | None = None
+    ) -> tuple[int, bytes]:
+        """Answer one request body: ``(200, answer)``, or ``(202, query_status)`` while an async run goes on.
+        ``key_id``: the caller's key, which gets its own share of the engine (``fairness.py``)."""
         prepared = prepare(data, team_id=project.id, timezone=project.timezone or "UTC", path_kind=path_kind)
-        return self.answer(project, prepared)
+        return self.answer(project, prepared, key_id=key_id)
 
-    def answer(self, project: ProjectRecord, prepared: Prepared) -> tuple[int, bytes]:
+    def answer(self, project: ProjectRecord, prepared: Prepared, *, key_id: int | None = None) -> tuple[int, bytes]:
         """PostHog's execution modes: a fresh cached answer when the mode allows it, else an async job or a
         blocking run whose answer is cached."""
         now = utcnow()
@@ -104,19 +117,23 @@ class QueryService:
             self._check_size(entry.body)  # the limit may have been lowered since it was stored
             return 200, join_members(entry.body, self._cache_fields(project, prepared, True, entry.last_refresh))
         if mode in ASYNC_MODES or (mode == "async_except_on_cache_miss" and entry is not None):
-            return self._submit(project, prepared)
+            return self._submit(project, prepared, key_id)
         with self.jobs.track(project.id, prepared.query_id) as tag:
             try:
-                members = self._compute(project, prepared, tag=tag, version=version, now=now)
+                with self.gate.hold(project_id=project.id, key_id=key_id):
+                    members = self._compute(project, prepared, tag=tag, version=version, now=now)
             except Exception as exc:
                 raise api_error(exc) from None
         return 200, self._store(project, prepared, members, version=version)
 
-    def _submit(self, project: ProjectRecord, prepared: Prepared) -> tuple[int, bytes]:
+    def _submit(self, project: ProjectRecord, prepared: Prepared, key_id: int | None) -> tuple[int, bytes]:
         def work(tag: str, cancelled: threading.Event) -> bytes:
             started = utcnow()
             at_version = data_version(self.engine)
-            members = self._compute(project, prepared, tag=tag, version=at_version, now=started, cancelled=cancelled)
+            with self.gate.hold(project_id=project.id, key_id=key_id):
+                members = self._compute(
+                    project, prepared, tag=tag, version=at_version, now=started, cancelled=cancelled
+                )
             return self._store(project, prepared, members, version=at_version)
 
         try:
