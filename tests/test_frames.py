@@ -283,5 +283,5 @@ def test_funnel_time_to_convert_histogram() -> None:
 
 
 def test_unknown_kind_is_refused() -> None:
-    with pytest.raises(ValueError, match="RetentionQuery"):
-        to_frame({"results": []}, "RetentionQuery")
+    with pytest.raises(ValueError, match="WebOverviewQuery"):
+        to_frame({"results": []}, "WebOverviewQuery")

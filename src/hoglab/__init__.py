@@ -7,6 +7,7 @@ The public API, loaded on first use so ``import hoglab`` stays fast (no pandas, 
     df = client.hogql("select event, count() from events group by event")
     trend = client.query(hoglab.trends("$pageview", math="dau", interval="week"))
     steps = client.query(hoglab.funnel(["$pageview", "signup", "purchase"], window="14d"))
+    cohorts = client.query(hoglab.retention("signup", returning="$pageview", period="week"))
     result = client.experiments.results(1)         # result.to_frame(), result.verdict
     hoglab.pick_experiment()                       # a widget: choose an experiment, see its results
     hoglab.experiment_report(1).write("out/")      # the whole analysis: text, figures, one HTML page
@@ -34,6 +35,9 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
     )
     from .client import (
         ExperimentResult as ExperimentResult,
+    )
+    from .client import (
+        MetricExperimentResult as MetricExperimentResult,
     )
     from .client import (
         QueryJob as QueryJob,
@@ -123,7 +127,22 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         plot_funnel as plot_funnel,
     )
     from .notebook import (
+        plot_lifecycle as plot_lifecycle,
+    )
+    from .notebook import (
+        plot_paths as plot_paths,
+    )
+    from .notebook import (
+        plot_retention as plot_retention,
+    )
+    from .notebook import (
+        plot_retention_curve as plot_retention_curve,
+    )
+    from .notebook import (
         plot_srm as plot_srm,
+    )
+    from .notebook import (
+        plot_stickiness as plot_stickiness,
     )
     from .notebook import (
         plot_trends as plot_trends,
@@ -141,7 +160,28 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         funnel as funnel,
     )
     from .queries import (
+        funnel_metric as funnel_metric,
+    )
+    from .queries import (
+        lifecycle as lifecycle,
+    )
+    from .queries import (
+        mean_metric as mean_metric,
+    )
+    from .queries import (
+        paths as paths,
+    )
+    from .queries import (
+        ratio_metric as ratio_metric,
+    )
+    from .queries import (
+        retention as retention,
+    )
+    from .queries import (
         series as series,
+    )
+    from .queries import (
+        stickiness as stickiness,
     )
     from .queries import (
         trends as trends,

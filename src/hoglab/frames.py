@@ -22,14 +22,28 @@ from pydantic import BaseModel
 
 from ._frames._columns import CHType, convert, parse_type
 from ._frames._insights import funnel_frame, trends_frame
+from ._frames._insights_more import (
+    LIFECYCLE_STATUSES,
+    lifecycle_frame,
+    paths_frame,
+    retention_frame,
+    retention_table,
+    stickiness_frame,
+)
 from ._frames._tables import frame_metadata, table_frame, to_arrow, to_polars
 
 __all__ = [
+    "LIFECYCLE_STATUSES",
     "CHType",
     "convert",
     "frame_metadata",
     "funnel_frame",
+    "lifecycle_frame",
     "parse_type",
+    "paths_frame",
+    "retention_frame",
+    "retention_table",
+    "stickiness_frame",
     "table_frame",
     "to_arrow",
     "to_frame",
@@ -38,6 +52,14 @@ __all__ = [
 ]
 
 _TABLE_KINDS = frozenset({"HogQLQuery", "EventsQuery", "ActorsQuery"})
+_INSIGHT_FRAMES = {
+    "TrendsQuery": trends_frame,
+    "FunnelsQuery": funnel_frame,
+    "RetentionQuery": retention_frame,
+    "LifecycleQuery": lifecycle_frame,
+    "StickinessQuery": stickiness_frame,
+    "PathsQuery": paths_frame,
+}
 
 
 def to_frame(response: Mapping[str, Any] | BaseModel, kind: str, **options: Any) -> pd.DataFrame:
@@ -48,8 +70,7 @@ def to_frame(response: Mapping[str, Any] | BaseModel, kind: str, **options: Any)
     """
     if kind in _TABLE_KINDS:
         return table_frame(response, **options)
-    if kind == "TrendsQuery":
-        return trends_frame(response)
-    if kind == "FunnelsQuery":
-        return funnel_frame(response)
+    frame = _INSIGHT_FRAMES.get(kind)
+    if frame is not None:
+        return frame(response)
     raise ValueError(f"No frame for query kind {kind!r}; use query_raw() for the answer as a model.")

@@ -10,6 +10,12 @@ naming the argument, before any request. The models go to :meth:`hoglab.Client.q
 ('dau', 'week', '$browser', 'Chrome')
 >>> funnel(["$pageview", "signup", "purchase"], window="14d", order="strict").funnelsFilter.funnelOrderType
 'strict'
+>>> mean_metric("purchase", math="sum", math_property="price", upper_bound_percentile=0.99).metric_type
+'mean'
+>>> retention("signup", returning="$pageview", period="week").retentionFilter.period
+'Week'
+>>> [q.kind for q in (lifecycle("$pageview"), stickiness("$pageview"), paths(start="/home"))]
+['LifecycleQuery', 'StickinessQuery', 'PathsQuery']
 >>> trends("$pageview", interval="fortnight")
 Traceback (most recent call last):
 hoglab.errors.InvalidArgument: interval: 'fortnight' is not one of 'minute', 'hour', 'day', 'week', 'month'.
@@ -22,15 +28,14 @@ from datetime import date, timedelta
 from typing import Any, Literal
 
 from ._queries._args import check_choice, date_arg, model_errors, property_filters, window_arg
+from ._queries._insights_more import lifecycle, paths, retention, stickiness
+from ._queries._metrics import funnel_metric, mean_metric, ratio_metric
+from ._queries._series import Where, breakdown_filter, date_range, series, series_list
 from .errors import InvalidArgument, InvalidArgumentType
 from .schema import (
-    PROPERTY_MATH,
     ActorsQuery,
-    BreakdownFilter,
-    BreakdownItem,
     ChartDisplayType,
     CompareFilter,
-    DateRange,
     EventsNode,
     EventsQuery,
     FormulaNode,
@@ -40,108 +45,32 @@ from .schema import (
     FunnelsQuery,
     InsightActorsQuery,
     IntervalType,
-    MathType,
+    LifecycleQuery,
+    PathsQuery,
+    RetentionQuery,
+    StickinessQuery,
     TrendsFilter,
     TrendsQuery,
 )
 
-__all__ = ["actors", "events", "funnel", "series", "trends"]
-
-Where = dict[str, Any] | str | Sequence[Any] | None
-"""``where=``: ``{"$browser": "Chrome", "price__gt": 10, "person.plan": "pro"}``, a HogQL string, or a list."""
+__all__ = [
+    "actors",
+    "events",
+    "funnel",
+    "funnel_metric",
+    "lifecycle",
+    "mean_metric",
+    "paths",
+    "ratio_metric",
+    "retention",
+    "series",
+    "stickiness",
+    "trends",
+]
 
 DEFAULT_EVENT_COLUMNS = ("event", "timestamp", "distinct_id", "properties")
-
-
-def series(
-    event: str | None,
-    *,
-    math: str | None = None,
-    math_property: str | None = None,
-    math_hogql: str | None = None,
-    where: Where = None,
-    person_where: Where = None,
-    name: str | None = None,
-) -> EventsNode:
-    """One series of a trend or one funnel step: an event (``None``: all events), its filters and math.
-
-    >>> series("purchase", math="sum", math_property="price", where={"plan": "pro"}).properties[0].key
-    'plan'
-    """
-    if event is not None and not isinstance(event, str):
-        raise InvalidArgumentType(f"event: expected a string or None, got {type(event).__name__}.", argument="event")
-    if math is not None:
-        check_choice("math", math, MathType)
-        if math in PROPERTY_MATH and not math_property:
-            raise InvalidArgument(
-                f"math_property: math={math!r} needs the property to aggregate.", argument="math_property"
-            )
-    filters = property_filters("where", where) + property_filters("person_where", person_where, scope="person")
-    with model_errors("series"):
-        return EventsNode(
-            event=event,
-            name=name or event,
-            custom_name=name,
-            math=math,
-            math_property=math_property,
-            math_hogql=math_hogql,
-            properties=filters or None,
-        )
-
-
-def _series_list(argument: str, events: Any, math: str | None, math_property: str | None) -> list[EventsNode]:
-    items = [events] if events is None or isinstance(events, str | EventsNode) else events
-    if not isinstance(items, Sequence) or isinstance(items, str | bytes):
-        raise InvalidArgumentType(
-            f"{argument}: expected an event name, a hoglab.series(...) or a list of them, got {type(events).__name__}.",
-            argument=argument,
-        )
-    nodes: list[EventsNode] = []
-    for item in items:
-        if isinstance(item, EventsNode):
-            nodes.append(item)
-        elif item is None or isinstance(item, str):
-            nodes.append(series(item, math=math, math_property=math_property))
-        else:
-            raise InvalidArgumentType(
-                f"{argument}: items must be event names or hoglab.series(...), got {type(item).__name__}.",
-                argument=argument,
-            )
-    if not nodes:
-        raise InvalidArgument(f"{argument}: at least one event is needed.", argument=argument)
-    return nodes
-
-
-def _date_range(date_from: str | date | None, date_to: str | date | None) -> DateRange | None:
-    start, end = date_arg("date_from", date_from), date_arg("date_to", date_to)
-    return DateRange(date_from=start, date_to=end) if start or end else None
-
-
-def _breakdown(breakdown: Any, breakdown_type: str | None, limit: int | None) -> BreakdownFilter | None:
-    if breakdown is None:
-        if breakdown_type is not None or limit is not None:
-            raise InvalidArgument("breakdown: breakdown_type/breakdown_limit need a breakdown.", argument="breakdown")
-        return None
-    if breakdown_type is not None:
-        check_choice("breakdown_type", breakdown_type, "event person cohort hogql event_metadata session")
-
-    def split(prop: Any) -> tuple[Any, str]:
-        if isinstance(prop, str) and prop.startswith("person.") and breakdown_type is None:
-            return prop[len("person.") :], "person"
-        if isinstance(prop, int) and not isinstance(prop, bool):
-            return prop, breakdown_type or "cohort"
-        if not isinstance(prop, str) or not prop:
-            raise InvalidArgumentType(f"breakdown: expected a property name, got {prop!r}.", argument="breakdown")
-        return prop, breakdown_type or "event"
-
-    with model_errors("breakdown"):
-        if isinstance(breakdown, list | tuple):
-            if not 1 <= len(breakdown) <= 3:
-                raise InvalidArgument("breakdown: between one and three properties.", argument="breakdown")
-            items = [BreakdownItem(property=p, type=t) for p, t in map(split, breakdown)]
-            return BreakdownFilter(breakdowns=items, breakdown_type=None, breakdown_limit=limit)
-        prop, kind = split(breakdown)
-        return BreakdownFilter(breakdown=prop, breakdown_type=kind, breakdown_limit=limit)
+InsightQuery = TrendsQuery | FunnelsQuery | RetentionQuery | LifecycleQuery | StickinessQuery | PathsQuery
+_INSIGHT_KINDS = (TrendsQuery, FunnelsQuery, RetentionQuery, LifecycleQuery, StickinessQuery, PathsQuery)
 
 
 def trends(
@@ -173,7 +102,7 @@ def trends(
     >>> [s.event for s in q.series], q.trendsFilter.formulaNodes[0].formula, q.compareFilter.compare
     (['signup', 'purchase'], 'B/A', True)
     """
-    nodes = _series_list("events", events, math, math_property)
+    nodes = series_list("events", events, math, math_property)
     check_choice("interval", interval, IntervalType)
     if display is not None:
         check_choice("display", display, ChartDisplayType)
@@ -192,8 +121,8 @@ def trends(
         return TrendsQuery(
             series=nodes,
             interval=interval,
-            dateRange=_date_range(date_from, date_to),
-            breakdownFilter=_breakdown(breakdown, breakdown_type, breakdown_limit),
+            dateRange=date_range(date_from, date_to),
+            breakdownFilter=breakdown_filter(breakdown, breakdown_type, breakdown_limit),
             compareFilter=CompareFilter(compare=True, compare_to=date_arg("compare_to", compare_to))
             if compare
             else None,
@@ -235,7 +164,7 @@ def funnel(
         raise InvalidArgumentType(
             "steps: expected a list of 2 to 20 event names or hoglab.series(...).", argument="steps"
         )
-    nodes = _series_list("steps", list(steps), None, None)
+    nodes = series_list("steps", list(steps), None, None)
     if not 2 <= len(nodes) <= 20:
         raise InvalidArgument(f"steps: a funnel has 2 to 20 steps, got {len(nodes)}.", argument="steps")
     check_choice("order", order, "ordered strict unordered")
@@ -266,8 +195,8 @@ def funnel(
             settings.breakdownAttributionType = breakdown_attribution  # type: ignore[assignment]
         return FunnelsQuery(
             series=nodes,
-            dateRange=_date_range(date_from, date_to),
-            breakdownFilter=_breakdown(breakdown, breakdown_type, None),
+            dateRange=date_range(date_from, date_to),
+            breakdownFilter=breakdown_filter(breakdown, breakdown_type, None),
             funnelsFilter=settings,
             properties=filters or None,
             filterTestAccounts=filter_test_accounts,
@@ -340,35 +269,60 @@ def actors(
     order_by: str | Sequence[str] | None = None,
     limit: int | None = None,
     offset: int | None = None,
-    source: TrendsQuery | FunnelsQuery | None = None,
-    day: str | date | None = None,
+    source: InsightQuery | None = None,
+    day: str | int | date | None = None,
     series: int | None = None,
     breakdown: Any = None,
     step: int | None = None,
+    status: str | None = None,
+    interval: int | None = None,
+    edge: tuple[str | None, str | None] | None = None,
 ) -> ActorsQuery:
     """An ActorsQuery: persons as a table (default ``person, id, created_at``); ``where`` filters person
-    properties. With ``source``, the persons behind a trend's data point (``day``, ``series``, ``breakdown``) or
-    a funnel step (``step``: 1-based, positive converted, negative dropped off).
+    properties. With ``source``, the persons behind one number of an insight:
+
+    * a trend's data point: ``day``, ``series``, ``breakdown``;
+    * a funnel step: ``step`` (1-based, positive converted, negative dropped off);
+    * a retention cell: ``day`` (the cohort's date), ``interval`` (the period), ``breakdown``;
+    * a lifecycle bar: ``status`` and ``day``;
+    * a stickiness bar: ``day``, the number of active intervals;
+    * a paths edge: ``edge=("1_/home", "2_/pricing")`` (PostHog's step-prefixed node names; either may be
+      ``None``: everyone leaving, or reaching, a node).
 
     >>> actors(source=funnel(["a", "b"]), step=-2).source.funnelStep
     -2
+    >>> actors(source=lifecycle("$pageview"), status="dormant", day="2025-06-03").source.status
+    'dormant'
+    >>> actors(source=paths(), edge=("1_/home", "2_/pricing")).source.source.pathsFilter.pathEndKey
+    '2_/pricing'
     """
     if isinstance(select, str):
         select = [select]
     _limit(limit, offset)
+    if status is not None:
+        check_choice("status", status, "new returning resurrecting dormant")
     inner: InsightActorsQuery | FunnelsActorsQuery | None = None
     with model_errors("source"):
         if isinstance(source, FunnelsQuery) and step is not None:
             inner = FunnelsActorsQuery(source=source, funnelStep=step, funnelStepBreakdown=breakdown)
-        elif isinstance(source, TrendsQuery | FunnelsQuery):
-            day_text = day.isoformat() if isinstance(day, date) else day
-            inner = InsightActorsQuery(source=source, day=day_text, series=series, breakdown=breakdown)
+        elif isinstance(source, _INSIGHT_KINDS):
+            if edge is not None:
+                if not isinstance(source, PathsQuery):
+                    raise InvalidArgument("edge: only a paths source has edges.", argument="edge")
+                start, end = edge
+                keys = source.pathsFilter.model_copy(update={"pathStartKey": start, "pathEndKey": end})
+                source = source.model_copy(update={"pathsFilter": keys})
+            day_value = day.isoformat() if isinstance(day, date) else day
+            inner = InsightActorsQuery(
+                source=source, day=day_value, series=series, breakdown=breakdown, status=status, interval=interval
+            )
         elif source is not None:
             raise InvalidArgumentType(
-                "source: expected a TrendsQuery or FunnelsQuery (from hoglab.trends/funnel).", argument="source"
+                "source: expected an insight query (hoglab.trends/funnel/retention/lifecycle/stickiness/paths).",
+                argument="source",
             )
-        elif step is not None or day is not None:
-            raise InvalidArgument("source: day/series/step need a source query.", argument="source")
+        elif any(v is not None for v in (step, day, status, interval, edge)):
+            raise InvalidArgument("source: day/step/status/interval/edge need a source query.", argument="source")
     filters = property_filters("where", where, scope="person")
     with model_errors("actors"):
         return ActorsQuery(

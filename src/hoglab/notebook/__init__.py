@@ -44,7 +44,22 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         plot_funnel as plot_funnel,
     )
     from .plots import (
+        plot_lifecycle as plot_lifecycle,
+    )
+    from .plots import (
+        plot_paths as plot_paths,
+    )
+    from .plots import (
+        plot_retention as plot_retention,
+    )
+    from .plots import (
+        plot_retention_curve as plot_retention_curve,
+    )
+    from .plots import (
         plot_srm as plot_srm,
+    )
+    from .plots import (
+        plot_stickiness as plot_stickiness,
     )
     from .plots import (
         plot_trends as plot_trends,

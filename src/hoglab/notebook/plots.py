@@ -10,6 +10,11 @@ ticked and labelled in the data's own time zone, rates are on percent axes.
 :func:`plot_experiment`        Comparison or ExperimentResult: forest plot of effects, or posterior densities
 :func:`plot_cumulative_effect` daily sufficient statistics: cumulative effect with always-valid bounds
 :func:`plot_srm`               SRM check: observed against expected share per variant, p-value in the title
+:func:`plot_retention`         retention frame: the cohort triangle, each cell coloured and labelled by its rate
+:func:`plot_retention_curve`   retention frame: the share back per period, cohorts pooled by size
+:func:`plot_lifecycle`         lifecycle frame: new/returning/resurrecting stacked above zero, dormant below
+:func:`plot_stickiness`        stickiness frame: people by number of active intervals, bars per series
+:func:`plot_paths`             paths frame: a Sankey diagram, a column per step, a ribbon per edge
 :func:`cumulative_effect`      the numbers behind :func:`plot_cumulative_effect`, as a DataFrame
 =============================  ==================================================================================
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 from ._plots_experiment import plot_experiment
 from ._plots_insights import plot_funnel, plot_trends
+from ._plots_more import plot_lifecycle, plot_paths, plot_retention, plot_retention_curve, plot_stickiness
 from ._plots_sequential import cumulative_effect, plot_cumulative_effect
 from ._plots_srm import plot_srm
 
@@ -31,6 +37,11 @@ __all__ = [
     "plot_cumulative_effect",
     "plot_experiment",
     "plot_funnel",
+    "plot_lifecycle",
+    "plot_paths",
+    "plot_retention",
+    "plot_retention_curve",
     "plot_srm",
+    "plot_stickiness",
     "plot_trends",
 ]

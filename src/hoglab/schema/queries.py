@@ -7,13 +7,15 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, model_validator
 
 from ._base import RequestModel, SettingsModel
+from ._query_base import InsightBase, IntervalType, QueryBase
+from .experiment_metrics import ExperimentExposureQuery, ExperimentQuery
 from .filters import (
     AnyPropertyFilter,
     BreakdownFilter,
     CompareFilter,
     DateRange,
-    PropertyFilters,
 )
+from .insights import LifecycleQuery, PathsQuery, RetentionQuery, StickinessQuery
 from .nodes import EventsNode, FunnelExclusion
 
 __all__ = [
@@ -37,7 +39,6 @@ __all__ = [
     "parse_query",
 ]
 
-IntervalType = Literal["minute", "hour", "day", "week", "month"]
 ChartDisplayType = Literal[
     "ActionsLineGraph",
     "ActionsBar",
@@ -69,29 +70,6 @@ RefreshType = (
 )
 
 
-class _QueryBase(RequestModel):
-    # Fields PostHog's clients send with any query; accepted so existing clients keep working.
-    modifiers: dict[str, Any] | None = None
-    tags: dict[str, Any] | None = None
-    version: int | None = None
-    response: dict[str, Any] | None = None
-
-
-class _InsightBase(_QueryBase):
-    dateRange: DateRange | None = None
-    properties: PropertyFilters | None = None
-    filterTestAccounts: bool | None = False
-    samplingFactor: float | None = None
-    aggregation_group_type_index: int | None = None
-    dataColorTheme: float | None = None
-
-    @model_validator(mode="after")
-    def _no_groups(self) -> _InsightBase:
-        if self.aggregation_group_type_index is not None:
-            raise ValueError("Aggregating by groups (aggregation_group_type_index) is not supported by hoglab.")
-        return self
-
-
 class HogQLFilters(RequestModel):
     """What ``{filters}`` in a HogQL statement expands to."""
 
@@ -100,7 +78,7 @@ class HogQLFilters(RequestModel):
     filterTestAccounts: bool | None = None
 
 
-class HogQLQuery(_QueryBase):
+class HogQLQuery(QueryBase):
     """A HogQL statement: ClickHouse SQL over the project's ``events``, ``persons`` and friends.
 
     >>> HogQLQuery(query="select event, count() from events group by event").kind
@@ -133,7 +111,7 @@ class TrendsFilter(SettingsModel):
     smoothingIntervals: int | None = Field(default=1, ge=1, le=365)
 
 
-class TrendsQuery(_InsightBase):
+class TrendsQuery(InsightBase):
     """Counts of events over time, one line per series (and breakdown value).
 
     >>> TrendsQuery(series=[EventsNode(event="$pageview", math="dau")], interval="week").interval
@@ -183,7 +161,7 @@ class FunnelsFilter(SettingsModel):
     funnelAggregateByHogQL: str | None = None
 
 
-class FunnelsQuery(_InsightBase):
+class FunnelsQuery(InsightBase):
     """How many people go through 2 to 20 steps, in order, within a window.
 
     >>> FunnelsQuery(series=[EventsNode(event="$pageview"), EventsNode(event="signup")]).kind
@@ -206,7 +184,7 @@ class FunnelsQuery(_InsightBase):
         return self
 
 
-class EventsQuery(_QueryBase):
+class EventsQuery(QueryBase):
     """Raw events as a table of HogQL expressions (``*``, ``person``, ``properties.$browser``, ...)."""
 
     kind: Literal["EventsQuery"] = "EventsQuery"
@@ -225,10 +203,18 @@ class EventsQuery(_QueryBase):
 
 
 class InsightActorsQuery(RequestModel):
-    """The persons behind one data point of a trend (series, day, breakdown) or a funnel."""
+    """The persons behind one data point of an insight.
+
+    Trends: ``series``, ``day``, ``breakdown``, ``compare``. Retention: ``interval`` (the returning period) and
+    ``breakdown``, with ``day`` picking the cohort. Lifecycle: ``status`` and ``day``. Stickiness: ``day`` is the
+    number of active intervals. Paths: the source's ``pathsFilter.pathStartKey``/``pathEndKey``/``pathDropoffKey``.
+    """
 
     kind: Literal["InsightActorsQuery"] = "InsightActorsQuery"
-    source: Annotated[TrendsQuery | FunnelsQuery, Field(discriminator="kind")]
+    source: Annotated[
+        TrendsQuery | FunnelsQuery | RetentionQuery | LifecycleQuery | StickinessQuery | PathsQuery,
+        Field(discriminator="kind"),
+    ]
     day: str | int | None = None
     series: int | None = Field(default=None, ge=0)
     breakdown: str | int | list[str | int] | None = None
@@ -260,7 +246,7 @@ class FunnelsActorsQuery(RequestModel):
         return self
 
 
-class ActorsQuery(_QueryBase):
+class ActorsQuery(QueryBase):
     """Persons as a table: the default columns are ``person, id, created_at``."""
 
     kind: Literal["ActorsQuery"] = "ActorsQuery"
@@ -271,25 +257,45 @@ class ActorsQuery(_QueryBase):
     orderBy: list[str] | None = None
     limit: int | None = Field(default=None, ge=1)
     offset: int | None = Field(default=None, ge=0)
-    source: Annotated[
-        InsightActorsQuery | FunnelsActorsQuery | HogQLQuery, Field(discriminator="kind")
-    ] | None = None
+    source: Annotated[InsightActorsQuery | FunnelsActorsQuery | HogQLQuery, Field(discriminator="kind")] | None = None
 
 
-AnyQuery = Annotated[
-    HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery,
-    Field(discriminator="kind"),
-]
+AnyQueryType = (
+    HogQLQuery
+    | TrendsQuery
+    | FunnelsQuery
+    | EventsQuery
+    | ActorsQuery
+    | RetentionQuery
+    | LifecycleQuery
+    | StickinessQuery
+    | PathsQuery
+    | ExperimentQuery
+    | ExperimentExposureQuery
+)
+AnyQuery = Annotated[AnyQueryType, Field(discriminator="kind")]
 """Any query the endpoint runs, told apart by ``kind``."""
 
-QUERY_KINDS: tuple[str, ...] = ("HogQLQuery", "TrendsQuery", "FunnelsQuery", "EventsQuery", "ActorsQuery")
+QUERY_KINDS: tuple[str, ...] = (
+    "HogQLQuery",
+    "TrendsQuery",
+    "FunnelsQuery",
+    "EventsQuery",
+    "ActorsQuery",
+    "ExperimentQuery",
+    "ExperimentExposureQuery",
+    "RetentionQuery",
+    "LifecycleQuery",
+    "StickinessQuery",
+    "PathsQuery",
+)
 
 _any_query: TypeAdapter[Any] = TypeAdapter(AnyQuery)
 
 
-def parse_query(data: dict[str, Any]) -> HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery:
+def parse_query(data: dict[str, Any]) -> AnyQueryType:
     """Validate a query dict into its model (raises ``pydantic.ValidationError``)."""
-    result: HogQLQuery | TrendsQuery | FunnelsQuery | EventsQuery | ActorsQuery = _any_query.validate_python(data)
+    result: AnyQueryType = _any_query.validate_python(data)
     return result
 
 

@@ -15,9 +15,17 @@ __all__ = [
     "FunnelStepResult",
     "FunnelsQueryResponse",
     "HogQLQueryResponse",
+    "LifecycleQueryResponse",
+    "LifecycleResultItem",
+    "PathsLink",
+    "PathsQueryResponse",
     "QueryStatus",
     "QueryStatusResponse",
     "ResolvedDateRange",
+    "RetentionQueryResponse",
+    "RetentionResult",
+    "RetentionValue",
+    "StickinessQueryResponse",
     "Timing",
     "TrendsQueryResponse",
     "TrendsResultItem",
@@ -162,3 +170,52 @@ class ActorsQueryResponse(_CachedResponse):
     limit: int | None = None
     offset: int | None = None
     missing_actors_count: int | None = None
+
+
+class RetentionValue(ResponseModel):
+    """One cell of a retention cohort: how many came back in that period."""
+
+    count: int
+    label: str | None = None
+
+
+class RetentionResult(ResponseModel):
+    """One cohort: people whose start fell in the period beginning at ``date`` (``label`` "Day 0", ...)."""
+
+    date: datetime
+    label: str
+    values: list[RetentionValue] = Field(default_factory=list)
+    breakdown_value: str | float | None = None
+
+
+class RetentionQueryResponse(_CachedResponse):
+    results: list[RetentionResult] = Field(default_factory=list)
+
+
+class LifecycleResultItem(TrendsResultItem):
+    """One status of a lifecycle (``new``, ``returning``, ``resurrecting``, ``dormant``) over the intervals."""
+
+    status: str | None = None
+
+
+class LifecycleQueryResponse(_CachedResponse):
+    results: list[LifecycleResultItem] = Field(default_factory=list)
+
+
+class StickinessQueryResponse(_CachedResponse):
+    """One line per series: ``data[i]`` people were active in exactly ``days[i]`` intervals."""
+
+    results: list[TrendsResultItem] = Field(default_factory=list)
+
+
+class PathsLink(ResponseModel):
+    """An edge of a paths insight: ``value`` people went from ``source`` to ``target`` (``"1_/home"`` ...)."""
+
+    source: str
+    target: str
+    value: float
+    average_conversion_time: float
+
+
+class PathsQueryResponse(_CachedResponse):
+    results: list[PathsLink] = Field(default_factory=list)

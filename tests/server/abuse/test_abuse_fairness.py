@@ -8,13 +8,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
-from conftest import TestProject
 from hoglab.local import LocalService
 from hoglab.server.query.fairness import FairGate
+
+if TYPE_CHECKING:  # the session conftest's type; tests/ is not a package, so only for readers and checkers
+    from conftest import TestProject
 
 HEAVY = "select count() from numbers(10000000) where sipHash64(number + {i}) % 7 = 3"
 

@@ -3,9 +3,12 @@ with filters its results cannot read, project and object ids written with non-AS
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from conftest import TestProject
+if TYPE_CHECKING:  # the session conftest's type; tests/ is not a package, so only for readers and checkers
+    from conftest import TestProject
 
 
 def _experiment(project: TestProject, key: str) -> int:

@@ -11,12 +11,15 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
-from conftest import TestProject
 from hoglab.cli import main
 from hoglab.server.store.db import utcnow
+
+if TYPE_CHECKING:  # the session conftest's type; tests/ is not a package, so only for readers and checkers
+    from conftest import TestProject
 
 
 def _cli(capsys, *argv: str) -> tuple[int, str, str]:

@@ -98,6 +98,8 @@ def test_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     assert (config.max_result_bytes, config.max_memory_usage) == (1000, 2000)
     assert (config.project_query_slots, config.project_async_queue, config.fair_share) == (3, 5, False)
     assert ServerConfig.from_env(max_result_bytes=99).max_result_bytes == 99  # hoglab serve's flag wins
-    monkeypatch.setenv("HOGLAB_MAX_RESULT_BYTES", "0")
+    monkeypatch.setenv("HOGLAB_MAX_RESULT_BYTES", "2MiB")
+    assert ServerConfig.from_env().max_result_bytes == 2 * 1024**2
+    monkeypatch.setenv("HOGLAB_MAX_RESULT_BYTES", "lots")
     with pytest.raises(ValueError, match="HOGLAB_MAX_RESULT_BYTES"):
         ServerConfig.from_env()

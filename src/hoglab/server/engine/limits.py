@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import EngineError, QueryCancelled
+from .settings import spill_settings
 
 __all__ = ["LimitedEngine", "release_memory", "statement_limits"]
 
@@ -26,6 +27,7 @@ def statement_limits(config: Any) -> dict[str, Any]:
     limits: dict[str, Any] = {
         "max_execution_time": config.max_execution_time,
         "max_memory_usage": config.max_memory_usage,
+        **spill_settings(config.max_memory_usage),
     }
     max_result_bytes = getattr(config, "max_result_bytes", 0)
     if max_result_bytes:
@@ -65,6 +67,12 @@ class LimitedEngine:
         self._limits = dict(limits)
         self._cancelled = cancelled
         self.name: str = engine.name
+
+    @property
+    def write_count(self) -> int | None:
+        """The wrapped engine's write counter, when it keeps one (query/cache.py ``data_version``)."""
+        count = getattr(self._engine, "write_count", None)
+        return count if isinstance(count, int) else None
 
     def _settings(self, settings: Mapping[str, Any] | None) -> dict[str, Any]:
         if self._cancelled is not None and self._cancelled.is_set():

@@ -32,13 +32,13 @@ from .cache import LAZY_TARGET_AGE, TARGET_AGE, QueryCache, data_version
 from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
 from .fairness import FairGate
 from .jobs import QueryJobs
-from .request import ASYNC_MODES, Prepared, prepare
+from .request import ASYNC_MODES, Prepared, prepare, resolve
 from .runners import RUNNERS, RunContext, has_person_overrides
 
 if TYPE_CHECKING:
     from ..engine.base import Engine
     from ..state import ServiceState
-    from ..store import ProjectRecord
+    from ..store import ProjectRecord, Store
 
 __all__ = ["QueryService", "compute"]
 
@@ -75,12 +75,14 @@ class QueryService:
         jobs: QueryJobs,
         cache: QueryCache,
         limits: Mapping[str, Any],
+        store: Store | None = None,
         gate: FairGate | None = None,
     ) -> None:
         self.engine = engine
         self.jobs = jobs
         self.cache = cache
         self.limits = dict(limits)
+        self.store = store
         self.gate = gate or FairGate(slots=1, max_waiting=0, timeout=0, enabled=False)
 
     @classmethod
@@ -89,7 +91,8 @@ class QueryService:
         if state.engine is None or state.query_jobs is None:
             raise ServerError("The query service is not running.")
         gate = FairGate.for_engine(state.engine, state.config)
-        return cls(state.engine, state.query_jobs, state.query_cache, statement_limits(state.config), gate)
+        limits = statement_limits(state.config)
+        return cls(state.engine, state.query_jobs, state.query_cache, limits, state.store, gate)
 
     # -- POST /query ----------------------------------------------------------------------------------------------
 
@@ -99,7 +102,7 @@ class QueryService:
         """Answer one request body: ``(200, answer)``, or ``(202, query_status)`` while an async run goes on.
         ``key_id``: the caller's key, which gets its own share of the engine (``fairness.py``)."""
         prepared = prepare(data, team_id=project.id, timezone=project.timezone or "UTC", path_kind=path_kind)
-        return self.answer(project, prepared, key_id=key_id)
+        return self.answer(project, resolve(prepared, project, self.store), key_id=key_id)
 
     def answer(self, project: ProjectRecord, prepared: Prepared, *, key_id: int | None = None) -> tuple[int, bytes]:
         """PostHog's execution modes: a fresh cached answer when the mode allows it, else an async job or a

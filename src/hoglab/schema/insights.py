@@ -1,0 +1,265 @@
+"""Retention, lifecycle, stickiness and paths queries, with PostHog's field names and defaults.
+
+hoglab has no actions: an ``ActionsNode`` (or a retention entity of type ``actions``) is a 400 naming the field.
+
+>>> RetentionQuery(retentionFilter=RetentionFilter(period="Week")).retentionFilter.totalIntervals
+8
+>>> PathsQuery(pathsFilter=PathsFilter(includeEventTypes=["$pageview"])).pathsFilter.stepLimit
+5
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from ._base import RequestModel, SettingsModel
+from ._query_base import InsightBase
+from .filters import AnyPropertyFilter, BreakdownFilter, CompareFilter
+from .nodes import EventsNode
+
+__all__ = [
+    "LifecycleFilter",
+    "LifecycleQuery",
+    "LifecycleToggle",
+    "PathCleaningFilter",
+    "PathType",
+    "PathsFilter",
+    "PathsQuery",
+    "RetentionEntity",
+    "RetentionFilter",
+    "RetentionPeriod",
+    "RetentionQuery",
+    "StickinessCriteria",
+    "StickinessFilter",
+    "StickinessQuery",
+    "check_clickhouse_regex",
+]
+
+RetentionPeriod = Literal["Hour", "Day", "Week", "Month"]
+LifecycleToggle = Literal["new", "resurrecting", "returning", "dormant"]
+PathType = Literal["$pageview", "$screen", "custom_event", "hogql"]
+InsightInterval = Literal["hour", "day", "week", "month"]
+
+_NO_ACTIONS = "Actions are not supported by hoglab: use an EventsNode (an event name and property filters)."
+
+
+def _events_only(value: Any) -> Any:
+    # Checked before EventsNode's own validation so an action gets a sentence instead of "should be 'EventsNode'".
+    if isinstance(value, dict) and value.get("kind") in ("ActionsNode", "DataWarehouseNode"):
+        raise ValueError(_NO_ACTIONS if value["kind"] == "ActionsNode" else "Data warehouse series are not supported.")
+    return value
+
+
+SeriesNode = Annotated[EventsNode, BeforeValidator(_events_only)]
+"""A series of an insight: an ``EventsNode``; actions and data warehouse nodes are refused with a clear message."""
+
+
+class RetentionEntity(RequestModel):
+    """The event that starts a cohort (target) or counts as coming back (returning): ``{"id": "$pageview",
+    "type": "events"}``; ``id`` ``None`` means any event.
+
+    >>> RetentionEntity(id="signup", type="events").id
+    'signup'
+    """
+
+    id: str | int | None = None
+    type: Literal["actions", "events", "data_warehouse", "new_entity"] | None = None
+    kind: Literal["ActionsNode", "EventsNode"] | None = None
+    name: str | None = Field(default=None, max_length=400)
+    custom_name: str | None = Field(default=None, max_length=400)
+    order: int | None = None
+    uuid: str | None = None
+    properties: list[AnyPropertyFilter] | None = None
+
+    @model_validator(mode="after")
+    def _events_only(self) -> RetentionEntity:
+        if self.type == "actions" or self.kind == "ActionsNode":
+            raise ValueError(_NO_ACTIONS)
+        if self.type == "data_warehouse":
+            raise ValueError("Data warehouse entities are not supported by hoglab.")
+        return self
+
+    @property
+    def event(self) -> str | None:
+        """The event name this entity matches (``None``: every event)."""
+        return None if self.id is None else str(self.id)
+
+
+class RetentionFilter(SettingsModel):
+    """Retention settings with PostHog's defaults: daily periods, 8 intervals, first-time retention of
+    ``$pageview`` returning with ``$pageview``."""
+
+    retentionType: Literal["retention_recurring", "retention_first_time", "retention_first_ever_occurrence"] | None = (
+        None
+    )
+    period: RetentionPeriod | None = "Day"
+    totalIntervals: int | None = Field(default=8, ge=1, le=400)
+    targetEntity: RetentionEntity | None = None
+    returningEntity: RetentionEntity | None = None
+    retentionReference: Literal["total", "previous"] | None = None
+    cumulative: bool | None = None
+    minimumOccurrences: int | None = Field(default=None, ge=1, le=10_000)
+    meanRetentionCalculation: Literal["simple", "weighted", "none"] | None = None
+    timeWindowMode: Literal["strict_calendar_dates", "24_hour_windows"] | None = None
+    display: str | None = None
+    dashboardDisplay: Literal["table_only", "graph_only", "all"] | None = None
+    showTrendLines: bool | None = None
+
+
+class RetentionQuery(InsightBase):
+    """Of the people who did the target event in a period, how many came back in each following period.
+
+    >>> RetentionQuery(retentionFilter={"period": "Week", "totalIntervals": 4}).retentionFilter.period
+    'Week'
+    """
+
+    kind: Literal["RetentionQuery"] = "RetentionQuery"
+    retentionFilter: RetentionFilter
+    breakdownFilter: BreakdownFilter | None = None
+
+
+class LifecycleFilter(SettingsModel):
+    """Which of the four statuses to show (``toggledLifecycles``; all by default) and how."""
+
+    toggledLifecycles: list[LifecycleToggle] | None = None
+    showLegend: bool | None = False
+    showValuesOnSeries: bool | None = None
+    stacked: bool | None = True
+
+
+class LifecycleQuery(InsightBase):
+    """People per interval by status: new, returning, resurrecting, dormant (negative).
+
+    >>> LifecycleQuery(series=[EventsNode(event="$pageview")], interval="week").interval
+    'week'
+    """
+
+    kind: Literal["LifecycleQuery"] = "LifecycleQuery"
+    series: list[SeriesNode] = Field(min_length=1, max_length=1)
+    interval: InsightInterval | None = "day"
+    lifecycleFilter: LifecycleFilter | None = None
+
+
+class StickinessCriteria(RequestModel):
+    """What makes an interval count as active: the person's events in it ``gte``/``lte``/``exact`` ``value``."""
+
+    operator: Literal["gte", "lte", "exact"]
+    value: int = Field(ge=0, le=1_000_000)
+
+
+class StickinessFilter(SettingsModel):
+    """Stickiness settings: ``computedAs`` cumulative ("at least N intervals") and the activity criteria."""
+
+    computedAs: Literal["non_cumulative", "cumulative"] | None = None
+    stickinessCriteria: StickinessCriteria | None = None
+    display: str | None = None
+    hiddenLegendIndexes: list[int] | None = None
+    resultCustomizationBy: Literal["value", "position"] | None = "value"
+    resultCustomizations: dict[str, Any] | None = None
+    showLegend: bool | None = None
+    showMultipleYAxes: bool | None = None
+    showValuesOnSeries: bool | None = None
+
+
+class StickinessQuery(InsightBase):
+    """People by the number of intervals of the range in which they were active, one line per series.
+
+    >>> StickinessQuery(series=[EventsNode(event="$pageview")]).interval
+    'day'
+    """
+
+    kind: Literal["StickinessQuery"] = "StickinessQuery"
+    series: list[SeriesNode] = Field(min_length=1, max_length=50)
+    interval: InsightInterval | None = "day"
+    intervalCount: int | None = Field(default=None, ge=1, le=365)
+    compareFilter: CompareFilter | None = None
+    stickinessFilter: StickinessFilter | None = None
+
+
+# RE2 (ClickHouse's regex engine) has no lookaround and no backreferences; Python's `re` accepts both, so a
+# pattern is checked for them too, or it would compile here and fail in the engine.
+_RE2_UNSUPPORTED = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?P=|\(\?\(")
+
+
+def check_clickhouse_regex(pattern: str) -> str:
+    """Validate a regular expression the engine will run; ``ValueError`` names the problem.
+
+    >>> check_clickhouse_regex(r"/users/\\d+")
+    '/users/\\\\d+'
+    >>> check_clickhouse_regex("(")
+    Traceback (most recent call last):
+    ...
+    ValueError: Invalid regular expression '(': missing ), unterminated subpattern at position 0
+    """
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"Invalid regular expression {pattern!r}: {exc}") from None
+    if _RE2_UNSUPPORTED.search(pattern):
+        raise ValueError(f"Regular expression {pattern!r} uses lookaround or backreferences, which are not supported.")
+    return pattern
+
+
+class PathCleaningFilter(RequestModel):
+    """Replace what ``regex`` matches in a path item by ``alias``: ``{"regex": "/user/\\d+", "alias": "/user/:id"}``."""
+
+    regex: str | None = Field(default=None, max_length=1000)
+    alias: str | None = Field(default=None, max_length=1000)
+    order: float | None = None
+
+    @field_validator("regex")
+    @classmethod
+    def _valid_regex(cls, value: str | None) -> str | None:
+        return None if value is None else check_clickhouse_regex(value)
+
+
+class PathsFilter(SettingsModel):
+    """Paths settings with PostHog's defaults: 5 steps, 50 edges, ``$pageview`` paths."""
+
+    includeEventTypes: list[PathType] | None = None
+    startPoint: str | None = Field(default=None, max_length=2000)
+    endPoint: str | None = Field(default=None, max_length=2000)
+    stepLimit: int | None = Field(default=5, ge=2, le=20)
+    edgeLimit: int | None = Field(default=50, ge=1, le=10_000)
+    minEdgeWeight: int | None = Field(default=None, ge=0)
+    maxEdgeWeight: int | None = Field(default=None, ge=0)
+    excludeEvents: list[str] | None = Field(default=None, max_length=200)
+    pathGroupings: list[str] | None = Field(default=None, max_length=100)
+    pathReplacements: bool | None = None
+    localPathCleaningFilters: list[PathCleaningFilter] | None = Field(default=None, max_length=100)
+    pathsHogQLExpression: str | None = Field(default=None, max_length=2000)
+    pathStartKey: str | None = Field(default=None, max_length=2000)
+    pathEndKey: str | None = Field(default=None, max_length=2000)
+    pathDropoffKey: str | None = Field(default=None, max_length=2000)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PathsFilter:
+        types = self.includeEventTypes or []
+        if "hogql" in types and not self.pathsHogQLExpression:
+            raise ValueError("includeEventTypes 'hogql' needs a pathsHogQLExpression.")
+        low, high = self.minEdgeWeight, self.maxEdgeWeight
+        if low is not None and high is not None and low > high:
+            raise ValueError("minEdgeWeight must not exceed maxEdgeWeight.")
+        return self
+
+
+class PathsQuery(InsightBase):
+    """The most common sequences of pages, screens or events, as weighted edges between numbered steps.
+
+    >>> PathsQuery(pathsFilter={"startPoint": "/home"}).pathsFilter.edgeLimit
+    50
+    """
+
+    kind: Literal["PathsQuery"] = "PathsQuery"
+    pathsFilter: PathsFilter
+    funnelPathsFilter: dict[str, Any] | None = None
+
+    @field_validator("funnelPathsFilter")
+    @classmethod
+    def _no_funnel_paths(cls, value: dict[str, Any] | None) -> None:
+        if value is not None:
+            raise ValueError("Paths relative to funnel steps (funnelPathsFilter) are not supported by hoglab.")
+        return None

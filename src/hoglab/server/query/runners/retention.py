@@ -1,0 +1,226 @@
+"""``RetentionQuery``: of the people who did the target event in a period, how many came back in each later one.
+
+For example (a sketch of a call and its answer, not run)::
+
+    {"kind": "RetentionQuery", "retentionFilter": {"period": "Week", "totalIntervals": 4,
+      "targetEntity": {"id": "signup", "type": "events"}, "returningEntity": {"id": "$pageview", "type": "events"}}}
+    -> {"results": [{"date": "2025-05-18T00:00:00+00:00", "label": "Week 0",
+                     "values": [{"count": 12, "label": "Week 0"}, {"count": 7, "label": "Week 1"}, ...]}, ...]}
+
+PostHog's semantics (``RetentionQueryRunner``), restated:
+
+* Cohorts are the periods from ``date_from`` (at the start of its period) up to the one holding ``date_to``; without a
+  ``date_from`` there are ``totalIntervals`` of them, ending with the period of ``date_to`` (today by default).
+  Each cohort has ``totalIntervals`` values: value 0 is the cohort's size, value ``k`` the people of the cohort who
+  did the returning event ``k`` periods later (periods after ``date_to`` count nobody).
+* ``retention_recurring``: a person belongs to the cohort of every period in which they did the target event.
+  ``retention_first_time``: only to the period of their first target event ever (if it falls in the range).
+  ``retention_first_ever_occurrence`` is read as ``retention_first_time`` (hoglab's choice).
+* ``minimumOccurrences`` ``m``: a period counts as a return only with at least ``m`` returning events in it.
+* ``cumulative``: a person who came back in period ``k`` counts in every period up to ``k``.
+* ``retentionReference`` (total or previous) only changes how PostHog's UI shows percentages: the counts are the same.
+* A breakdown groups people by the value of the property on their events (``''`` when missing), each value with
+  its own cohorts; the top ``breakdown_limit`` (25) values by cohort sizes are kept, the rest summed into
+  ``$$_posthog_breakdown_other_$$``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from hoglab.schema import RetentionEntity, RetentionQuery
+
+from ...errors import ValidationFailed
+from ...filters.dates import bucket_key_sql, resolve_date_range, shift, start_of_interval
+from ...filters.properties import Params, hogql_expression, property_access, property_filters_to_hogql
+from .base import RunContext, register
+from .breakdowns import BREAKDOWN_OTHER, breakdown_items, breakdown_limit
+from .common import first_event_time, series_conditions
+
+__all__ = ["RetentionRange", "retention_actor_rows_sql", "retention_range", "run_retention"]
+
+PERIODS = {"Hour": "hour", "Day": "day", "Week": "week", "Month": "month"}
+MAX_CELLS = 100_000
+DEFAULT_ENTITY = RetentionEntity(id="$pageview", type="events")
+
+
+@dataclass(frozen=True)
+class RetentionRange:
+    """The cohorts' periods: ``starts`` (aware, project zone) up to ``end`` (exclusive), ``lookahead`` values each."""
+
+    interval: str
+    starts: list[datetime]
+    end: datetime
+    lookahead: int
+
+    @property
+    def keys(self) -> list[str]:
+        fmt = "%Y-%m-%d %H:00:00" if self.interval == "hour" else "%Y-%m-%d"
+        return [s.strftime(fmt) for s in self.starts]
+
+    def label(self, index: int) -> str:
+        return f"{self.interval.title()} {index}"
+
+
+def retention_range(query: RetentionQuery, ctx: RunContext) -> RetentionRange:
+    """The cohorts of a retention query (PostHog's ``QueryDateRangeWithIntervals``)."""
+    rf = query.retentionFilter
+    interval = PERIODS[rf.period or "Day"]
+    lookahead = rf.totalIntervals or 8
+    date_range = query.dateRange
+    given_from = date_range is not None and date_range.date_from is not None
+    if given_from:
+        rng = resolve_date_range(
+            date_range, interval, now=ctx.now, timezone=ctx.timezone, first_event=lambda: first_event_time(ctx)
+        )
+        date_to = rng.date_to
+    else:
+        # Only date_to matters here: resolve it as a range that starts where it ends (or today).
+        to_text = date_range.date_to if date_range is not None else None
+        explicit = bool(date_range and date_range.explicitDate)
+        only_to = {"date_from": to_text or "dStart", "date_to": to_text, "explicitDate": explicit}
+        date_to = resolve_date_range(only_to, interval, now=ctx.now, timezone=ctx.timezone).date_to
+    end = shift(start_of_interval(date_to, interval), interval, 1)
+    first = start_of_interval(rng.date_from, interval) if given_from else shift(end, interval, -lookahead)
+    starts: list[datetime] = []
+    while shift(first, interval, len(starts)) < end:
+        starts.append(shift(first, interval, len(starts)))
+        if len(starts) * lookahead > MAX_CELLS:
+            raise ValidationFailed(
+                f"Too many cohorts: {len(starts)}+ {interval}s with {lookahead} intervals each is over {MAX_CELLS:,} "
+                "cells; shorten the date range or use a longer period.",
+                attr="dateRange",
+            )
+    return RetentionRange(interval, starts, end, lookahead)
+
+
+def _entity_condition(entity: RetentionEntity, p: Params, attr: str, timezone: str) -> str:
+    parts = [] if entity.event is None else [f"event = {p.add(entity.event)}"]
+    own = property_filters_to_hogql(entity.properties, p, attr=f"{attr}.properties", timezone=timezone)
+    if own:
+        parts.append(own)
+    return "(" + " AND ".join(parts) + ")" if parts else "true"
+
+
+def _breakdown_sql(query: RetentionQuery) -> str | None:
+    # PostHog's retention breakdown: the value as text, '' when missing (not trends' null marker); one property.
+    items = breakdown_items(query.breakdownFilter)
+    if not items:
+        return None
+    if len(items) > 1:
+        raise ValidationFailed("Retention breaks down by one property.", attr="breakdownFilter.breakdowns")
+    kind, prop = items[0]
+    if kind in ("event", "person"):
+        expr = property_access(prop, kind)
+    elif kind == "hogql":
+        expr = hogql_expression(prop, "breakdownFilter.breakdown")
+    else:
+        raise ValidationFailed(
+            f"Retention breakdowns of type {kind!r} are not supported (event, person and hogql are).",
+            attr="breakdownFilter.breakdown_type",
+        )
+    return f"ifNull(toString({expr}), '')"
+
+
+def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Params, *, project: Any) -> str:
+    """HogQL with one row per (person, breakdown value, cohort index, period offset) the person counts in."""
+    rf = query.retentionFilter
+    if rf.timeWindowMode == "24_hour_windows":
+        raise ValidationFailed(
+            "Rolling 24-hour retention windows are not supported by hoglab.", attr="retentionFilter.timeWindowMode"
+        )
+    timezone = getattr(project, "timezone", None) or "UTC"
+    target = _entity_condition(rf.targetEntity or DEFAULT_ENTITY, p, "retentionFilter.targetEntity", timezone)
+    returning = _entity_condition(rf.returningEntity or DEFAULT_ENTITY, p, "retentionFilter.returningEntity", timezone)
+    where = series_conditions(query, None, p, project=project, attr="properties", event=False)
+    first_time = rf.retentionType in ("retention_first_time", "retention_first_ever_occurrence")
+    keys = p.add(rr.keys)
+    index = f"(indexOf({keys}, {bucket_key_sql(rr.interval)}) - 1)"
+    where += [f"({target} OR {returning})", f"timestamp < {p.add(rr.end)}"]
+    if first_time:
+        first = bucket_key_sql(rr.interval, f"minIf(timestamp, {target})")
+        starts = f"if(indexOf({keys}, {first}) > 0, [indexOf({keys}, {first}) - 1], [])"
+    else:
+        where.append(f"timestamp >= {p.add(rr.starts[0])}")
+        starts = f"groupUniqArrayIf({index}, {target} AND {index} >= 0)"
+    bv = _breakdown_sql(query) or "''"
+    minimum = rf.minimumOccurrences or 1
+    returns = f"groupArrayIf({index}, {returning} AND {index} >= 0)"
+    qualified = "arrayDistinct(all_returns)"
+    if minimum > 1:
+        qualified = f"arrayFilter(i -> countEqual(all_returns, i) >= {int(minimum)}, {qualified})"
+    offsets = (
+        f"arrayConcat([0], arrayFilter(d -> d > 0 AND d < {int(rr.lookahead)}, "
+        f"arrayMap(r -> r - start_index, returned)))"
+    )
+    if rf.cumulative:
+        offsets = f"range(0, arrayMax({offsets}) + 1)"
+    return f"""
+        SELECT actor_id, bv, start_index, period FROM (
+            SELECT actor_id, bv, start_index, {offsets} AS periods FROM (
+                SELECT actor_id, bv, starts, {qualified} AS returned FROM (
+                    SELECT person_id AS actor_id, {bv} AS bv, {starts} AS starts, {returns} AS all_returns
+                    FROM events WHERE {" AND ".join(where)}
+                    GROUP BY actor_id, bv
+                )
+            ) ARRAY JOIN starts AS start_index
+        ) ARRAY JOIN periods AS period"""
+
+
+def _ranked_values(counts: dict[tuple[str, int, int], int], limit: int) -> tuple[list[str], set[str]]:
+    totals: dict[str, int] = {}
+    for (bv, _, period), n in counts.items():
+        if period == 0:
+            totals[bv] = totals.get(bv, 0) + n
+    ranked = sorted(totals, key=lambda v: (-totals[v], v))
+    return ranked[:limit], set(ranked[limit:])
+
+
+@register("RetentionQuery")
+def run_retention(query: RetentionQuery, ctx: RunContext) -> dict[str, Any]:
+    """Answer a RetentionQuery as PostHog does: a list of cohorts ``{date, label, values, breakdown_value?}``."""
+    rr = retention_range(query, ctx)
+    p = Params()
+    rows_sql = retention_actor_rows_sql(query, rr, p, project=ctx.project)
+    hogql = f"""
+        SELECT bv, start_index, period, count(DISTINCT actor_id) AS n FROM ({rows_sql})
+        GROUP BY bv, start_index, period"""
+    broken_down = _breakdown_sql(query) is not None
+    cap = MAX_CELLS * (20 if broken_down else 1) + 1
+    compiled = ctx.compile(hogql, values=p.values, max_limit=cap)
+    found = ctx.execute(compiled).to_pylist()
+    if len(found) >= cap:
+        raise ValidationFailed("Too many breakdown values for a retention table.", attr="breakdownFilter")
+    counts = {(str(r["bv"]), int(r["start_index"]), int(r["period"])): int(r["n"]) for r in found}
+    if broken_down:
+        shown, other = _ranked_values(counts, breakdown_limit(query.breakdownFilter))
+        merged: dict[tuple[str, int, int], int] = {}
+        for (bv, cohort_index, period), n in counts.items():
+            key = (BREAKDOWN_OTHER if bv in other else bv, cohort_index, period)
+            merged[key] = merged.get(key, 0) + n
+        counts, values = merged, shown + ([BREAKDOWN_OTHER] if other else [])
+    else:
+        values = [""]
+    results = []
+    for bv in values:
+        for start_index, cohort_start in enumerate(rr.starts):
+            cohort: dict[str, Any] = {
+                "date": cohort_start.isoformat(),
+                "label": rr.label(start_index),
+                "values": [
+                    {"count": counts.get((bv, start_index, period), 0), "label": rr.label(period)}
+                    for period in range(rr.lookahead)
+                ],
+            }
+            if broken_down:
+                cohort["breakdown_value"] = bv
+            results.append(cohort)
+    return {
+        "results": results,
+        "timezone": ctx.timezone,
+        "resolved_date_range": {"date_from": rr.starts[0].isoformat(), "date_to": rr.end.isoformat()},
+        "hogql": compiled.hogql,
+        "timings": ctx.timings.to_list(),
+    }
