@@ -50,7 +50,7 @@ def parse_bytes(text: str | int, what: str = "a size") -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
     else:
-        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?\s*", str(text), re.I)
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?\s*", str(text), re.I | re.ASCII)
         if match is None:
             raise ValueError(f"{what} must be a number of bytes such as 8589934592, 8G or 8GiB, got {text!r}")
         value = int(float(match.group(1)) * _BYTE_UNITS[(match.group(2) or "").lower()])
