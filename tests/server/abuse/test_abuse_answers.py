@@ -81,3 +81,28 @@ def test_an_async_huge_answer_fails_with_the_same_message(capped) -> None:
     assert status.status_code == 400
     query_status = status.json()["query_status"]
     assert query_status["error"] is True and "max_result_bytes" in query_status["error_message"]
+
+
+def test_a_cached_answer_over_the_limit_is_refused_too(hoglab_service: LocalService) -> None:
+    # An answer cached under a larger limit (the service restarted with a smaller one): refused when served.
+    from hoglab.server.query.cache import QueryCache, data_version
+    from hoglab.server.query.failures import AnswerTooLarge
+    from hoglab.server.query.request import prepare
+    from hoglab.server.query.service import QueryService
+    from hoglab.server.store.db import utcnow
+
+    state = hoglab_service.state
+    project = state.store.projects.create("cached answers")
+    cache = QueryCache()
+    prepared = prepare({"query": {"kind": "HogQLQuery", "query": "select 1"}}, team_id=project.id, timezone="UTC")
+    assert state.engine is not None and state.query_jobs is not None
+    cache.put(prepared.cache_key, b'"results":[["' + b"x" * 5000 + b'"]]', version=data_version(state.engine),
+              now=utcnow())  # fmt: skip
+    service = QueryService(state.engine, state.query_jobs, cache, {"max_result_bytes": 1000}, state.store)
+    version = data_version(state.engine)
+    with pytest.raises(AnswerTooLarge, match="max_result_bytes limit \\(1000 bytes\\)"):
+        service.answer(project, prepared)
+    assert data_version(state.engine) == version  # giving memory back is no write: no cache is invalidated
+    roomy = QueryService(state.engine, state.query_jobs, cache, {"max_result_bytes": 100_000}, state.store)
+    status, body = roomy.answer(project, prepared)
+    assert status == 200 and b'"is_cached":true' in body

@@ -38,12 +38,14 @@ def statement_limits(config: Any) -> dict[str, Any]:
 
 def release_memory(engine: Any = None) -> None:
     """Hand freed memory back to the system after a query failed on a limit: its partial result was large, and
-    without this the process keeps the peak. The engine's allocator (jemalloc) is purged with
-    ``SYSTEM JEMALLOC PURGE`` (a server that refuses it is left alone), Python's heap with glibc's
+    without this the process keeps the peak. The in-process engine's allocator (jemalloc) is purged
+    (``ChdbEngine.purge_memory``; a ClickHouse server manages its own), Python's heap with glibc's
     ``malloc_trim``."""
-    if engine is not None:
-        with contextlib.suppress(Exception):  # best effort: a ClickHouse server may not grant SYSTEM
-            engine.command("SYSTEM JEMALLOC PURGE")
+    # Never through engine.command: that counts as a write and would invalidate every cached answer.
+    purge = getattr(engine, "purge_memory", None)
+    if callable(purge):
+        with contextlib.suppress(Exception):  # best effort
+            purge()
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
