@@ -75,6 +75,8 @@ class ServerConfig:
     max_memory_usage: int = 4 * 1024**3
     # An answer (sync, async or cached) above this many bytes is a 400 naming the limit (0: none).
     max_result_bytes: int = 64 * 1024**2
+    # The same for an all-rows Arrow answer (POST /query/arrow/), made for large exports: larger by default.
+    max_bulk_bytes: int = 1024**3
     # Fair use of the engine (query/fairness.py): queries running at once per project and per key (half the
     # read pool), async jobs waiting per project; off only to measure what one project can do to the others.
     fair_share: bool = True
@@ -105,6 +107,8 @@ class ServerConfig:
             env["max_memory_usage"] = parse_bytes(memory, "HOGLAB_MAX_MEMORY_USAGE")
         if result_bytes := os.environ.get("HOGLAB_MAX_RESULT_BYTES"):
             env["max_result_bytes"] = parse_bytes(result_bytes, "HOGLAB_MAX_RESULT_BYTES")
+        if bulk_bytes := os.environ.get("HOGLAB_MAX_BULK_BYTES"):
+            env["max_bulk_bytes"] = parse_bytes(bulk_bytes, "HOGLAB_MAX_BULK_BYTES")
         env["query_workers"] = _env_int("HOGLAB_QUERY_WORKERS", cls.query_workers)
         env["project_query_slots"] = _env_int("HOGLAB_PROJECT_QUERY_SLOTS", cls.project_query_slots)
         env["project_async_queue"] = _env_int("HOGLAB_PROJECT_ASYNC_QUEUE", cls.project_async_queue)

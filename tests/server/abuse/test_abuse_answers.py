@@ -24,7 +24,8 @@ def _rss() -> int:
 
 @pytest.fixture(scope="module")
 def capped(hoglab_service: LocalService) -> Iterator[tuple[LocalService, httpx.Client, int]]:
-    with start_local_service(hoglab_service.data_dir, config_overrides={"max_result_bytes": CAP}) as service:
+    limits = {"max_result_bytes": CAP, "max_bulk_bytes": CAP}
+    with start_local_service(hoglab_service.data_dir, config_overrides=limits) as service:
         store = service.state.store
         project = store.projects.create("capped answers")
         _, key = store.keys.create(store.users.default().id, ["*"], [project.id])
@@ -106,3 +107,17 @@ def test_a_cached_answer_over_the_limit_is_refused_too(hoglab_service: LocalServ
     roomy = QueryService(state.engine, state.query_jobs, cache, {"max_result_bytes": 100_000}, state.store)
     status, body = roomy.answer(project, prepared)
     assert status == 200 and b'"is_cached":true' in body
+
+
+def test_an_all_rows_arrow_answer_has_its_own_cap(capped) -> None:
+    _, http, project_id = capped
+    body = {"query": {"kind": "HogQLQuery", "query": HUGE}}
+    refused = http.post(f"/api/projects/{project_id}/query/arrow/", json=body)
+    assert refused.status_code == 400 and refused.json()["code"] == "max_result_bytes_exceeded"
+    assert "max_bulk_bytes" in refused.json()["detail"]
+    body = {"query": {"kind": "HogQLQuery", "query": "select number from numbers(50000)"}}
+    many = http.post(f"/api/projects/{project_id}/query/arrow/", json=body)
+    assert many.status_code == 200  # more rows than a JSON answer's 10,000, under the byte cap
+    import pyarrow as pa
+
+    assert pa.ipc.open_stream(many.content).read_all().num_rows == 50000

@@ -20,9 +20,9 @@ def statement_limits(config: Any) -> dict[str, Any]:
     """The app's own limits on every statement of a request (``ServerConfig``): apps of one process share one
     engine, opened with the first app's configuration, so they can't rely on the engine's defaults.
 
-    ``max_result_bytes`` (with ``result_overflow_mode='throw'``) makes the engine stop producing a result once it
-    holds that many bytes, instead of handing a gigabyte to Python first; the service checks the answer's own
-    size too (JSON can be larger than the engine's columns).
+    ``max_result_bytes`` (with ``result_overflow_mode='throw'``) lets the engine stop a result once it holds that
+    many bytes. The engine's check is partial (measured on chDB: a statement with a LIMIT, or whose rows are one
+    constant, runs to the end), so the service also checks the answer's own size, which is what it enforces.
     """
     limits: dict[str, Any] = {
         "max_execution_time": config.max_execution_time,

@@ -50,10 +50,10 @@ class AnswerTooLarge(ValidationFailed):
 
     default_code = "max_result_bytes_exceeded"
 
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self, limit: int | None, name: str = "max_result_bytes") -> None:
         size = f" ({limit} bytes)" if limit else ""
         super().__init__(
-            f"The answer is larger than the max_result_bytes limit{size}. Select fewer rows or columns, or "
+            f"The answer is larger than the {name} limit{size}. Select fewer rows or columns, or "
             "aggregate before selecting."
         )
 

@@ -77,6 +77,7 @@ class QueryService:
         limits: Mapping[str, Any],
         store: Store | None = None,
         gate: FairGate | None = None,
+        max_bulk_bytes: int = 0,
     ) -> None:
         self.engine = engine
         self.jobs = jobs
@@ -84,6 +85,7 @@ class QueryService:
         self.limits = dict(limits)
         self.store = store
         self.gate = gate or FairGate(slots=1, max_waiting=0, timeout=0, enabled=False)
+        self.max_bulk_bytes = max_bulk_bytes
 
     @classmethod
     def of(cls, state: ServiceState) -> QueryService:
@@ -92,7 +94,8 @@ class QueryService:
             raise ServerError("The query service is not running.")
         gate = FairGate.for_engine(state.engine, state.config)
         limits = statement_limits(state.config)
-        return cls(state.engine, state.query_jobs, state.query_cache, limits, state.store, gate)
+        bulk = int(getattr(state.config, "max_bulk_bytes", 0))
+        return cls(state.engine, state.query_jobs, state.query_cache, limits, state.store, gate, bulk)
 
     # -- POST /query ----------------------------------------------------------------------------------------------
 
@@ -177,6 +180,13 @@ class QueryService:
             raise
         self._check_size(members)
         return members
+
+    def bulk_limits(self) -> dict[str, Any]:
+        """The statement limits of an all-rows answer: ``max_bulk_bytes`` in place of ``max_result_bytes``."""
+        limits = {k: v for k, v in self.limits.items() if k not in ("max_result_bytes", "result_overflow_mode")}
+        if self.max_bulk_bytes:
+            limits.update(max_result_bytes=self.max_bulk_bytes, result_overflow_mode="throw")
+        return limits
 
     def _check_size(self, members: bytes) -> None:
         limit = self.limits.get("max_result_bytes") or 0
