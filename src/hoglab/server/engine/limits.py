@@ -21,8 +21,8 @@ def statement_limits(config: Any) -> dict[str, Any]:
     engine, opened with the first app's configuration, so they can't rely on the engine's defaults.
 
     ``max_result_bytes`` (with ``result_overflow_mode='throw'``) lets the engine stop a result once it holds that
-    many bytes. The engine's check is partial (measured on chDB: a statement with a LIMIT, or whose rows are one
-    constant, runs to the end), so the service also checks the answer's own size, which is what it enforces.
+    many bytes. The engine's check is partial (measured on chDB: a constant column, ``repeat('x', 100000)``, counts
+    as one value and runs to the end), so the service also checks the answer's own size, which it enforces.
     """
     limits: dict[str, Any] = {
         "max_execution_time": config.max_execution_time,
