@@ -128,3 +128,17 @@ def test_keys_over_http(make_project) -> None:
     assert bad.status_code == 400 and bad.json()["attr"] == "scopes"
     past = http.post("/api/personal_api_keys/", json={"scopes": ["*"], "expires_at": "2001-01-01T00:00:00Z"})
     assert past.status_code == 400 and past.json()["attr"] == "expires_at"
+
+
+def test_key_create_with_an_expiry_and_list(capsys, tmp_path: Path) -> None:
+    status, out, _ = _cli(capsys, "project", "create", "Expiry", "--data-dir", str(tmp_path))
+    project_id = out.split("project id:")[1].split()[0]
+    status, key, err = _cli(capsys, "key", "create", "--project", project_id, "--scopes", "query:read",
+                            "--expires-in", "90m", "--data-dir", str(tmp_path))  # fmt: skip
+    assert status == 0 and ", until " in err
+    key_id = err.split("personal API key ")[1].split()[0]
+    status, listing, _ = _cli(capsys, "key", "list", "--data-dir", str(tmp_path))
+    row = next(line for line in listing.splitlines() if line.startswith(f"{key_id}\t")).split("\t")
+    assert row[1] == "active" and row[5] != "never" and key.strip() not in listing
+    assert main(["key", "revoke", "999", "--data-dir", str(tmp_path)]) == 2
+    assert "no key with id 999" in capsys.readouterr().err
