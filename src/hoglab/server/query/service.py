@@ -32,6 +32,7 @@ from .cache import LAZY_TARGET_AGE, TARGET_AGE, QueryCache, data_version
 from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
 from .fairness import FairGate
 from .jobs import QueryJobs
+from .query_log import is_refusal, log_run
 from .request import ASYNC_MODES, Prepared, prepare, resolve
 from .runners import RUNNERS, RunContext, has_person_overrides
 
@@ -162,6 +163,7 @@ class QueryService:
         overrides = self.cache.person_overrides(
             project.id, version, lambda: has_person_overrides(self.engine, project.id)
         )
+        started, clock = time.time(), time.perf_counter()
         try:
             members = compute(
                 prepared,
@@ -173,12 +175,19 @@ class QueryService:
                 person_overrides=overrides,
                 cancelled=cancelled,
             )
-        except (TooManyRows, MemoryLimitExceeded) as exc:
-            release_memory(self.engine)  # the engine held a large partial result: give it back now
-            if is_result_bytes_overflow(exc):
-                raise AnswerTooLarge(self.limits.get("max_result_bytes")) from None
+            self._check_size(members)
+        except Exception as exc:
+            failure: BaseException = exc
+            if isinstance(exc, (TooManyRows, MemoryLimitExceeded)):
+                release_memory(self.engine)  # the engine held a large partial result: give it back now
+                if is_result_bytes_overflow(exc):
+                    failure = AnswerTooLarge(self.limits.get("max_result_bytes"))
+            log_run(project.id, prepared, started, clock, error=api_error(failure).detail,
+                    before_start=is_refusal(failure))  # fmt: skip
+            if failure is not exc:
+                raise failure from None
             raise
-        self._check_size(members)
+        log_run(project.id, prepared, started, clock, result_bytes=len(members))
         return members
 
     def bulk_limits(self) -> dict[str, Any]:
