@@ -6,7 +6,8 @@
     hoglab report EXPERIMENT_ID [--out DIR] [--host URL] [--project ID] [--refresh]
     hoglab project create NAME [--timezone TZ] [--data-dir DIR]
     hoglab project list [--data-dir DIR]
-    hoglab key create --project ID[,ID...]|all --scopes experiment:read,query:read [--label L] [--data-dir DIR]
+    hoglab key create --project ID[,ID...]|all --scopes experiment:read,query:read [--label L] [--expires-in 30d]
+    hoglab key list | hoglab key revoke KEY_ID [--data-dir DIR]
     hoglab load --project ID FILE [--format jsonl|csv|parquet] [--data-dir DIR]
     hoglab materialize --project ID KEY... [--status] [--data-dir DIR]
     hoglab pull --from URL --project ID [--into LOCAL_ID] [--since DATE] [--rate 120/hour] [--from-export DIR]
@@ -73,6 +74,15 @@ def _positive_id(what: str) -> Callable[[str], int]:
 _project_id = _positive_id("a project")
 
 
+def _result_size(text: str) -> int:
+    from hoglab.server.config import parse_bytes
+
+    try:
+        return parse_bytes(text, "--max-result-bytes")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _byte_size(text: str) -> int:
     from hoglab.server.config import parse_bytes
 
@@ -104,6 +114,10 @@ def _build_parser() -> _Parser:
         "--max-execution-time", type=_positive_id("a time limit in seconds is"), default=None, metavar="SECONDS",
         help="per query (default: $HOGLAB_MAX_EXECUTION_TIME, else 60)",
     )  # fmt: skip
+    serve.add_argument(
+        "--max-result-bytes", type=_result_size, default=None, metavar="SIZE",
+        help="largest answer, e.g. 64MiB (default: $HOGLAB_MAX_RESULT_BYTES, else 64MiB); over it a 400",
+    )  # fmt: skip
 
     demo = commands.add_parser(
         "demo", parents=[common], help="the demo service with its experiment analysed; serves until Ctrl-C"
@@ -129,12 +143,9 @@ def _build_parser() -> _Parser:
     create_project.add_argument("--timezone", default="UTC", metavar="TZ", help="IANA name, e.g. Europe/Berlin")
     project_commands.add_parser("list", parents=[common], help="list projects")
 
-    key = commands.add_parser("key", help="manage personal API keys")
-    key_commands = key.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=_Parser)
-    create_key = key_commands.add_parser("create", parents=[common], help="create a personal API key")
-    create_key.add_argument("--project", required=True, metavar="ID[,ID...]|all", help="projects the key reaches")
-    create_key.add_argument("--scopes", required=True, metavar="SCOPES", help="comma-separated, e.g. query:read")
-    create_key.add_argument("--label", default="", metavar="LABEL")
+    from hoglab._cli_keys import add_key_command
+
+    add_key_command(commands, common, _Parser)
 
     mat = commands.add_parser("materialize", parents=[common], help="event properties as columns (faster filters)")
     mat.add_argument("--project", required=True, type=_project_id, metavar="ID")
@@ -204,33 +215,6 @@ def _project_list(args: argparse.Namespace) -> int:
         print(f"{project.id}\t{project.name}\t{project.timezone}\t{project.api_token}")
     if not projects:
         print("no projects yet: hoglab project create NAME", file=sys.stderr)
-    return 0
-
-
-def _key_create(args: argparse.Namespace) -> int:
-    from hoglab.server.store import validate_scopes
-
-    try:
-        scopes = validate_scopes(part for part in args.scopes.split(",") if part.strip())
-    except ValueError as exc:
-        raise CommandError(str(exc), status=2) from None
-    project_ids: list[int] | None = None
-    if args.project.strip().lower() != "all":
-        try:
-            project_ids = [_project_id(part.strip()) for part in args.project.split(",")]
-        except argparse.ArgumentTypeError as exc:
-            raise CommandError(str(exc), status=2) from None
-    with _open_store(args.data_dir) as store:
-        if project_ids is not None:
-            known = {p.id for p in store.projects.list(project_ids)}
-            missing = [p for p in project_ids if p not in known]
-            if missing:
-                raise CommandError(f"no project with id {missing[0]} (see: hoglab project list)", status=2)
-        user = store.users.default()
-        _, plaintext = store.keys.create(user.id, scopes, project_ids, label=args.label)
-    reach = "all projects" if project_ids is None else "project " + ", ".join(map(str, project_ids))
-    print(plaintext)
-    print(f"personal API key for {reach}, scopes {','.join(scopes)}: shown only this once", file=sys.stderr)
     return 0
 
 
@@ -308,6 +292,7 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
         args.clickhouse_url,
         max_memory_usage=args.max_memory_usage,
         max_execution_time=args.max_execution_time,
+        max_result_bytes=args.max_result_bytes,
     )
     with _open_store(config.data_dir, create=True) as store:
         credentials = ensure_local_credentials(store, demo=True) if demo else None
@@ -378,7 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "project":
             return _project_create(args) if args.action == "create" else _project_list(args)
         if args.command == "key":
-            return _key_create(args)
+            from hoglab._cli_keys import run_key
+
+            return run_key(args)
         if args.command == "materialize":
             from hoglab._cli_materialize import run_materialize
 

@@ -30,6 +30,7 @@ from .http import load_routers
 from .http.bodies import REQUEST_MODELS
 from .http.errors import install_error_handlers
 from .http.ratelimit import RateLimiter
+from .http.redaction import install_key_redaction
 from .state import ServiceState, StartupHook, get_state
 from .store import Store
 
@@ -69,6 +70,8 @@ def _start_query_jobs(state: ServiceState) -> QueryJobs:
         workers=state.config.query_workers,
         ttl_seconds=state.config.query_status_ttl_seconds,
         describe=describe_failure,
+        project_quota=state.config.project_async_queue,
+        fair=state.config.fair_share,
     )
     jobs.start()
     return jobs
@@ -128,6 +131,7 @@ def create_app(
     ``engine``: the events engine to use, owned by the caller (it is not closed with the app).
     ``startup_hooks``: run in order when the app starts, after the store is open.
     """
+    install_key_redaction()  # before uvicorn logs its first request line
     app = FastAPI(
         title="hoglab",
         version=__version__,

@@ -50,7 +50,7 @@ def parse_bytes(text: str | int, what: str = "a size") -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
     else:
-        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?\s*", str(text), re.I)
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?\s*", str(text), re.I | re.ASCII)
         if match is None:
             raise ValueError(f"{what} must be a number of bytes such as 8589934592, 8G or 8GiB, got {text!r}")
         value = int(float(match.group(1)) * _BYTE_UNITS[(match.group(2) or "").lower()])
@@ -78,6 +78,15 @@ class ServerConfig:
     materialize_interval_seconds: int = 300
     materialize_min_uses: int = 20
     materialize_max_columns: int = 20
+    # An answer (sync, async or cached) above this many bytes is a 400 naming the limit (0: none).
+    max_result_bytes: int = 64 * 1024**2
+    # The same for an all-rows Arrow answer (POST /query/arrow/), made for large exports: larger by default.
+    max_bulk_bytes: int = 1024**3
+    # Fair use of the engine (query/fairness.py): queries running at once per project and per key (half the
+    # read pool), async jobs waiting per project; off only to measure what one project can do to the others.
+    fair_share: bool = True
+    project_query_slots: int = 4
+    project_async_queue: int = 32
     # Async queries: worker threads in this process, and how long a status is kept.
     query_workers: int = 4
     query_status_ttl_seconds: int = 20 * 60
@@ -103,7 +112,15 @@ class ServerConfig:
             env["auto_materialize"] = False
         if memory := os.environ.get("HOGLAB_MAX_MEMORY_USAGE"):
             env["max_memory_usage"] = parse_bytes(memory, "HOGLAB_MAX_MEMORY_USAGE")
+        if result_bytes := os.environ.get("HOGLAB_MAX_RESULT_BYTES"):
+            env["max_result_bytes"] = parse_bytes(result_bytes, "HOGLAB_MAX_RESULT_BYTES")
+        if bulk_bytes := os.environ.get("HOGLAB_MAX_BULK_BYTES"):
+            env["max_bulk_bytes"] = parse_bytes(bulk_bytes, "HOGLAB_MAX_BULK_BYTES")
         env["query_workers"] = _env_int("HOGLAB_QUERY_WORKERS", cls.query_workers)
+        env["project_query_slots"] = _env_int("HOGLAB_PROJECT_QUERY_SLOTS", cls.project_query_slots)
+        env["project_async_queue"] = _env_int("HOGLAB_PROJECT_ASYNC_QUEUE", cls.project_async_queue)
+        if os.environ.get("HOGLAB_FAIR_SHARE", "").lower() in {"0", "off", "false", "no"}:
+            env["fair_share"] = False
         config = cls(**env)
         given = {k: v for k, v in overrides.items() if v is not None}
         if "data_dir" in given:

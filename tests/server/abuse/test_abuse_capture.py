@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 if TYPE_CHECKING:  # the session conftest's type; tests/ is not a package, so only for readers and checkers
     from conftest import TestProject
@@ -87,3 +89,31 @@ def _count(project: TestProject, event: str) -> int:
     )  # fmt: skip
     assert answer.status_code == 200, answer.text
     return int(answer.json()["results"][0][0])
+
+
+_scalars = (
+    st.none() | st.booleans() | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30)
+    | st.sampled_from(["0001-01-01T00:00:00Z", "9999-12-31T23:59:59+14:00", "2026-02-30", "", "1e400", "NaN",
+                       "00000000-0000-0000-0000-000000000000", "\x00", "\ud7ff"])
+)  # fmt: skip
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.text(max_size=8), inner, max_size=3), max_leaves=10)  # fmt: skip
+_FIELDS = ["event", "distinct_id", "properties", "uuid", "timestamp", "sent_at", "offset", "$set", "$set_once",
+           "elements_chain"]  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(fields=st.dictionaries(st.sampled_from(_FIELDS), _values, max_size=6), batch_sent_at=_values)
+def test_any_event_fields_are_stored_or_refused_never_a_500(
+    live_project: TestProject, fields: dict[str, Any], batch_sent_at: Any
+) -> None:
+    capture_project = live_project  # one project for all the examples
+    event = {"event": "fuzz", "distinct_id": "u", **fields}
+    body = {"api_key": capture_project.api_token, "batch": [event], "sent_at": batch_sent_at}
+    answer = capture_project.http.post("/batch/", json=body)
+    assert answer.status_code in (200, 400), answer.text
+    if answer.status_code == 400:
+        error = answer.json()
+        assert error["type"] == "validation_error" and error["detail"]
+

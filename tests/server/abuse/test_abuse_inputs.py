@@ -44,3 +44,31 @@ def test_ids_are_ascii_digits_only(make_project, digit: str) -> None:
     as_experiment = project.http.get(f"/api/projects/{project.id}/experiments/{digit}/")
     assert as_experiment.status_code in (400, 404) and as_experiment.json()["type"] in {
         "validation_error", "invalid_request"}
+
+
+@pytest.mark.parametrize(
+    ("query", "attr", "limit"),
+    [
+        ({"kind": "HogQLQuery", "query": "select {ids}", "values": {"ids": list(range(400_000))}},
+         "query__values__ids", "max_values_items"),
+        ({"kind": "HogQLQuery", "query": "select 1 " + " " * 300_000}, "query__query", "max_query_size"),
+        ({"kind": "HogQLQuery", "query": "select {v}", "values": {"v": [[i] * 9 for i in range(9_000)]}},
+         "query", "max_query_nodes"),
+        ({"kind": "EventsQuery", "select": ["event"], "where": ["1 = 1"] * 200_000}, "query", "max_query_nodes"),
+    ],
+)  # fmt: skip
+def test_compile_work_is_bounded_before_it_starts(live_project: TestProject, query: dict, attr: str,
+                                                  limit: str) -> None:  # fmt: skip
+    answer = live_project.http.post(f"/api/projects/{live_project.id}/query/", json={"query": query})
+    assert answer.status_code == 400, answer.text[:300]
+    body = answer.json()
+    assert body["code"] == "query_too_complex" and body["attr"] == attr and limit in body["detail"]
+
+
+def test_a_query_within_the_bounds_runs(live_project: TestProject) -> None:
+    ids = list(range(5_000))
+    query = {"kind": "HogQLQuery", "query": "select count() from numbers(10000) where number in {ids}",
+             "values": {"ids": ids}}  # fmt: skip
+    answer = live_project.http.post(f"/api/projects/{live_project.id}/query/", json={"query": query})
+    assert answer.status_code == 200, answer.text[:300]
+    assert answer.json()["results"] == [[len(ids)]]

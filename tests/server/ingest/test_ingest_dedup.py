@@ -54,3 +54,10 @@ def test_event_names_with_quotes_and_nul_bytes_do_not_break_the_lookup(engine: C
     assert ingestor.capture_batch(team, events, now=NOW) == 4
     assert ingestor.capture_batch(team, events, now=NOW) == 4  # fresh uuids: new events
     assert len(_stored(engine, team)) == 8
+
+
+def test_a_batch_whose_lookup_outgrows_the_default_query_size_is_stored(engine: ChdbEngine, team: int) -> None:
+    # 3,000 distinct 200-character names: the lookup statement is megabytes, over ClickHouse's 256 KiB default.
+    events = [{"event": f"{i:06d}" + "n" * 194, "distinct_id": "a"} for i in range(3000)]
+    assert Ingestor.for_engine(engine).capture_batch(team, events, now=NOW) == 3000
+    assert len(_stored(engine, team)) == 3000

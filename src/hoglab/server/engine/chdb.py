@@ -312,6 +312,11 @@ class ChdbEngine:
         it instead of asking the engine (``server/query/cache.py``)."""
         return self._live().write_count
 
+    def purge_memory(self) -> None:
+        """Give the allocator's free memory back to the system (``SYSTEM JEMALLOC PURGE``), on the control
+        connection: it is not a write, so result caches keyed on ``write_count`` stay valid."""
+        self._live().control("SYSTEM JEMALLOC PURGE")
+
     def cancel(self, tag: str) -> bool:
         """Kill the query whose ``log_comment`` is ``tag``; ``True`` if one was running."""
         core = self._live()

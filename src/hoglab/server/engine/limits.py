@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
+import functools
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -9,17 +13,51 @@ from typing import Any
 from .base import EngineError, QueryCancelled
 from .settings import spill_settings
 
-__all__ = ["LimitedEngine", "statement_limits"]
+__all__ = ["LimitedEngine", "release_memory", "statement_limits"]
 
 
 def statement_limits(config: Any) -> dict[str, Any]:
     """The app's own limits on every statement of a request (``ServerConfig``): apps of one process share one
-    engine, opened with the first app's configuration, so they can't rely on the engine's defaults."""
-    return {
+    engine, opened with the first app's configuration, so they can't rely on the engine's defaults.
+
+    ``max_result_bytes`` (with ``result_overflow_mode='throw'``) lets the engine stop a result once it holds that
+    many bytes. The engine's check is partial (measured on chDB: a constant column, ``repeat('x', 100000)``, counts
+    as one value and runs to the end), so the service also checks the answer's own size, which it enforces.
+    """
+    limits: dict[str, Any] = {
         "max_execution_time": config.max_execution_time,
         "max_memory_usage": config.max_memory_usage,
         **spill_settings(config.max_memory_usage),
     }
+    max_result_bytes = getattr(config, "max_result_bytes", 0)
+    if max_result_bytes:
+        limits["max_result_bytes"] = max_result_bytes
+        limits["result_overflow_mode"] = "throw"
+    return limits
+
+
+def release_memory(engine: Any = None) -> None:
+    """Hand freed memory back to the system after a query failed on a limit: its partial result was large, and
+    without this the process keeps the peak. The in-process engine's allocator (jemalloc) is purged
+    (``ChdbEngine.purge_memory``; a ClickHouse server manages its own), Python's heap with glibc's
+    ``malloc_trim``."""
+    # Never through engine.command: that counts as a write and would invalidate every cached answer.
+    purge = getattr(engine, "purge_memory", None)
+    if callable(purge):
+        with contextlib.suppress(Exception):  # best effort
+            purge()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 class LimitedEngine:

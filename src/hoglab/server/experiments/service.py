@@ -35,6 +35,7 @@ from ..errors import NotFound, ServerError
 from ..query.answers import dumps, join_members
 from ..query.cache import cache_key, data_version
 from ..query.failures import api_error
+from ..query.fairness import FairGate, ProjectBusy
 from ..query.jobs import iso, tag_for
 from ..query.runners import RunContext, has_person_overrides
 from ..store import ExperimentRecord, FlagRecord, ProjectRecord
@@ -151,7 +152,11 @@ def experiment_results(
         tag=tag_for(project.id, f"experiment-{record.id}-{uuid.uuid4().hex[:12]}"),
         person_overrides=overrides,
     )
-    body = dumps(compute(ctx, plan, arms))
+    try:  # the project's share of the engine, as for its queries (query/fairness.py)
+        with FairGate.for_engine(engine, state.config).hold(project_id=project.id, key_id=None):
+            body = dumps(compute(ctx, plan, arms))
+    except ProjectBusy as exc:
+        raise api_error(exc) from None
     done = utcnow()
     cache.put(plan.cache_key, body, version=version, now=done)
     return _wrap(body, done, cached=False)

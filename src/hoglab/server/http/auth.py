@@ -10,7 +10,8 @@ dependency answers, in this order (as PostHog):
 4. the per-key rate limit: 429 with ``Retry-After``;
 5. a project that doesn't exist: 404.
 
-The key is read from ``Authorization: Bearer <key>``, else from a ``personal_api_key`` field of a JSON body,
+A revoked key is invalid (401), an expired one a 401 saying so. The key is read from
+``Authorization: Bearer <key>``, else from a ``personal_api_key`` field of a JSON body,
 else from the ``personal_api_key`` query parameter.
 """
 
@@ -28,6 +29,7 @@ from fastapi import Depends, Path, Request
 from ..errors import AuthenticationFailed, NotAuthenticated, NotFound, PermissionDenied, ValidationFailed
 from ..state import ServiceState, get_state
 from ..store import KeyRecord, ProjectRecord, UserRecord
+from ..store.db import utcnow
 from .ratelimit import DEFAULT_GROUP
 
 __all__ = [
@@ -111,7 +113,10 @@ def _authenticate(state: ServiceState, credentials: tuple[str, KeySource] | None
     key = state.store.keys.authenticate(plaintext) if plaintext.isascii() else None
     user = state.store.users.get(key.user_id) if key is not None else None
     if key is None or user is None:
-        raise AuthenticationFailed(f"Personal API key found in request {source} is invalid.", headers=_WWW_AUTHENTICATE)
+        # A revoked key reads as PostHog's deleted one (invalid); an expired one says so, so its owner knows why.
+        known = state.store.keys.find(plaintext) if key is None and plaintext.isascii() else None
+        why = "has expired" if known is not None and known.status(utcnow()) == "expired" else "is invalid"
+        raise AuthenticationFailed(f"Personal API key found in request {source} {why}.", headers=_WWW_AUTHENTICATE)
     return KeyContext(user=user, key=key, scopes=frozenset(key.scopes))
 
 

@@ -50,7 +50,7 @@ def _create(request: Request, auth: AuthContext, raw: bytes, kind: str | None) -
     # The state is read here rather than through a dependency: FastAPI runs each sync dependency in its thread
     # pool, and every hop costs ~0.1-0.3 ms of the endpoint's overhead (docs/benchmarks.md, Query endpoint).
     data = parse_json_object(raw, request.headers.get("content-type"))
-    status, body = QueryService.of(get_state(request)).run(auth.project, data, path_kind=kind)
+    status, body = QueryService.of(get_state(request)).run(auth.project, data, path_kind=kind, key_id=auth.key.id)
     return Response(body, status_code=status, media_type=_JSON)
 
 

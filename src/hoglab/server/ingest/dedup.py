@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["drop_duplicates", "lookup_days"]
 
 # One lookup per group commit; a group is capped (``Ingestor.max_group_events``), and so is the IN list here.
-_LOOKUP_CHUNK = 5000
+_LOOKUP_CHUNK = 2000
+_MAX_LOOKUP_SQL = 64 * 1024 * 1024
 
 
 def lookup_days(timestamp: datetime) -> tuple[date, date, date]:
@@ -54,7 +55,9 @@ def _stored_uuids(engine: Engine, team_id: int, events: Sequence[CapturedEvent])
             f"SELECT DISTINCT toString(uuid) AS uuid FROM hoglab.events WHERE team_id = {int(team_id)} "
             f"AND (toDate(timestamp), event) IN ({key_list}) AND uuid IN ({uuid_list})"
         )
-        table = engine.execute(sql)
+        # Event names are the sender's (up to 200 characters each): the statement may outgrow ClickHouse's default
+        # max_query_size (256 KiB), which a capture must never fail on.
+        table = engine.execute(sql, settings={"max_query_size": _MAX_LOOKUP_SQL})
         found.update(str(value) for value in table.column("uuid").to_pylist())
     return found
 

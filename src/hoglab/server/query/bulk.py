@@ -22,12 +22,12 @@ import pyarrow as pa
 
 from hoglab.schema import HogQLQuery
 
-from ..engine.limits import LimitedEngine
+from ..engine.limits import LimitedEngine, release_memory
 from ..errors import ValidationFailed
 from ..hogql import HogQLError
 from ..store.db import utcnow
 from .cache import data_version
-from .failures import api_error
+from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
 from .request import prepare
 from .runners import RunContext, has_person_overrides
 from .runners.hogql import MODIFIERS
@@ -119,7 +119,7 @@ def bulk_arrow(service: QueryService, project: ProjectRecord, data: dict[str, An
             overrides = service.cache.person_overrides(
                 project.id, version, lambda: has_person_overrides(service.engine, project.id)
             )
-            view = LimitedEngine(service.engine, service.limits)
+            view = LimitedEngine(service.engine, service.bulk_limits())
             ctx = RunContext(project=project, engine=view, now=utcnow(), tag=tag, person_overrides=overrides)
             compiled = ctx.compile(
                 query.query,
@@ -130,9 +130,19 @@ def bulk_arrow(service: QueryService, project: ProjectRecord, data: dict[str, An
             )
             settings = {**compiled.settings, **_NO_ROW_CAP}
             types = _describe(ctx, compiled.sql, settings)
-            with ctx.timings.measure("execute"):
+            # The project's share of the engine, and the bulk answer cap (query/fairness.py, docs/api.md).
+            with ctx.timings.measure("execute"), service.gate.hold(project_id=project.id, key_id=None):
                 table = view.execute(_wrapped(compiled.sql, types), settings=settings, tag=tag)
+            if service.max_bulk_bytes and table.nbytes > service.max_bulk_bytes:  # the engine's check is partial
+                del table
+                raise AnswerTooLarge(service.max_bulk_bytes, "max_bulk_bytes")
+        except AnswerTooLarge:
+            release_memory(service.engine)
+            raise
         except Exception as exc:
+            if is_result_bytes_overflow(exc):
+                release_memory(service.engine)
+                raise AnswerTooLarge(service.max_bulk_bytes, "max_bulk_bytes") from None
             raise api_error(exc) from None
     metadata = {TYPES_METADATA: json.dumps(types).encode(), b"hoglab.modifiers": json.dumps(MODIFIERS).encode()}
     return _ipc(table.replace_schema_metadata(metadata))

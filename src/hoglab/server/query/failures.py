@@ -10,10 +10,11 @@ from hoglab.schema import ErrorBody
 from ..engine.base import EngineError, MemoryLimitExceeded, QueryCancelled, QueryError, QueryTimeout, TooManyRows
 from ..errors import APIError, QueryTimedOut, ServerError, Throttled, ValidationFailed
 from ..hogql import HogQLError
+from .fairness import ProjectBusy
 from .jobs import TooManyQueries
 
-__all__ = ["EngineFailed", "HogQLInvalid", "MemoryLimitReached", "QueryWasCancelled", "api_error",
-           "describe_failure", "scrub_engine_message"]  # fmt: skip
+__all__ = ["AnswerTooLarge", "EngineFailed", "HogQLInvalid", "MemoryLimitReached", "QueryWasCancelled", "api_error",
+           "describe_failure", "is_result_bytes_overflow", "scrub_engine_message"]  # fmt: skip
 
 log = logging.getLogger("hoglab.server.query")
 
@@ -42,6 +43,28 @@ class MemoryLimitReached(ValidationFailed):
         "Query has reached the max memory limit before completing. Narrow the date range, aggregate before "
         "selecting rows, or select fewer columns."
     )
+
+
+class AnswerTooLarge(ValidationFailed):
+    """An answer over the service's ``max_result_bytes``: refused whole (never cut short), naming the limit."""
+
+    default_code = "max_result_bytes_exceeded"
+
+    def __init__(self, limit: int | None, name: str = "max_result_bytes") -> None:
+        size = f" ({limit} bytes)" if limit else ""
+        super().__init__(
+            f"The answer is larger than the {name} limit{size}. Select fewer rows or columns, or "
+            "aggregate before selecting."
+        )
+
+
+def is_result_bytes_overflow(exc: BaseException) -> bool:
+    """Whether the engine stopped a result at ``max_result_bytes`` (rather than at ``max_result_rows``).
+
+    >>> is_result_bytes_overflow(TooManyRows("Limit for result exceeded, max bytes: 9.54 MiB, current bytes: 9.6"))
+    True
+    """
+    return isinstance(exc, TooManyRows) and "max bytes" in exc.message
 
 
 class EngineFailed(ServerError):
@@ -89,12 +112,16 @@ def api_error(exc: BaseException) -> APIError:
         return MemoryLimitReached()
     if isinstance(exc, QueryCancelled):
         return QueryWasCancelled()
+    if is_result_bytes_overflow(exc):
+        return AnswerTooLarge(None)
     if isinstance(exc, TooManyRows):
         return ValidationFailed(scrub_engine_message(exc.message), code="too_many_rows")
     if isinstance(exc, QueryError):
         return ValidationFailed(scrub_engine_message(exc.message), code=(exc.name or "invalid_input").lower())
     if isinstance(exc, TooManyQueries):
         return Throttled(5, str(exc))
+    if isinstance(exc, ProjectBusy):
+        return Throttled(2, str(exc))
     if isinstance(exc, EngineError):
         log.error("engine failure while answering a query: %s", exc)
         return EngineFailed()

@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -89,7 +90,9 @@ class _Job:
     tag: str
     status: dict[str, Any]
     cancelled: threading.Event = field(default_factory=threading.Event)
-    future: Future[None] | None = None
+    work: Work | None = None
+    seq: int = 0
+    done: Future[None] = field(default_factory=Future)
 
 
 class QueryJobs:
@@ -104,6 +107,8 @@ class QueryJobs:
         ttl_seconds: int = 20 * 60,
         max_waiting: int = 256,
         describe: Describe = lambda exc: None,
+        project_quota: int | None = None,
+        fair: bool = True,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -111,8 +116,18 @@ class QueryJobs:
         self.ttl = timedelta(seconds=ttl_seconds)
         self.max_waiting = max_waiting
         self.describe = describe
+        # Fair use (fairness.py): a project may have ``project_quota`` jobs queued or running (then a 429 for it
+        # alone) and run on at most half the workers; a free worker takes the next job of the project running
+        # the fewest. ``fair=False``: one FIFO queue for everyone, no quota (the benchmark's "before").
+        self.fair = fair
+        self.project_quota = max(1, int(project_quota)) if project_quota and fair else max_waiting
+        self.project_workers = max(1, -(-self.workers // 2)) if fair else self.workers
         self._jobs: dict[tuple[int, str], _Job] = {}
         self._sync: dict[tuple[int, str], int] = {}
+        self._queued: dict[int, deque[_Job]] = {}
+        self._running: Counter[int] = Counter()
+        self._active = 0
+        self._seq = 0
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
 
@@ -166,13 +181,21 @@ class QueryJobs:
                 return dict(self._jobs[(team_id, query_id)].status)
             if len(self._jobs) >= self.max_waiting:
                 raise TooManyQueries(f"{len(self._jobs)} queries are already running or waiting; try again shortly.")
+            mine = sum(1 for team, _ in self._jobs if team == team_id)
+            if mine >= self.project_quota:
+                raise TooManyQueries(
+                    f"This project already has {mine} async queries running or waiting, its share of the queue; "
+                    "try again when some have finished."
+                )
             self.store.purge_expired(now)
             existing = self.store.claim(team_id, query_id, status, expires_at=expires, now=now)
             if existing is not None:
                 return existing.status
-            job = _Job(int(team_id), query_id, tag_for(team_id, query_id), status)
+            self._seq += 1
+            job = _Job(int(team_id), query_id, tag_for(team_id, query_id), status, work=work, seq=self._seq)
             self._jobs[(team_id, query_id)] = job
-            job.future = executor.submit(self._run, job, work)
+            self._queued.setdefault(job.team_id, deque()).append(job)
+            self._dispatch(executor)
         return dict(status)
 
     def status(
@@ -210,16 +233,20 @@ class QueryJobs:
         A finished query's status is dropped (as PostHog). ``False`` when the project has no such query.
         """
         key = (int(team_id), query_id)
+        dequeued = False
         with self._lock:
             job = self._jobs.pop(key, None)
             if job is not None:
                 job.cancelled.set()
                 self._write_failure(job, message)
+                queue = self._queued.get(job.team_id)
+                if queue is not None and job in queue:
+                    queue.remove(job)
+                    dequeued = True
             running_sync = self._sync.get(key, 0) > 0
         if job is not None:
-            assert job.future is not None
-            if not job.future.cancel():
-                self._kill(job.tag, job.future)
+            if not dequeued:
+                self._kill(job.tag, job.done)
             return True
         if running_sync:
             self._kill(tag_for(team_id, query_id))
@@ -256,6 +283,42 @@ class QueryJobs:
                     del self._sync[key]
 
     # -- internals -----------------------------------------------------------------------------------------------
+
+    def _dispatch(self, executor: ThreadPoolExecutor) -> None:
+        """Start queued jobs while workers are free (called with the lock held)."""
+        while self._active < self.workers:
+            job = self._next_job()
+            if job is None:
+                return
+            self._queued[job.team_id].popleft()
+            self._active += 1
+            self._running[job.team_id] += 1
+            executor.submit(self._run_and_dispatch, job)
+
+    def _next_job(self) -> _Job | None:
+        heads = [q[0] for team, q in self._queued.items() if q and self._running[team] < self.project_workers]
+        if not heads:
+            return None
+        if not self.fair:
+            return min(heads, key=lambda j: j.seq)
+        return min(heads, key=lambda j: (self._running[j.team_id], j.seq))
+
+    def _run_and_dispatch(self, job: _Job) -> None:
+        try:
+            assert job.work is not None
+            self._run(job, job.work)
+        finally:
+            with self._lock:
+                self._active -= 1
+                self._running[job.team_id] -= 1
+                if self._running[job.team_id] <= 0:
+                    del self._running[job.team_id]
+                if not self._queued.get(job.team_id, True):
+                    del self._queued[job.team_id]
+                executor = self._executor
+                if executor is not None:
+                    self._dispatch(executor)
+            job.done.set_result(None)
 
     def _run(self, job: _Job, work: Work) -> None:
         with self._lock:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from hoglab.schema import HogQLFilters, HogQLQuery, QueryRequest, validation_error_body
 
 from ..errors import ValidationFailed
+from .bounds import check_compile_budget
 from .cache import cache_key
 from .runners import RESOLVERS, RUNNERS, load_runners
 
@@ -81,6 +82,7 @@ def execution_mode(request: QueryRequest) -> str:
 
 def prepare(data: dict[str, Any], *, team_id: int, timezone: str, path_kind: str | None = None) -> Prepared:
     """Validate a request body; 400s as PostHog words them (unknown kind, kind mismatch, field errors)."""
+    check_compile_budget(data)  # before any heavy work: a 400k-item list must not be validated first
     load_runners()
     data = unwrap_source(data)
     query = data.get("query")

@@ -22,14 +22,15 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..engine.base import EngineError
-from ..engine.limits import LimitedEngine, statement_limits
+from ..engine.base import EngineError, MemoryLimitExceeded, TooManyRows
+from ..engine.limits import LimitedEngine, release_memory, statement_limits
 from ..errors import NotFound, ServerError, ValidationFailed
 from ..store.db import utcnow
 from . import draft_sql as drafting
 from .answers import answer_members, cache_members, dumps, join_members
 from .cache import LAZY_TARGET_AGE, TARGET_AGE, QueryCache, data_version
-from .failures import api_error
+from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
+from .fairness import FairGate
 from .jobs import QueryJobs
 from .query_log import is_refusal, log_run
 from .request import ASYNC_MODES, Prepared, prepare, resolve
@@ -70,29 +71,44 @@ class QueryService:
     """Validation, execution modes, the result cache and async jobs of the Query API, over one engine."""
 
     def __init__(
-        self, engine: Engine, jobs: QueryJobs, cache: QueryCache, limits: Mapping[str, Any], store: Store | None = None
+        self,
+        engine: Engine,
+        jobs: QueryJobs,
+        cache: QueryCache,
+        limits: Mapping[str, Any],
+        store: Store | None = None,
+        gate: FairGate | None = None,
+        max_bulk_bytes: int = 0,
     ) -> None:
         self.engine = engine
         self.jobs = jobs
         self.cache = cache
         self.limits = dict(limits)
         self.store = store
+        self.gate = gate or FairGate(slots=1, max_waiting=0, timeout=0, enabled=False)
+        self.max_bulk_bytes = max_bulk_bytes
 
     @classmethod
     def of(cls, state: ServiceState) -> QueryService:
         """The service of a running app (a 500 while the engine is not open)."""
         if state.engine is None or state.query_jobs is None:
             raise ServerError("The query service is not running.")
-        return cls(state.engine, state.query_jobs, state.query_cache, statement_limits(state.config), state.store)
+        gate = FairGate.for_engine(state.engine, state.config)
+        limits = statement_limits(state.config)
+        bulk = int(getattr(state.config, "max_bulk_bytes", 0))
+        return cls(state.engine, state.query_jobs, state.query_cache, limits, state.store, gate, bulk)
 
     # -- POST /query ----------------------------------------------------------------------------------------------
 
-    def run(self, project: ProjectRecord, data: dict[str, Any], *, path_kind: str | None = None) -> tuple[int, bytes]:
-        """Answer one request body: ``(200, answer)``, or ``(202, query_status)`` while an async run goes on."""
+    def run(
+        self, project: ProjectRecord, data: dict[str, Any], *, path_kind: str | None = None, key_id: int | None = None
+    ) -> tuple[int, bytes]:
+        """Answer one request body: ``(200, answer)``, or ``(202, query_status)`` while an async run goes on.
+        ``key_id``: the caller's key, which gets its own share of the engine (``fairness.py``)."""
         prepared = prepare(data, team_id=project.id, timezone=project.timezone or "UTC", path_kind=path_kind)
-        return self.answer(project, resolve(prepared, project, self.store))
+        return self.answer(project, resolve(prepared, project, self.store), key_id=key_id)
 
-    def answer(self, project: ProjectRecord, prepared: Prepared) -> tuple[int, bytes]:
+    def answer(self, project: ProjectRecord, prepared: Prepared, *, key_id: int | None = None) -> tuple[int, bytes]:
         """PostHog's execution modes: a fresh cached answer when the mode allows it, else an async job or a
         blocking run whose answer is cached."""
         now = utcnow()
@@ -105,21 +121,26 @@ class QueryService:
         entry = None if forced else self.cache.get(prepared.cache_key, version=version)
         fresh_for = LAZY_TARGET_AGE if mode == "lazy_async" else TARGET_AGE
         if entry is not None and entry.age(now) < fresh_for:
+            self._check_size(entry.body)  # the limit may have been lowered since it was stored
             return 200, join_members(entry.body, self._cache_fields(project, prepared, True, entry.last_refresh))
         if mode in ASYNC_MODES or (mode == "async_except_on_cache_miss" and entry is not None):
-            return self._submit(project, prepared)
+            return self._submit(project, prepared, key_id)
         with self.jobs.track(project.id, prepared.query_id) as tag:
             try:
-                members = self._compute(project, prepared, tag=tag, version=version, now=now)
+                with self.gate.hold(project_id=project.id, key_id=key_id):
+                    members = self._compute(project, prepared, tag=tag, version=version, now=now)
             except Exception as exc:
                 raise api_error(exc) from None
         return 200, self._store(project, prepared, members, version=version)
 
-    def _submit(self, project: ProjectRecord, prepared: Prepared) -> tuple[int, bytes]:
+    def _submit(self, project: ProjectRecord, prepared: Prepared, key_id: int | None) -> tuple[int, bytes]:
         def work(tag: str, cancelled: threading.Event) -> bytes:
             started = utcnow()
             at_version = data_version(self.engine)
-            members = self._compute(project, prepared, tag=tag, version=at_version, now=started, cancelled=cancelled)
+            with self.gate.hold(project_id=project.id, key_id=key_id):
+                members = self._compute(
+                    project, prepared, tag=tag, version=at_version, now=started, cancelled=cancelled
+                )
             return self._store(project, prepared, members, version=at_version)
 
         try:
@@ -154,11 +175,33 @@ class QueryService:
                 person_overrides=overrides,
                 cancelled=cancelled,
             )
+            self._check_size(members)
         except Exception as exc:
-            log_run(project.id, prepared, started, clock, error=api_error(exc).detail, before_start=is_refusal(exc))
+            failure: BaseException = exc
+            if isinstance(exc, (TooManyRows, MemoryLimitExceeded)):
+                release_memory(self.engine)  # the engine held a large partial result: give it back now
+                if is_result_bytes_overflow(exc):
+                    failure = AnswerTooLarge(self.limits.get("max_result_bytes"))
+            log_run(project.id, prepared, started, clock, error=api_error(failure).detail,
+                    before_start=is_refusal(failure))  # fmt: skip
+            if failure is not exc:
+                raise failure from None
             raise
         log_run(project.id, prepared, started, clock, result_bytes=len(members))
         return members
+
+    def bulk_limits(self) -> dict[str, Any]:
+        """The statement limits of an all-rows answer: ``max_bulk_bytes`` in place of ``max_result_bytes``."""
+        limits = {k: v for k, v in self.limits.items() if k not in ("max_result_bytes", "result_overflow_mode")}
+        if self.max_bulk_bytes:
+            limits.update(max_result_bytes=self.max_bulk_bytes, result_overflow_mode="throw")
+        return limits
+
+    def _check_size(self, members: bytes) -> None:
+        limit = self.limits.get("max_result_bytes") or 0
+        if limit and len(members) > limit:
+            release_memory(self.engine)
+            raise AnswerTooLarge(limit)
 
     def _store(self, project: ProjectRecord, prepared: Prepared, members: bytes, *, version: int) -> bytes:
         done = utcnow()

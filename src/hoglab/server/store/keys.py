@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from .db import Database, from_db_time, to_db_time, utcnow
+from .db import Database, to_db_time, utcnow
 from .records import KeyRecord, dump_json
 
 __all__ = ["KEY_PREFIX", "SCOPE_OBJECTS", "VALID_SCOPES", "KeyRepository", "hash_key", "validate_scopes"]
@@ -56,10 +56,11 @@ class KeyRepository:
         scopes: Iterable[str],
         project_ids: Iterable[int] | None = None,
         label: str = "",
+        expires_at: datetime | None = None,
     ) -> tuple[KeyRecord, str]:
         """A new key and its plaintext, which is not kept anywhere: hand it to the person now.
 
-        ``project_ids=None`` reaches every project, present and future.
+        ``project_ids=None`` reaches every project, present and future; ``expires_at`` (aware) ends it.
 
         >>> record, plaintext = store.keys.create(user.id, ["experiment:read"], [project.id])  # doctest: +SKIP
         >>> plaintext.startswith("phx_") and len(plaintext) == 47  # doctest: +SKIP
@@ -71,7 +72,7 @@ class KeyRepository:
         with self._db.write() as conn:
             cursor = conn.execute(
                 "INSERT INTO personal_api_keys (user_id, label, secure_value, mask_value, scopes, project_ids,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     user_id,
                     label,
@@ -80,21 +81,27 @@ class KeyRepository:
                     dump_json(list(checked)),
                     dump_json(projects),
                     to_db_time(utcnow()),
+                    None if expires_at is None else to_db_time(expires_at),
                 ),
             )
             row = conn.execute("SELECT * FROM personal_api_keys WHERE id = ?", (cursor.lastrowid,)).fetchone()
         return KeyRecord.from_row(row), plaintext
 
-    def authenticate(self, plaintext: str) -> KeyRecord | None:
-        """The key whose sha256 matches, or ``None``."""
-        secure_value = hash_key(plaintext)
+    def find(self, plaintext: str) -> KeyRecord | None:
+        """The key whose sha256 matches, whatever its status (revoked and expired ones too), or ``None``."""
         with self._db.read() as conn:
-            row = conn.execute("SELECT * FROM personal_api_keys WHERE secure_value = ?", (secure_value,)).fetchone()
-        if row is None:
-            return None
-        record = KeyRecord.from_row(row)
+            row = conn.execute(
+                "SELECT * FROM personal_api_keys WHERE secure_value = ?", (hash_key(plaintext),)
+            ).fetchone()
+        return None if row is None else KeyRecord.from_row(row)
+
+    def authenticate(self, plaintext: str) -> KeyRecord | None:
+        """The active key whose sha256 matches, or ``None`` (unknown, revoked or expired)."""
+        record = self.find(plaintext)
         now = utcnow()
-        last_used = from_db_time(row["last_used_at"])
+        if record is None or record.status(now) != "active":
+            return None
+        last_used = record.last_used_at
         if last_used is None or now - last_used > _LAST_USED_RESOLUTION:
             with self._db.write() as conn:
                 conn.execute("UPDATE personal_api_keys SET last_used_at = ? WHERE id = ?", (to_db_time(now), record.id))
@@ -114,6 +121,21 @@ class KeyRepository:
                     "SELECT * FROM personal_api_keys WHERE user_id = ? ORDER BY id", (user_id,)
                 ).fetchall()
         return [KeyRecord.from_row(row) for row in rows]
+
+    def revoke(self, key_id: int, user_id: int | None = None) -> KeyRecord | None:
+        """Revoke a key for good (it answers 401 from now on); the revoked record, or ``None`` if there is no such
+        key (of ``user_id``, when given). Revoking twice keeps the first time."""
+        with self._db.write() as conn:
+            owner = "" if user_id is None else " AND user_id = ?"
+            params: tuple[object, ...] = (to_db_time(utcnow()), key_id) + (() if user_id is None else (user_id,))
+            conn.execute(
+                f"UPDATE personal_api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?{owner}", params
+            )
+            row = conn.execute(
+                f"SELECT * FROM personal_api_keys WHERE id = ?{owner}",
+                (key_id,) + (() if user_id is None else (user_id,)),
+            ).fetchone()
+        return None if row is None else KeyRecord.from_row(row)
 
     def delete(self, key_id: int) -> bool:
         with self._db.write() as conn:

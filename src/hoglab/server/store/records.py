@@ -115,6 +115,8 @@ class KeyRecord:
     project_ids: tuple[int, ...] | None
     created_at: datetime
     last_used_at: datetime | None
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> KeyRecord:
@@ -128,7 +130,17 @@ class KeyRecord:
             None if project_ids is None else tuple(int(p) for p in project_ids),
             _time(row, "created_at"),
             from_db_time(row["last_used_at"]),
+            from_db_time(row["expires_at"]),
+            from_db_time(row["revoked_at"]),
         )
+
+    def status(self, now: datetime) -> str:
+        """``active``, ``expired`` or ``revoked``: only an active key authenticates."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "active"
 
 
 @dataclass(frozen=True, slots=True)
