@@ -167,3 +167,12 @@ def test_three_variants_answer_in_the_flags_order_and_an_unseen_variant_answers_
     red = answer["variant_results"][2]
     assert (red["number_of_samples"], red["sum"], red["sum_squares"]) == (0, 0, 0)
     assert "not-enough-exposures" in red["validation_failures"] and red["chance_to_win"] is None
+
+
+@pytest.mark.parametrize("kind", ["ExperimentQuery", "ExperimentExposureQuery"])
+def test_an_experiment_id_beyond_any_integer_the_store_holds_is_a_400_naming_it(project, kind):
+    query = {"kind": kind, "experiment_id": 10**30, **({"metric": METRIC} if kind == "ExperimentQuery" else {})}
+    refused = _post(project, query)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["attr"] == "query__experiment_id"
+
