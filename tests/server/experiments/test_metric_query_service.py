@@ -176,3 +176,13 @@ def test_an_experiment_id_beyond_any_integer_the_store_holds_is_a_400_naming_it(
     assert refused.status_code == 400, refused.text
     assert refused.json()["attr"] == "query__experiment_id"
 
+
+def test_ignore_zeros_on_a_metric_nobody_did_answers_zeros_not_an_error(project):
+    metric = {"kind": "ExperimentMetric", "metric_type": "mean", "upper_bound_percentile": 0.9, "ignore_zeros": True,
+              "source": {"kind": "EventsNode", "event": "never-sent", "math": "sum", "math_property": "price"}}
+    answer = _post(project, _metric_query(project, metric=metric))
+    assert answer.status_code == 200, answer.text
+    exposed = oracle.exposures(oracle.generate(7, persons=150), "mx-exclude")
+    control = answer.json()["baseline"]
+    assert control["number_of_samples"] == int((exposed["variant"] == "control").sum()) > 0
+    assert (control["sum"], control["sum_squares"]) == (0, 0)
