@@ -186,3 +186,20 @@ def test_ignore_zeros_on_a_metric_nobody_did_answers_zeros_not_an_error(project)
     control = answer.json()["baseline"]
     assert control["number_of_samples"] == int((exposed["variant"] == "control").sum()) > 0
     assert (control["sum"], control["sum_squares"]) == (0, 0)
+
+
+def test_an_exposure_window_longer_than_the_days_shown_still_counts_every_exposure(project):
+    def exposures(start: str) -> dict[str, Any]:
+        body = {"kind": "ExperimentExposureQuery", "experiment_id": project.experiment, "start_date": start,
+                "end_date": oracle.END.isoformat()}  # fmt: skip
+        answer = _post(project, body)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    within = exposures("2016-01-01")  # fewer days than the series shows at most
+    longer = exposures("1990-01-01")
+    assert sum(within["total_exposures"].values()) > 0
+    assert longer["total_exposures"] == within["total_exposures"]
+    control = next(s for s in longer["timeseries"] if s["variant"] == "control")
+    assert control["days"][-1] == oracle.END.date().isoformat()
+    assert control["exposure_counts"][-1] == within["total_exposures"]["control"]
