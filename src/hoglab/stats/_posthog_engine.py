@@ -191,7 +191,8 @@ def _validate(metric_type: MetricType, s: ExperimentStats, *, baseline: bool) ->
         failures.append("not-enough-exposures")
     if metric_type == "funnel" and s.sum < MIN_FUNNEL_CONVERSIONS:
         failures.append("not-enough-metric-data")
-    if baseline and s.sum == 0:
+    # A ratio's baseline without denominator has no mean at all (PostHog only looks at the numerator's sum).
+    if baseline and (s.sum == 0 or (metric_type == "ratio" and not s.denominator_sum)):
         failures.append("baseline-mean-is-zero")
     return tuple(failures)
 

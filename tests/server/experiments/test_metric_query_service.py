@@ -203,3 +203,15 @@ def test_an_exposure_window_longer_than_the_days_shown_still_counts_every_exposu
     control = next(s for s in longer["timeseries"] if s["variant"] == "control")
     assert control["days"][-1] == oracle.END.date().isoformat()
     assert control["exposure_counts"][-1] == within["total_exposures"]["control"]
+
+
+def test_a_ratio_whose_denominator_nobody_did_answers_without_a_test_not_an_error(project):
+    metric = {"kind": "ExperimentMetric", "metric_type": "ratio",
+              "numerator": {"kind": "EventsNode", "event": "purchase"},
+              "denominator": {"kind": "EventsNode", "event": "never-sent"}}  # fmt: skip
+    answer = _post(project, _metric_query(project, metric=metric))
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["baseline"]["sum"] > 0 and body["baseline"]["denominator_sum"] == 0
+    assert "baseline-mean-is-zero" in body["baseline"]["validation_failures"]
+    assert body["variant_results"][0]["chance_to_win"] is None
