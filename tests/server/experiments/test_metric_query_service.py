@@ -215,3 +215,12 @@ def test_a_ratio_whose_denominator_nobody_did_answers_without_a_test_not_an_erro
     assert body["baseline"]["sum"] > 0 and body["baseline"]["denominator_sum"] == 0
     assert "baseline-mean-is-zero" in body["baseline"]["validation_failures"]
     assert body["variant_results"][0]["chance_to_win"] is None
+
+
+@pytest.mark.parametrize("start", ["0001-01-01T00:00:00+05:00", "0001-01-01T03:00:00+12:00", "0001-01-01"])
+def test_an_exposure_start_at_the_calendars_edge_is_a_400_naming_it(project, start):
+    # Year 1 east of UTC is year 0 in UTC; year 1 in UTC is year 0 in any zone west of it.
+    refused = _post(project, {"kind": "ExperimentExposureQuery", "experiment_id": project.experiment,
+                              "start_date": start})  # fmt: skip
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["attr"] == "query__start_date"
