@@ -200,3 +200,14 @@ def test_an_older_posthog_answer_with_variants_is_read_too(client: Client, remot
     test = frame.iloc[1]
     assert test["lift"] == pytest.approx(0.35) and test["chance_to_win"] == 0.98 and bool(test["significant"])
     assert math.isnan(test["interval_low"])  # its intervals are of each rate, not of the lift
+
+
+def test_a_posthog_experiment_with_blank_type_and_conclusion_is_read(client: Client, remote: Remote) -> None:
+    """PostHog's ``type`` and ``conclusion`` may be blank (its ``BlankEnum``) and the ordered uuids any JSON."""
+    body = experiment_body(type="", conclusion="", primary_metrics_ordered_uuids=None,
+                           secondary_metrics_ordered_uuids=None)  # fmt: skip
+    assert_valid(body, "PatchedExperiment", drop=("feature_flag",))
+    remote.add("GET", f"{BASE}9/", httpx.Response(200, json=body))
+    experiment = client.experiments.get(9)
+    assert experiment.type in ("", None) and experiment.conclusion in ("", None)
+    assert [m["uuid"] for m in experiment.metrics or []] == ["m-mean", "m-funnel"]

@@ -144,3 +144,28 @@ def test_a_draft_metric_experiment_asks_for_nothing(client: Client, cloud: Cloud
     assert "revenue" in picker.summary.value and cloud.cloud.queries == []
     report = experiment_report(draft.id, client)
     assert report.metrics is None and "draft" in (report.primary.error or "") and cloud.cloud.queries == []
+
+
+def test_a_launched_metric_experiment_nobody_was_exposed_to_has_no_verdict(make_project: Callable[..., Any]) -> None:
+    """Nothing was tested (every variant answers not-enough-exposures): no verdict, rather than "not significant"."""
+    project = make_project()
+    with Client(str(project.http.base_url).rstrip("/"), project.key, project.id, max_retries=0,
+                progress=False) as real:  # fmt: skip
+        launched = _launched(real, "frequentist")
+        report = experiment_report(launched, real, figures=False)
+    assert report.metrics is not None
+    frame = report.metrics.to_frame()
+    assert (frame["number_of_samples"] == 0).all() and frame["p_value"].isna().all()
+    assert report.verdict is None
+
+
+@pytest.mark.parametrize(("rollout", "totals"), [({"control": 0.5, "test": 0.5}, {"control": 1000, "test": 1000}),
+                                                 ({"control": 0.7, "test": 0.3}, {"control": 700, "test": 300})])
+def test_the_exposure_srm_leaves_persons_seen_in_several_variants_out(rollout, totals) -> None:
+    """PostHog's ``$multiple`` (excluded persons) is no variant of the flag: the split is checked without it."""
+    from hoglab.notebook._metric_view import exposure_srm
+
+    answer = {"total_exposures": {**totals, "$multiple": 40}}
+    check = exposure_srm(MetricExperimentResult(1, {}, (), answer), rollout)
+    assert check is not None
+    assert check.p_value == pytest.approx(srm(totals, rollout).p_value) and not check.mismatch

@@ -127,3 +127,21 @@ def test_relative_intervals_cover_the_true_lift_at_their_level() -> None:
                                     [ExperimentStats("test", n, int(t), int(t))], stats_config=FREQUENTIST)  # fmt: skip
         covered += r.confidence_interval[0] <= 0.10 <= r.confidence_interval[1]
     assert abs(covered / trials - 0.95) < 3 * math.sqrt(0.95 * 0.05 / trials)
+
+
+@pytest.mark.parametrize("method", ["frequentist", "bayesian"])
+@pytest.mark.parametrize("metric_type", ["mean", "ratio"])
+def test_values_too_large_for_the_formulas_answer_without_a_test_instead_of_overflowing(method, metric_type) -> None:
+    # Each person's value near 1e100 (a property sent in the wrong unit): the sums are finite, the delta method's
+    # fourth powers are not.
+    big = 1e100
+
+    def stats(key: str, scale: float) -> ExperimentStats:
+        ratio = {"denominator_sum": 100 * big, "denominator_sum_squares": 100 * big * big * 1.2,
+                 "numerator_denominator_sum_product": 100 * big * big * scale} if metric_type == "ratio" else {}
+        return ExperimentStats(key, 100, 100 * big * scale, 100 * big * big * scale * scale * 1.3, **ratio)
+
+    base, [result] = experiment_results(metric_type, stats("control", 1.0), [stats("test", 1.2)],
+                                        stats_config={"method": method})  # fmt: skip
+    assert base.validation_failures == () and result.stats.sum == 120 * big
+    assert result.p_value is None and result.chance_to_win is None and result.significant is None

@@ -97,8 +97,9 @@ def metrics_line(experiment: Mapping[str, Any]) -> str:
 
 def exposure_srm(result: MetricExperimentResult, rollout: Mapping[str, float] | None) -> SRMResult | None:
     """The SRM check of the exposures against the flag's planned split (equal shares when it names other
-    variants); ``None`` without at least two exposed variants."""
-    totals = result.total_exposures
+    variants); ``None`` without at least two exposed variants. Persons seen with several variants (PostHog's
+    ``$multiple`` series) belong to no variant and stay out of the check."""
+    totals = {key: n for key, n in result.total_exposures.items() if key != "$multiple"}
     if len(totals) < 2 or sum(totals.values()) <= 0:
         return None
     planned = dict(rollout) if rollout and set(rollout) == set(totals) and sum(rollout.values()) > 0 else None

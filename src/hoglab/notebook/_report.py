@@ -117,8 +117,13 @@ class ExperimentReport:
     @property
     def verdict(self) -> str | None:
         """PostHog's significance code of the primary metric (``None`` without results); for a metric
-        experiment, ``"significant"`` when a variant of a primary metric is, else ``"not_significant"``."""
+        experiment, ``"significant"`` when a variant of a primary metric is, else ``"not_significant"``, and
+        ``None`` while no variant of a primary metric could be tested (nobody exposed, no metric data)."""
         if self.metrics is not None:
+            frame = self.metrics.to_frame()
+            tested = frame.loc[frame["role"] == "primary", ["p_value", "chance_to_win"]].notna().any(axis=None)
+            if not tested:
+                return None
             return "significant" if self.metrics.significant else "not_significant"
         result = self.primary.result
         return None if result is None or result.significance_code is None else str(result.significance_code)

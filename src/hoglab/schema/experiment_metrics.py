@@ -50,6 +50,9 @@ EXPERIMENT_METRIC_MATH: frozenset[str] = frozenset({"total", "sum", "avg", "min"
 """The ``math`` of a metric source hoglab computes per person (PostHog's ``ExperimentMetricMathType`` less
 ``unique_group`` and ``hogql``)."""
 
+_LARGEST_ID = 2**63 - 1
+"""Ids are SQLite integers: a larger one names no experiment and is refused before any lookup."""
+
 _UNSUPPORTED_SOURCES = {
     "ActionsNode": "Actions are not supported by hoglab: use an EventsNode source (an event and property filters).",
     "ExperimentDataWarehouseNode": "Data warehouse sources are not supported by hoglab: use an EventsNode source.",
@@ -195,7 +198,7 @@ class ExperimentQuery(_ExperimentQueryBase):
     """One metric of a stored experiment, per variant (the experiment gives the flag, dates and exposure)."""
 
     kind: Literal["ExperimentQuery"] = "ExperimentQuery"
-    experiment_id: int | None = Field(default=None, ge=1)
+    experiment_id: int | None = Field(default=None, ge=1, le=_LARGEST_ID)
     metric: ExperimentMetric
     name: str | None = Field(default=None, max_length=400)
 
@@ -210,7 +213,7 @@ class ExperimentExposureQuery(_ExperimentQueryBase):
     """Exposures per day and variant of a stored experiment (the body's dates, flag and criteria override it)."""
 
     kind: Literal["ExperimentExposureQuery"] = "ExperimentExposureQuery"
-    experiment_id: int | None = Field(default=None, ge=1)
+    experiment_id: int | None = Field(default=None, ge=1, le=_LARGEST_ID)
     experiment_name: str | None = Field(default=None, max_length=400)
     feature_flag: dict[str, Any] | None = None
     start_date: str | None = None

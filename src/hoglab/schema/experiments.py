@@ -214,15 +214,16 @@ class Experiment(ResponseModel):
     created_by: User | None = None
     created_at: datetime
     updated_at: datetime
-    type: Literal["product", "web"] | None = "product"
+    # Read leniently: PostHog answers "" for a blank type (its BlankEnum) and leaves the uuid lists untyped.
+    type: str | None = "product"
     metrics: list[dict[str, Any]] | None = None
     metrics_secondary: list[dict[str, Any]] | None = None
     exposure_criteria: dict[str, Any] | None = None
     stats_config: dict[str, Any] | None = None
     conclusion: str | None = None
     conclusion_comment: str | None = None
-    primary_metrics_ordered_uuids: list[str] | None = None
-    secondary_metrics_ordered_uuids: list[str] | None = None
+    primary_metrics_ordered_uuids: list[Any] | None = None
+    secondary_metrics_ordered_uuids: list[Any] | None = None
 
     @property
     def status(self) -> Literal["draft", "running", "complete"]:

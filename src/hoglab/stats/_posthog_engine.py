@@ -191,7 +191,8 @@ def _validate(metric_type: MetricType, s: ExperimentStats, *, baseline: bool) ->
         failures.append("not-enough-exposures")
     if metric_type == "funnel" and s.sum < MIN_FUNNEL_CONVERSIONS:
         failures.append("not-enough-metric-data")
-    if baseline and s.sum == 0:
+    # A ratio's baseline without denominator has no mean at all (PostHog only looks at the numerator's sum).
+    if baseline and (s.sum == 0 or (metric_type == "ratio" and not s.denominator_sum)):
         failures.append("baseline-mean-is-zero")
     return tuple(failures)
 
@@ -231,7 +232,10 @@ def experiment_results(
     relative = str(own.get("difference_type", "RELATIVE")).upper() != "ABSOLUTE"
     failures = _validate(metric_type, baseline, baseline=True)
     base = ExperimentVariantResult(baseline, method, validation_failures=failures)
-    control = None if base.validation_failures else _moments(metric_type, baseline)
+    try:
+        control = None if base.validation_failures else _moments(metric_type, baseline)
+    except (StatsInputError, OverflowError):  # a denominator near 0, values near the float range: no test decides
+        control = None
     results = []
     for stats in variants:
         failures = _validate(metric_type, stats, baseline=False)
@@ -248,7 +252,7 @@ def experiment_results(
                     win, interval = _bayesian(treatment, control, metric_type, level, relative, goal == "decrease")
                     decisive = win > level or win < 1.0 - level
                     result = replace(result, significant=decisive, chance_to_win=win, credible_interval=interval)
-            except StatsInputError:
+            except (StatsInputError, OverflowError):
                 pass  # a case the test cannot decide: the variant keeps its statistics, without test fields
         results.append(result)
     return base, results

@@ -107,3 +107,26 @@ def test_bad_metric_fields_are_400s_naming_the_field_and_write_nothing(make_proj
     refused = project.http.patch(url, json=change)
     assert refused.status_code == 400 and refused.json()["attr"] == attr
     assert project.http.get(url).json() == experiment
+
+
+@pytest.mark.parametrize(("body", "attr"), [
+    ({"metrics": [{**MEAN, "source": {**MEAN["source"], "properties": [{"type": "hogql", "key": "nope("}]}}]},
+     "metrics__0__source__properties__0__key"),
+    ({"metrics_secondary": [{**FUNNEL, "series": [FUNNEL["series"][0],
+                                                  {"kind": "EventsNode", "event": "purchase",
+                                                   "properties": [{"type": "hogql", "key": "1) OR (1"}]}]}]},
+     "metrics_secondary__0__series__1__properties__0__key"),
+    ({"exposure_criteria": {"exposure_config": {"kind": "ExperimentEventExposureConfig", "event": "seen",
+                                                "properties": [{"type": "hogql", "key": "nope("}]}}},
+     "exposure_criteria__exposure_config__properties__0__key"),
+])  # fmt: skip
+def test_a_hogql_filter_that_cannot_parse_is_refused_when_stored_not_at_every_query(make_project, body, attr):
+    project = make_project()
+    experiment = project.http.post(_base(project), json={"name": "HogQL", "feature_flag_key": "hogql-f"}).json()
+    url = f"{_base(project)}{experiment['id']}/"
+    for response in (project.http.patch(url, json=body),
+                     project.http.post(_base(project), json={"name": "x", "feature_flag_key": "hogql-g", **body})):
+        assert response.status_code == 400, response.text
+        assert response.json()["attr"] == attr and "HogQL" in response.json()["detail"]
+    assert project.http.get(url).json() == experiment  # nothing written
+    assert len(project.http.get(_base(project)).json()["results"]) == 1

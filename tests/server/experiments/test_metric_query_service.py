@@ -167,3 +167,60 @@ def test_three_variants_answer_in_the_flags_order_and_an_unseen_variant_answers_
     red = answer["variant_results"][2]
     assert (red["number_of_samples"], red["sum"], red["sum_squares"]) == (0, 0, 0)
     assert "not-enough-exposures" in red["validation_failures"] and red["chance_to_win"] is None
+
+
+@pytest.mark.parametrize("kind", ["ExperimentQuery", "ExperimentExposureQuery"])
+def test_an_experiment_id_beyond_any_integer_the_store_holds_is_a_400_naming_it(project, kind):
+    query = {"kind": kind, "experiment_id": 10**30, **({"metric": METRIC} if kind == "ExperimentQuery" else {})}
+    refused = _post(project, query)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["attr"] == "query__experiment_id"
+
+
+def test_ignore_zeros_on_a_metric_nobody_did_answers_zeros_not_an_error(project):
+    metric = {"kind": "ExperimentMetric", "metric_type": "mean", "upper_bound_percentile": 0.9, "ignore_zeros": True,
+              "source": {"kind": "EventsNode", "event": "never-sent", "math": "sum", "math_property": "price"}}
+    answer = _post(project, _metric_query(project, metric=metric))
+    assert answer.status_code == 200, answer.text
+    exposed = oracle.exposures(oracle.generate(7, persons=150), "mx-exclude")
+    control = answer.json()["baseline"]
+    assert control["number_of_samples"] == int((exposed["variant"] == "control").sum()) > 0
+    assert (control["sum"], control["sum_squares"]) == (0, 0)
+
+
+def test_an_exposure_window_longer_than_the_days_shown_still_counts_every_exposure(project):
+    def exposures(start: str) -> dict[str, Any]:
+        body = {"kind": "ExperimentExposureQuery", "experiment_id": project.experiment, "start_date": start,
+                "end_date": oracle.END.isoformat()}  # fmt: skip
+        answer = _post(project, body)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    within = exposures("2016-01-01")  # fewer days than the series shows at most
+    longer = exposures("1990-01-01")
+    assert sum(within["total_exposures"].values()) > 0
+    assert longer["total_exposures"] == within["total_exposures"]
+    control = next(s for s in longer["timeseries"] if s["variant"] == "control")
+    assert control["days"][-1] == oracle.END.date().isoformat()
+    assert control["exposure_counts"][-1] == within["total_exposures"]["control"]
+
+
+def test_a_ratio_whose_denominator_nobody_did_answers_without_a_test_not_an_error(project):
+    metric = {"kind": "ExperimentMetric", "metric_type": "ratio",
+              "numerator": {"kind": "EventsNode", "event": "purchase"},
+              "denominator": {"kind": "EventsNode", "event": "never-sent"}}  # fmt: skip
+    answer = _post(project, _metric_query(project, metric=metric))
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["baseline"]["sum"] > 0 and body["baseline"]["denominator_sum"] == 0
+    assert "baseline-mean-is-zero" in body["baseline"]["validation_failures"]
+    assert body["variant_results"][0]["chance_to_win"] is None
+
+
+@pytest.mark.parametrize("start", ["0001-01-01T00:00:00+05:00", "0001-01-01T03:00:00+12:00", "0001-01-01"])
+def test_an_exposure_start_at_the_calendars_edge_is_a_400_naming_it(project, start):
+    # Year 1 east of UTC is year 0 in UTC; year 1 in UTC is year 0 in any zone west of it.
+    refused = _post(project, {"kind": "ExperimentExposureQuery", "experiment_id": project.experiment,
+                              "start_date": start})  # fmt: skip
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["attr"] == "query__start_date"

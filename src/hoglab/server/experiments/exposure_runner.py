@@ -2,8 +2,9 @@
 
 Each exposed person (the exposure rules of :mod:`.metric_query`) counts once, on the day of their first exposure
 in the project's zone; ``exposure_counts`` are running totals over every day from the start to the end (or today),
-as PostHog's exposures chart draws them. ``$multiple`` (persons seen with several variants, ``exclude``) comes
-last, as in PostHog; ``total_exposures`` is each series' last value.
+as PostHog's exposures chart draws them (the last ``MAX_DAYS`` days of a longer window, totals still complete).
+``$multiple`` (persons seen with several variants, ``exclude``) comes last, as in PostHog; ``total_exposures`` is
+each series' last value.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ def run_exposure_query(resolved: ResolvedExposureQuery, ctx: RunContext) -> dict
     for row in ctx.run(sql, values=p.values).to_pylist():
         found.setdefault(str(row["variant"]), {})[str(row["day"])] = int(row["exposed"])
     first, last = experiment.start.astimezone(zone).date(), end.astimezone(zone).date()
-    days = [first + timedelta(days=i) for i in range(min((last - first).days + 1, MAX_DAYS))]
+    # A window longer than MAX_DAYS shows its last days; the totals still count every exposure before them.
+    shown = min((last - first).days + 1, MAX_DAYS)
+    days = [last - timedelta(days=shown - 1 - i) for i in range(shown)]
     order = [v for v in experiment.variants if v in found] + ([MULTIPLE_VARIANT_KEY] if MULTIPLE_VARIANT_KEY in found
                                                                else [])  # fmt: skip
     timeseries = [_running_totals(variant, days, found[variant]) for variant in order]
@@ -55,7 +58,8 @@ def run_exposure_query(resolved: ResolvedExposureQuery, ctx: RunContext) -> dict
 
 
 def _running_totals(variant: str, days: list[date], per_day: dict[str, int]) -> dict[str, Any]:
-    total, counts = 0, []
+    before = days[0].isoformat() if days else ""
+    total, counts = sum(n for day, n in per_day.items() if day < before), []
     for day in days:
         total += per_day.get(day.isoformat(), 0)
         counts.append(total)

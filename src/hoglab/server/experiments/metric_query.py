@@ -168,7 +168,9 @@ def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Pa
     if high is None:
         high_expr = "max(value)"
     elif metric.ignore_zeros:
-        high_expr = f"quantileExactInclusiveIf({float(high)})(value, value != 0)"
+        # Without a non-zero value the percentile is NaN, which would turn every capped value into NaN.
+        high_expr = (f"if(countIf(value != 0) > 0, quantileExactInclusiveIf({float(high)})(value, value != 0), "
+                     "max(value))")  # fmt: skip
     else:
         high_expr = f"quantileExactInclusive({float(high)})(value)"
     return f"""

@@ -70,9 +70,14 @@ def _date(text: str | None, attr: str) -> datetime | None:
         return None
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValidationFailed(f"{text[:40]!r} is not an ISO date-time.", attr=attr) from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+        # In UTC now, a day from either end of the calendar: the project's zone can still shift it.
+        value = (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+        if not 1 < value.year < 9999:
+            raise OverflowError
+    except (ValueError, OverflowError):
+        raise ValidationFailed(f"{text[:40]!r} is not an ISO date-time between the years 2 and 9998.",
+                               attr=attr) from None  # fmt: skip
+    return value
 
 
 def resolve_experiment(

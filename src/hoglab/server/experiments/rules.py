@@ -18,6 +18,7 @@ from hoglab.schema import (
 )
 
 from ..errors import ValidationFailed
+from ..filters.properties import hogql_expression
 from ..http.bodies import validate_body
 from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, Store, UserRecord
 from ..store.experiments import METRIC_COLUMNS
@@ -162,6 +163,21 @@ def usable_metric_fields(fields: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def _metric_nodes(metric: Any) -> list[tuple[str, Any]]:
+    if metric.metric_type == "funnel":
+        return [(f"series__{i}", node) for i, node in enumerate(metric.series)]
+    if metric.metric_type == "ratio":
+        return [("numerator", metric.numerator), ("denominator", metric.denominator)]
+    return [("source", metric.source)]
+
+
+def _check_hogql_filters(properties: Sequence[Any] | None, attr: str) -> None:
+    # Parsed when stored: a HogQL filter that cannot parse would otherwise fail every later query of the experiment.
+    for i, prop in enumerate(properties or []):
+        if getattr(prop, "type", None) == "hogql":
+            hogql_expression(prop.key, f"{attr}__{i}__key")
+
+
 def metric_fields(payload: ExperimentCreate | ExperimentUpdate) -> dict[str, Any]:
     """The metric-experiment columns a create or PATCH body sets, as stored: metrics validated (with their
     uuids), the rest as sent; a field sent as ``null`` clears it."""
@@ -169,8 +185,14 @@ def metric_fields(payload: ExperimentCreate | ExperimentUpdate) -> dict[str, Any
     for name in sorted(METRIC_COLUMNS & payload.model_fields_set):
         value = getattr(payload, name)
         if name in ("metrics", "metrics_secondary") and value is not None:
+            for i, metric in enumerate(value):
+                for where, node in _metric_nodes(metric):
+                    _check_hogql_filters(node.properties, f"{name}__{i}__{where}__properties")
             value = [metric.to_json_dict() for metric in value]
         elif isinstance(value, BaseModel):
+            config = getattr(value, "exposure_config", None) if name == "exposure_criteria" else None
+            if config is not None:
+                _check_hogql_filters(config.properties, "exposure_criteria__exposure_config__properties")
             value = value.to_json_dict() if isinstance(value, RequestModel) else value.model_dump(mode="json")
         fields[name] = value
     return fields
