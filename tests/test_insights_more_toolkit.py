@@ -296,3 +296,25 @@ def test_paths_edge_weights_and_limits(captured: tuple[Client, pd.DataFrame]) ->
     assert df["value"].between(3, 10).all() and (df["step_from"] == 1).any()
     top = client.query(hoglab.paths("$pageview", steps=3, edge_limit=5, clean=CLEAN, **RANGE))
     assert len(top) <= 5 and top["value"].max() == max(value for value, _ in everything.values())
+
+
+# ------------------------------------------------------------------------------------------- answers as models too
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: hoglab.retention("signup", returning="$pageview", **RANGE),
+        lambda: hoglab.lifecycle("$pageview", **RANGE),
+        lambda: hoglab.stickiness(["$pageview", "signup"], **RANGE),
+        lambda: hoglab.paths("$pageview", steps=3, clean=CLEAN, **RANGE),
+    ],
+    ids=["retention", "lifecycle", "stickiness", "paths"],
+)
+def test_query_raw_parses_every_answer_and_frames_the_same(captured: tuple[Client, pd.DataFrame], build: Any) -> None:
+    client, _ = captured
+    query = build()
+    model = client.query_raw(query)
+    assert type(model).__name__ == f"{query.kind}Response" and model.results
+    from_model = hoglab.frames.to_frame(model, query.kind)
+    pd.testing.assert_frame_equal(from_model, client.query(query), check_like=False)
