@@ -70,7 +70,7 @@ def _lifecycle(source: InsightActorsQuery, query: LifecycleQuery, ctx: RunContex
         where.append(f"status = {p.add(source.status)}")
     if source.day is not None:
         wanted = str(source.day).replace("T", " ")[:19]
-        matches = [rng.key(b) for b in rng.buckets() if wanted in (rng.day_text(b), rng.key(b))]
+        matches = [i for i, b in enumerate(rng.buckets(), 1) if wanted in (rng.day_text(b), rng.key(b))]
         if not matches:
             raise ValidationFailed(f"{source.day!r} is not a day of the lifecycle.", attr="source.day")
         where.append(f"day = {p.add(matches[0])}")
