@@ -261,7 +261,7 @@ def plot_stickiness(
         ax.bar(intervals + (i - (len(groups) - 1) / 2) * width, values, width, color=colour, label=name,
                alpha=0.45 if previous else 1.0, hatch="//" if previous else None)  # fmt: skip
     unit = str(frame.attrs.get("interval") or "interval")
-    ax.set_xticks(intervals)
+    ax.set_xticks(intervals[:: max(1, -(-len(intervals) // 15))])  # at most 15 labels
     ax.set_xlabel(f"{unit}s active")
     if normalize:
         percent_axis(ax)
