@@ -115,6 +115,7 @@ def test_bad_arguments_get_one_clear_line(capsys, tmp_path, argv, status, needle
         ("HOGLAB_MAX_EXECUTION_TIME", "soon", "integer"),
         ("HOGLAB_MAX_EXECUTION_TIME", "0", "positive integer"),
         ("HOGLAB_QUERY_WORKERS", "-2", "positive integer"),
+        ("HOGLAB_MAX_MEMORY_USAGE", "lots", "number of bytes"),
     ],
 )
 def test_bad_environment_is_one_line_and_status_2(capsys, tmp_path, monkeypatch, variable, value, needle):
@@ -326,3 +327,23 @@ def test_serving_a_data_dir_another_process_owns_is_one_line(hoglab_service):
     assert result.returncode == 1
     assert f"in use by process {os.getpid()}" in _one_clear_line(result.stderr)
     assert " at http://" not in result.stdout  # refused before it claimed to serve
+
+
+def test_serve_memory_and_time_limits_from_flags_then_environment(monkeypatch):
+    from hoglab.cli import _build_parser, _config
+
+    monkeypatch.setenv("HOGLAB_MAX_MEMORY_USAGE", "6GiB")
+    assert _config(None).max_memory_usage == 6 * 1024**3
+    args = _build_parser().parse_args(["serve", "--max-memory-usage", "12G", "--max-execution-time", "300"])
+    config = _config(None, None, max_memory_usage=args.max_memory_usage, max_execution_time=args.max_execution_time)
+    assert (config.max_memory_usage, config.max_execution_time) == (12 * 1000**3, 300)
+    monkeypatch.delenv("HOGLAB_MAX_MEMORY_USAGE")
+    assert _config(None).max_memory_usage == 4 * 1024**3
+
+
+@pytest.mark.parametrize("value", ["lots", "-1G", "8 parsecs"])
+def test_bad_memory_limit_flag_is_one_line_and_status_2(capsys, value):
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--max-memory-usage", value])
+    assert exit_.value.code == 2
+    assert "--max-memory-usage" in _one_clear_line(capsys.readouterr().err)

@@ -37,6 +37,9 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         ExperimentResult as ExperimentResult,
     )
     from .client import (
+        MetricExperimentResult as MetricExperimentResult,
+    )
+    from .client import (
         QueryJob as QueryJob,
     )
     from .client import (
@@ -157,10 +160,19 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         funnel as funnel,
     )
     from .queries import (
+        funnel_metric as funnel_metric,
+    )
+    from .queries import (
         lifecycle as lifecycle,
     )
     from .queries import (
+        mean_metric as mean_metric,
+    )
+    from .queries import (
         paths as paths,
+    )
+    from .queries import (
+        ratio_metric as ratio_metric,
     )
     from .queries import (
         retention as retention,

@@ -1,6 +1,7 @@
 """``hoglab``: run the service and manage its projects and keys from a shell.
 
     hoglab serve [--host 127.0.0.1] [--port 8000] [--data-dir DIR] [--demo] [--clickhouse-url URL]
+                 [--max-memory-usage 8GiB] [--max-execution-time SECONDS]
     hoglab demo [--port 8000] [--data-dir DIR] [--out DIR] [--no-serve]
     hoglab report EXPERIMENT_ID [--out DIR] [--host URL] [--project ID] [--refresh]
     hoglab project create NAME [--timezone TZ] [--data-dir DIR]
@@ -71,6 +72,15 @@ def _positive_id(what: str) -> Callable[[str], int]:
 _project_id = _positive_id("a project")
 
 
+def _byte_size(text: str) -> int:
+    from hoglab.server.config import parse_bytes
+
+    try:
+        return parse_bytes(text, "--max-memory-usage")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _build_parser() -> _Parser:
     common = _Parser(add_help=False)
     common.add_argument(
@@ -85,6 +95,14 @@ def _build_parser() -> _Parser:
     serve.add_argument("--port", type=_port, default=8000)
     serve.add_argument("--demo", action="store_true", help="make sure a demo project and a * key exist; print them")
     serve.add_argument("--clickhouse-url", default=None, metavar="URL", help="use a ClickHouse server for events")
+    serve.add_argument(
+        "--max-memory-usage", type=_byte_size, default=None, metavar="SIZE",
+        help="per query, e.g. 8GiB (default: $HOGLAB_MAX_MEMORY_USAGE, else 4GiB); GROUP BY/ORDER BY spill past half",
+    )  # fmt: skip
+    serve.add_argument(
+        "--max-execution-time", type=_positive_id("a time limit in seconds is"), default=None, metavar="SECONDS",
+        help="per query (default: $HOGLAB_MAX_EXECUTION_TIME, else 60)",
+    )  # fmt: skip
 
     demo = commands.add_parser(
         "demo", parents=[common], help="the demo service with its experiment analysed; serves until Ctrl-C"
@@ -127,13 +145,13 @@ def _build_parser() -> _Parser:
     return parser
 
 
-def _config(data_dir: Path | None, clickhouse_url: str | None = None) -> ServerConfig:
+def _config(data_dir: Path | None, clickhouse_url: str | None = None, **limits: int | None) -> ServerConfig:
     """The service settings from the arguments and ``HOGLAB_*`` variables; a bad variable is one line, status 2."""
     from hoglab.server.config import ServerConfig
     from hoglab.server.http.ratelimit import RateLimiter
 
     try:
-        config = ServerConfig.from_env(data_dir=data_dir, clickhouse_url=clickhouse_url)
+        config = ServerConfig.from_env(data_dir=data_dir, clickhouse_url=clickhouse_url, **limits)
         RateLimiter.from_config(config)  # reads the rate strings: a typo in HOGLAB_RATE_LIMIT_* is caught here
     except ValueError as exc:
         raise CommandError(str(exc), status=2) from None
@@ -279,7 +297,12 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
     from hoglab.server.app import create_app, seed_demo_hook
     from hoglab.server.store.bootstrap import ensure_local_credentials
 
-    config = _config(args.data_dir, getattr(args, "clickhouse_url", None))
+    config = _config(
+        args.data_dir,
+        args.clickhouse_url,
+        max_memory_usage=args.max_memory_usage,
+        max_execution_time=args.max_execution_time,
+    )
     with _open_store(config.data_dir, create=True) as store:
         credentials = ensure_local_credentials(store, demo=True) if demo else None
     hooks = [seed_demo_hook(credentials.project.id)] if credentials is not None else []

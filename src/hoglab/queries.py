@@ -10,6 +10,8 @@ naming the argument, before any request. The models go to :meth:`hoglab.Client.q
 ('dau', 'week', '$browser', 'Chrome')
 >>> funnel(["$pageview", "signup", "purchase"], window="14d", order="strict").funnelsFilter.funnelOrderType
 'strict'
+>>> mean_metric("purchase", math="sum", math_property="price", upper_bound_percentile=0.99).metric_type
+'mean'
 >>> retention("signup", returning="$pageview", period="week").retentionFilter.period
 'Week'
 >>> [q.kind for q in (lifecycle("$pageview"), stickiness("$pageview"), paths(start="/home"))]
@@ -27,6 +29,7 @@ from typing import Any, Literal
 
 from ._queries._args import check_choice, date_arg, model_errors, property_filters, window_arg
 from ._queries._insights_more import lifecycle, paths, retention, stickiness
+from ._queries._metrics import funnel_metric, mean_metric, ratio_metric
 from ._queries._series import Where, breakdown_filter, date_range, series, series_list
 from .errors import InvalidArgument, InvalidArgumentType
 from .schema import (
@@ -50,7 +53,20 @@ from .schema import (
     TrendsQuery,
 )
 
-__all__ = ["actors", "events", "funnel", "lifecycle", "paths", "retention", "series", "stickiness", "trends"]
+__all__ = [
+    "actors",
+    "events",
+    "funnel",
+    "funnel_metric",
+    "lifecycle",
+    "mean_metric",
+    "paths",
+    "ratio_metric",
+    "retention",
+    "series",
+    "stickiness",
+    "trends",
+]
 
 DEFAULT_EVENT_COLUMNS = ("event", "timestamp", "distinct_id", "properties")
 InsightQuery = TrendsQuery | FunnelsQuery | RetentionQuery | LifecycleQuery | StickinessQuery | PathsQuery

@@ -146,9 +146,11 @@ FUNNEL_RESULT = {
 
 
 def test_results_object(client: Client, remote: Remote) -> None:
+    remote.add("GET", f"{BASE}4/", httpx.Response(200, json=_experiment(4, filters={"insight": "FUNNELS"})))
     remote.add("GET", f"{BASE}4/results/", httpx.Response(200, json=FUNNEL_RESULT))
     result = client.experiments.results(4, refresh=True)
-    assert remote.requests[0].url.params["refresh"] == "true"
+    assert [r.url.path for r in remote.requests] == [f"{BASE}4/", f"{BASE}4/results/"]  # legacy: no /query
+    assert remote.requests[1].url.params["refresh"] == "true"
     assert isinstance(result, ExperimentResult) and result.kind == "funnel" and result.significant
     df = result.to_frame()
     assert df["key"].tolist() == ["control", "test"]

@@ -218,3 +218,29 @@ def test_paging_shows_a_progress_bar_of_rows_when_asked(
     client.progress = False
     client.hogql("select timestamp, event, n from events", all_rows=True)
     assert "hoglab rows" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("limit", [10_001, 12_345, 20_000])
+def test_all_rows_with_a_limit_past_one_page(client: Client, remote: Remote, limit: int) -> None:
+    """``limit`` above the 10,000-row cap with keyset paging: the last page asks for the boundary rows it drops
+    as repeats too, so it is never "all one instant" and exactly ``limit`` rows come back, in order."""
+    paging = PagingRemote(_table(25_000, ties_every=3), cap=10_000)
+    remote.add("POST", QUERY, paging)
+    df = client.hogql("select timestamp, event, n from events order by timestamp", all_rows=True, limit=limit)
+    assert df["n"].tolist() == list(range(limit))
+    assert all("OFFSET" not in s for s, _ in paging.statements)
+
+
+def test_all_rows_tries_the_bulk_endpoint_once_then_pages_against_posthog(client: Client, remote: Remote) -> None:
+    """PostHog reads ``query/arrow/`` as a query kind and refuses it (400, nothing run): the client pages, and
+    does not ask again on the same connection."""
+    mismatch = {"type": "validation_error", "code": "invalid_input", "attr": None,
+                "detail": 'Query kind mismatch: path kind "arrow" does not match body kind "HogQLQuery".'}  # fmt: skip
+    remote.add("POST", "/api/projects/2/query/arrow/", httpx.Response(400, json=mismatch))
+    paging = PagingRemote(_table(25))
+    remote.add("POST", QUERY, paging)
+    for _ in range(2):
+        df = client.hogql("select timestamp, event, n from events", all_rows=True)
+        assert df["n"].tolist() == list(range(25))
+    paths = [r.url.path for r in remote.requests]
+    assert paths == ["/api/projects/2/query/arrow/", QUERY, QUERY]

@@ -8,6 +8,7 @@ from ._client import Client
 from ._default import connect, default_client, read_hogql
 from ._experiments import Experiments
 from ._jobs import QueryJob
+from ._metric_results import MetricAnswer, MetricExperimentResult
 from ._results import SIGNIFICANCE_EXPLAINED, ExperimentResult
 from ._retry import Clock, RetryPolicy, SystemClock
 
@@ -17,6 +18,8 @@ __all__ = [
     "Clock",
     "ExperimentResult",
     "Experiments",
+    "MetricAnswer",
+    "MetricExperimentResult",
     "QueryJob",
     "RetryPolicy",
     "SystemClock",

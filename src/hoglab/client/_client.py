@@ -108,6 +108,7 @@ class Client:
             follow_redirects=True,  # a service may redirect between /path and /path/; same origin keeps auth
         )
         self._experiments: Experiments | None = None
+        self._bulk_rows: bool | None = None  # does the server answer POST /query/arrow/ (hoglab)? None: not yet known
 
     @staticmethod
     def _check_project(value: int | str) -> int:

@@ -14,6 +14,8 @@ from .._queries._args import model_errors
 from ..errors import APIError, InvalidArgument, InvalidArgumentType
 from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentUpdate
 from ._errors import json_or_none
+from ._metric_queries import is_metric_experiment, metric_experiment_results
+from ._metric_results import MetricExperimentResult
 from ._results import ExperimentResult
 
 if TYPE_CHECKING:
@@ -64,6 +66,50 @@ def _moment(argument: str, value: bool | datetime | str | None) -> datetime | No
     raise InvalidArgument(
         f"{argument}: expected True (now), a datetime or an ISO date-time, got {value!r}.", argument=argument
     )
+
+
+def _metric_list(metrics: Sequence[Any] | None) -> list[dict[str, Any]] | None:
+    if metrics is None:
+        return None
+    if isinstance(metrics, Mapping | str) or not isinstance(metrics, Sequence):
+        raise InvalidArgumentType(
+            "metrics: expected a list of hoglab.mean_metric(...) and the like.", argument="metrics"
+        )
+    return [m.to_json_dict() if hasattr(m, "to_json_dict") else dict(m) for m in metrics]
+
+
+def metric_fields(
+    metrics: Sequence[Any] | None,
+    metrics_secondary: Sequence[Any] | None,
+    stats_config: str | Mapping[str, Any] | None,
+    exposure_criteria: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The metric experiment's fields of a create or update body (only those given).
+
+    >>> metric_fields([{"uuid": "a", "metric_type": "funnel", "series": []}], None, "frequentist", None)
+    {'metrics': [{'uuid': 'a', 'metric_type': 'funnel', 'series': []}], 'primary_metrics_ordered_uuids': ['a'], \
+'stats_config': {'method': 'frequentist'}}
+    """
+    fields: dict[str, Any] = {}
+    lists = (
+        ("metrics", "primary_metrics_ordered_uuids", metrics),
+        ("metrics_secondary", "secondary_metrics_ordered_uuids", metrics_secondary),
+    )
+    for name, order, given in lists:
+        items = _metric_list(given)
+        if items is None:
+            continue
+        fields[name] = items
+        uuids = [m.get("uuid") for m in items]
+        if items and all(uuids):  # PostHog's UI shows metrics in this order
+            fields[order] = uuids
+    if isinstance(stats_config, str):
+        fields["stats_config"] = {"method": stats_config}
+    elif stats_config is not None:
+        fields["stats_config"] = dict(stats_config)
+    if exposure_criteria is not None:
+        fields["exposure_criteria"] = dict(exposure_criteria)
+    return fields
 
 
 def list_frame(items: list[dict[str, Any]]) -> pd.DataFrame:
@@ -161,9 +207,19 @@ class Experiments:
         parameters: Mapping[str, Any] | None = None,
         secondary_metrics: Sequence[Mapping[str, Any]] | None = None,
         minimum_detectable_effect: float | None = None,
+        metrics: Sequence[Any] | None = None,
+        metrics_secondary: Sequence[Any] | None = None,
+        stats_config: str | Mapping[str, Any] | None = None,
+        exposure_criteria: Mapping[str, Any] | None = None,
     ) -> Experiment:
         """Create an experiment and its feature flag (control/test 50/50 unless ``variants``); ``start=True``
         launches it now. ``filters`` is the legacy target metric (``{"insight": "FUNNELS", "events": [...]}``).
+
+        A metric experiment (PostHog's current kind) takes ``metrics`` and ``metrics_secondary``: lists of
+        :func:`hoglab.mean_metric`, :func:`hoglab.funnel_metric`, :func:`hoglab.ratio_metric` (or their dicts),
+        shown in the order given; ``stats_config`` is ``"bayesian"`` (PostHog's default), ``"frequentist"`` or
+        PostHog's whole dict; ``exposure_criteria`` PostHog's (``{"filterTestAccounts": True,
+        "multiple_variant_handling": "first_seen", "exposure_config": {...}}``).
         """
         params = dict(parameters or {})
         if variants is not None:
@@ -180,6 +236,7 @@ class Experiments:
                 filters=dict(filters) if filters is not None else None,
                 parameters=params or None,
                 secondary_metrics=[dict(m) for m in secondary_metrics] if secondary_metrics else None,
+                **metric_fields(metrics, metrics_secondary, stats_config, exposure_criteria),
             )
         response = self._client.request("POST", self._path(), json=body.to_json_dict())
         return Experiment.model_validate(response.json())
@@ -216,8 +273,38 @@ class Experiments:
                 raise
             self._client.request("PATCH", self._path(f"{int(experiment_id)}/"), json={"deleted": True})
 
-    def results(self, experiment_id: int, refresh: bool = False) -> ExperimentResult:
-        """The primary metric's results (``refresh=True`` bypasses the server's one-hour cache)."""
+    def results(
+        self, experiment_id: int, refresh: bool = False, *, experiment: Experiment | None = None
+    ) -> ExperimentResult | MetricExperimentResult:
+        """The experiment's results (``refresh=True`` bypasses the server's cache), for either kind of experiment.
+
+        A metric experiment (``metrics``/``metrics_secondary``, PostHog's current kind) gives a
+        :class:`~hoglab.MetricExperimentResult`: one ``ExperimentQuery`` per metric, primary then secondary, and
+        the ``ExperimentExposureQuery``; ``to_frame()`` is a row per (metric, variant). A legacy experiment
+        (``filters``) gives an :class:`~hoglab.ExperimentResult` from ``/results/``. ``experiment`` saves the
+        request that reads the experiment when the caller already has it.
+        """
+        if experiment is None:  # read as sent: metrics go back to /query as the server wrote them
+            body = self._client.get_json(self._path(f"{int(experiment_id)}/")) or {}
+        else:
+            body = experiment.model_dump(mode="json", by_alias=True)
+        if is_metric_experiment(body):
+            return metric_experiment_results(self._client, body, refresh=refresh)
+        return self.legacy_results(experiment_id, refresh)
+
+    def metric_results(
+        self, experiment: int | Experiment, refresh: bool = False, *, exposures: bool = True
+    ) -> MetricExperimentResult:
+        """A metric experiment's results: an ``ExperimentQuery`` per metric (and the exposures unless
+        ``exposures=False``), whatever the experiment holds; see :meth:`results`."""
+        if isinstance(experiment, Experiment):
+            body = experiment.model_dump(mode="json", by_alias=True)
+        else:
+            body = self._client.get_json(self._path(f"{int(experiment)}/")) or {}
+        return metric_experiment_results(self._client, body, refresh=refresh, exposures=exposures)
+
+    def legacy_results(self, experiment_id: int, refresh: bool = False) -> ExperimentResult:
+        """A legacy experiment's primary metric from ``GET /experiments/:id/results/`` (see :meth:`results`)."""
         params = {"refresh": "true"} if refresh else None
         raw = self._client.get_json(self._path(f"{int(experiment_id)}/results/"), params)
         return ExperimentResult(int(experiment_id), raw or {})

@@ -20,6 +20,10 @@ from ..schema import (
     ActorsQueryResponse,
     EventsQuery,
     EventsQueryResponse,
+    ExperimentExposureQuery,
+    ExperimentExposureQueryResponse,
+    ExperimentQuery,
+    ExperimentQueryResponse,
     FunnelsQuery,
     FunnelsQueryResponse,
     HogQLQuery,
@@ -42,7 +46,7 @@ from ._values import encode_values
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query"]
+__all__ = ["all_hogql_rows", "as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query"]
 
 AnyQueryModel = (
     HogQLQuery
@@ -54,6 +58,8 @@ AnyQueryModel = (
     | LifecycleQuery
     | StickinessQuery
     | PathsQuery
+    | ExperimentQuery
+    | ExperimentExposureQuery
 )
 RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "HogQLQuery": HogQLQueryResponse,
@@ -61,6 +67,8 @@ RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "FunnelsQuery": FunnelsQueryResponse,
     "EventsQuery": EventsQueryResponse,
     "ActorsQuery": ActorsQueryResponse,
+    "ExperimentQuery": ExperimentQueryResponse,
+    "ExperimentExposureQuery": ExperimentExposureQueryResponse,
     "RetentionQuery": RetentionQueryResponse,
     "LifecycleQuery": LifecycleQueryResponse,
     "StickinessQuery": StickinessQueryResponse,
@@ -83,7 +91,8 @@ def as_query(query: Any) -> AnyQueryModel:
         return HogQLQuery(query=query)
     if isinstance(query, Mapping):
         try:
-            return parse_query(dict(query))
+            parsed: AnyQueryModel = parse_query(dict(query))
+            return parsed
         except pydantic.ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
@@ -153,14 +162,30 @@ def run_hogql(
 ) -> Any:
     text = _strip(sql)
     if all_rows and not run_async:  # hogql_pages encodes the values
-        pages = list(hogql_pages(client, text, values, parse_json=parse_json, max_rows=limit))
-        return convert_output(_concat(pages), output)
+        return convert_output(all_hogql_rows(client, text, values, parse_json=parse_json, max_rows=limit), output)
     query = HogQLQuery(query=_with_limit(text, limit), values=encode_values(client, values) or None)
     if run_async:
         from ._jobs import submit
 
         return submit(client, query, frame_options={"parse_json": parse_json, "output": output})
     return convert_output(table_frame(execute(client, query), parse_json=parse_json), output)
+
+
+def all_hogql_rows(
+    client: Client,
+    sql: str,
+    values: Mapping[str, Any] | None,
+    *,
+    parse_json: bool | Sequence[str] = False,
+    max_rows: int | None = None,
+) -> pd.DataFrame:
+    """Every row of a statement: one Arrow answer from hoglab's bulk endpoint, else pages (PostHog)."""
+    from ._bulk import bulk_frame
+
+    bulk = bulk_frame(client, _with_limit(sql, max_rows), values, parse_json=parse_json)
+    if bulk is not None:
+        return bulk
+    return _concat(list(hogql_pages(client, sql, values, parse_json=parse_json, max_rows=max_rows)))
 
 
 def _concat(pages: list[pd.DataFrame]) -> pd.DataFrame:
@@ -216,7 +241,11 @@ def hogql_pages(
     bar = client.progress_bar("hoglab rows", "rows")
     try:
         while True:
-            size = page_size if max_rows is None else min(page_size, max_rows - yielded)
+            size = page_size
+            if max_rows is not None:
+                # A keyset page starts with the boundary rows already yielded (dropped below): ask for them too,
+                # or a page of the last few rows wanted would be all repeats.
+                size = min(page_size, max_rows - yielded + (sum(seen.values()) if cursor is not None else 0))
             page_values = dict(values or {})
             if order is not None:
                 where = ""
@@ -252,6 +281,8 @@ def hogql_pages(
                             continue
                         kept.append(row)
                     rows = kept
+                if max_rows is not None:
+                    rows = rows[: max_rows - yielded]
                 if fetched == size and not rows:
                     raise HoglabError(
                         f"More than {size} rows share the timestamp {cursor}: raise page_size to page past them."
@@ -294,7 +325,7 @@ def run_query(
     if all_rows and isinstance(q, EventsQuery | ActorsQuery):
         df = _concat(list(_offset_pages(client, q, options)))
     elif all_rows and isinstance(q, HogQLQuery):
-        df = _concat(list(hogql_pages(client, q.query, q.values, parse_json=parse_json)))
+        df = all_hogql_rows(client, _strip(q.query), q.values, parse_json=parse_json)
     else:
         df = to_frame(execute(client, q), q.kind, **options)
     return convert_output(df, output)

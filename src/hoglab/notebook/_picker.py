@@ -17,12 +17,16 @@ import ipywidgets as widgets
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..client._metric_queries import is_metric_experiment
+from ..client._metric_results import MetricExperimentResult
 from ..client._results import explain_no_results
 from ..errors import APIError, HoglabError, InvalidArgumentType
 from ..stats import Comparison, PostHogFunnelVerdict, PostHogTrendVerdict, SRMResult, StatsError
 from ._analysis import Analysis, analyse, variant_rollout
+from ._metric_view import exposure_srm, metric_results_html, metric_summary
 from ._picker_view import message_html, results_html, summary_html
 from ._plots_experiment import plot_experiment
+from ._plots_metrics import draw_metric_figure
 from ._plots_srm import plot_srm
 
 if TYPE_CHECKING:
@@ -114,7 +118,8 @@ class ExperimentPicker:
 
     def _clear(self) -> None:
         self.experiment: Experiment | None = None
-        self.result: ExperimentResult | None = None
+        self.result: ExperimentResult | MetricExperimentResult | None = None
+        self.metrics: pd.DataFrame | None = None
         self.comparison: Comparison | None = None
         self.frequentist: Comparison | None = None
         self.verdict: PostHogFunnelVerdict | PostHogTrendVerdict | None = None
@@ -217,21 +222,39 @@ class ExperimentPicker:
         if self.experiment.status == "draft":
             self.error = DRAFT_MESSAGE
             return
+        if is_metric_experiment(self.experiment.model_dump(mode="json", by_alias=True)):
+            self._load_metrics(refresh)
+            return
         try:
-            self.result = experiments.results(experiment_id, refresh=refresh)
+            result = experiments.legacy_results(experiment_id, refresh=refresh)
         except HoglabError as exc:
             reason = _reason(exc)
             self.error = reason if reason.lower().startswith("no results") else f"No results: {reason}"
             return
+        self.result = result
         try:
-            analysis = analyse(self.result, variant_rollout(self.experiment))
+            analysis = analyse(result, variant_rollout(self.experiment))
         except (StatsError, ValueError) as exc:
             self.error = f"These results cannot be analysed: {exc}"
             return
         self._analysis = analysis
         self.comparison, self.frequentist = analysis.comparison, analysis.frequentist
         self.verdict, self.srm, self.table = analysis.verdict, analysis.srm, analysis.table
-        self.figure = self._draw(self.result, self.srm)
+        self.figure = self._draw(result, self.srm)
+
+    def _load_metrics(self, refresh: bool) -> None:
+        # PostHog's current experiments: an ExperimentQuery per metric, the exposures, their SRM check.
+        assert self.experiment is not None
+        try:
+            result = self.client.experiments.metric_results(self.experiment, refresh=refresh)
+        except HoglabError as exc:
+            self.error = f"No results: {_reason(exc)}"
+            return
+        self.result = result
+        self.srm = exposure_srm(result, variant_rollout(self.experiment))
+        self.table = result.to_frame()
+        self.metrics = metric_summary(result)
+        self.figure = draw_metric_figure(result, self.srm)
 
     @staticmethod
     def _draw(result: ExperimentResult, srm: SRMResult | None) -> Figure:
@@ -250,6 +273,8 @@ class ExperimentPicker:
         if self.error is not None:
             tone = "note" if self.error == DRAFT_MESSAGE else "error"
             self.results.value = message_html(self.error, tone=tone)
+        elif isinstance(self.result, MetricExperimentResult):
+            self.results.value = metric_results_html(self.result, self.srm)
         elif self.result is not None and self._analysis is not None:
             self.results.value = results_html(self.result, self._analysis)
         else:

@@ -12,10 +12,12 @@ from typing import Any
 
 import pandas as pd
 
+from ..client._metric_queries import is_metric_experiment
 from ..client._results import SIGNIFICANCE_EXPLAINED, ExperimentResult
 from ..schema import Experiment
 from ..stats import PostHogTrendVerdict, SRMResult
 from ._analysis import Analysis, variant_rollout
+from ._metric_view import metrics_line
 
 __all__ = ["message_html", "results_html", "summary_html"]
 
@@ -42,6 +44,13 @@ def _metric(filters: Mapping[str, Any] | None) -> str:
     return f"{insight}: {(' → ' if insight == 'funnel' else ', ').join(names) or '(no events)'}"
 
 
+def _metric_row(experiment: Experiment) -> tuple[str, str]:
+    body = experiment.model_dump(mode="json", by_alias=True)
+    if is_metric_experiment(body):
+        return "metrics", html.escape(metrics_line(body))
+    return "metric", html.escape(_metric(experiment.filters))
+
+
 def summary_html(experiment: Experiment) -> str:
     """Name, status, flag, variants with their rollout, dates and metric of an experiment."""
     esc = html.escape
@@ -59,7 +68,7 @@ def summary_html(experiment: Experiment) -> str:
         ("feature flag", f"<code>{esc(experiment.feature_flag_key)}</code>{active}"),
         ("variants", variants),
         ("dates", f"{_date(experiment.start_date)} → {esc(end)}"),
-        ("metric", esc(_metric(experiment.filters))),
+        _metric_row(experiment),
     ]
     if experiment.description:
         rows.append(("description", esc(experiment.description)))

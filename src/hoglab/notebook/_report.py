@@ -23,11 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..client._metric_queries import is_metric_experiment
+from ..client._metric_results import MetricExperimentResult
 from ..client._results import ExperimentResult, explain_no_results
 from ..errors import APIError, HoglabError
 from ..schema import Experiment, funnel_window_seconds
-from ..stats import StatsError, minimum_detectable_effect, power, running_time, sample_size
+from ..stats import SRMResult, StatsError, minimum_detectable_effect, power, running_time, sample_size
 from ._analysis import Analysis, analyse, variant_rollout
+from ._metric_view import exposure_srm
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -108,10 +111,15 @@ class ExperimentReport:
     over_time_note: str | None = None
     figures: Mapping[str, Figure] = field(default_factory=dict, repr=False)
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    metrics: MetricExperimentResult | None = None
+    exposure_srm: SRMResult | None = None
 
     @property
     def verdict(self) -> str | None:
-        """PostHog's significance code of the primary metric (``None`` without results)."""
+        """PostHog's significance code of the primary metric (``None`` without results); for a metric
+        experiment, ``"significant"`` when a variant of a primary metric is, else ``"not_significant"``."""
+        if self.metrics is not None:
+            return "significant" if self.metrics.significant else "not_significant"
         result = self.primary.result
         return None if result is None or result.significance_code is None else str(result.significance_code)
 
@@ -159,6 +167,8 @@ def experiment_report(
     client = client or default_client()
     experiment = client.experiments.get(experiment_id)
     rollout = variant_rollout(experiment)
+    if is_metric_experiment(experiment.model_dump(mode="json", by_alias=True)):
+        return _metric_report(client, experiment, rollout, refresh, figures)
     primary = _outcome(client, experiment, None, "primary metric", rollout, refresh)
     secondary = tuple(
         _outcome(client, experiment, index, str(metric.get("name") or f"secondary metric {index}"), rollout, refresh)
@@ -192,7 +202,7 @@ def _outcome(
         return MetricOutcome(name, error="The experiment is a draft: it has no results until it is launched.")
     try:
         if index is None:
-            result = client.experiments.results(experiment.id, refresh=refresh)
+            result = client.experiments.legacy_results(experiment.id, refresh=refresh)
         else:
             result = client.experiments.secondary_results(experiment.id, index, refresh=refresh)
     except APIError as exc:
@@ -204,6 +214,31 @@ def _outcome(
     except (StatsError, ValueError) as exc:
         return MetricOutcome(name, result=result, error=f"Results that cannot be analysed: {exc}")
     return MetricOutcome(name, result=result, analysis=analysis)
+
+
+def _metric_report(
+    client: Client, experiment: Experiment, rollout: Mapping[str, float], refresh: bool, figures: bool
+) -> ExperimentReport:
+    """PostHog's current kind: an ``ExperimentQuery`` per metric, the exposures and their SRM check."""
+    name = "metrics"
+    if experiment.status == "draft":
+        outcome = MetricOutcome(name, error="The experiment is a draft: it has no results until it is launched.")
+        return ExperimentReport(experiment=experiment, primary=outcome)
+    try:
+        result = client.experiments.metric_results(experiment, refresh=refresh)
+    except HoglabError as exc:
+        return ExperimentReport(experiment=experiment, primary=MetricOutcome(name, error=f"No results: {exc}"))
+    report = ExperimentReport(
+        experiment=experiment,
+        primary=MetricOutcome(name),
+        metrics=result,
+        exposure_srm=exposure_srm(result, rollout),
+    )
+    if figures:
+        from ._report_metrics import draw_metric_figures
+
+        report = replace(report, figures=draw_metric_figures(report))
+    return report
 
 
 def _planning(experiment: Experiment, primary: MetricOutcome) -> Planning | None:

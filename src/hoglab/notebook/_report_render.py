@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["report_html", "summary_text", "write_report"]
 
 FIGURE_TITLES = {
+    "metric_effects": "Each metric's effect against the baseline, with its interval",
+    "exposures": "Exposures over time",
     "effect": "Effect against control",
     "over_time": "Effect over time, with always-valid bounds",
     "metric": "The metric by variant",
@@ -94,6 +96,10 @@ def summary_text(report: ExperimentReport) -> str:
     since = f"since {_date(e.start_date)}" if e.start_date else "not launched"
     until = f" until {_date(e.end_date)}" if e.end_date else ""
     lines = [f"{e.name} (#{e.id}) · flag {e.feature_flag_key} · {e.status} {since}{until}"]
+    if report.metrics is not None:
+        from ._report_metrics import metric_summary_lines
+
+        return "\n".join(lines + metric_summary_lines(report))
     primary = report.primary
     if primary.analysis is None:
         lines.append(primary.error or "No results.")
@@ -154,6 +160,10 @@ def report_html(report: ExperimentReport, *, page: bool = True, pngs: Mapping[st
     figures already rendered, by name (rendering is most of the cost)."""
     pngs = pngs if pngs is not None else {name: _png(figure) for name, figure in report.figures.items()}
     parts = [summary_html(report.experiment), "<h2>Primary metric</h2>", _outcome_html(report.primary)]
+    if report.metrics is not None:
+        from ._metric_view import metric_results_html
+
+        parts[1:] = ["<h2>Metrics</h2>", metric_results_html(report.metrics, report.exposure_srm)]
     if report.planning is not None:
         parts.append(f"<p>{html.escape(_planning_text(report.planning))}</p>")
     if report.over_time_note:
@@ -184,12 +194,17 @@ def write_report(report: ExperimentReport, directory: str | Path) -> Path:
     for name, png in pngs.items():
         (out / "figures" / f"{name}.png").write_bytes(png)
     primary = report.primary
+    if report.metrics is not None:
+        report.metrics.to_frame().to_csv(out / "variants.csv", index=False)
+        report.metrics.exposures_frame().to_csv(out / "exposures.csv", index=False)
     if primary.analysis is not None:
         primary.analysis.table.to_csv(out / "variants.csv", index=False)
     if report.over_time is not None:
         report.over_time.to_csv(out / "over_time.csv", index=False)
-    answers = {"primary": primary.result.raw if primary.result is not None else None}
+    answers: dict[str, Any] = {"primary": primary.result.raw if primary.result is not None else None}
     answers |= {o.name: o.result.raw if o.result is not None else None for o in report.secondary}
+    if report.metrics is not None:
+        answers = report.metrics.raw
     (out / "results.json").write_text(json.dumps(answers, indent=2, default=str) + "\n", encoding="utf-8")
     path = out / "report.html"
     path.write_text(report_html(report, pngs=pngs), encoding="utf-8")

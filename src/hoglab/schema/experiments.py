@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from pydantic import Field, field_validator, model_validator
 
 from ._base import RequestModel, ResponseModel
+from .experiment_metrics import ExperimentExposureCriteria, ExperimentMetric, ExperimentStatsConfig
 
 __all__ = [
     "Cohort",
@@ -29,6 +30,7 @@ T = TypeVar("T")
 
 FLAG_KEY_PATTERN = r"^[a-zA-Z0-9_-]+$"
 MAX_VARIANTS = 10
+MAX_METRICS = 50
 CONTROL_VARIANT_KEY = "control"
 DEFAULT_VARIANTS: tuple[dict[str, Any], ...] = (
     {"key": "control", "name": "Control Group", "rollout_percentage": 50},
@@ -135,6 +137,33 @@ class _ExperimentFields(RequestModel):
     secondary_metrics: list[SecondaryMetric] | None = None
     filters: dict[str, Any] | None = None
     archived: bool | None = None
+    metrics: list[ExperimentMetric] | None = Field(default=None, max_length=MAX_METRICS)
+    metrics_secondary: list[ExperimentMetric] | None = Field(default=None, max_length=MAX_METRICS)
+    exposure_criteria: ExperimentExposureCriteria | None = None
+    stats_config: ExperimentStatsConfig | None = None
+    type: Literal["product", "web"] | None = None
+    conclusion: Literal["won", "lost", "inconclusive", "stopped_early", "invalid"] | None = None
+    conclusion_comment: str | None = Field(default=None, max_length=10_000)
+    primary_metrics_ordered_uuids: list[str] | None = None
+    secondary_metrics_ordered_uuids: list[str] | None = None
+
+    @field_validator("metrics", "metrics_secondary")
+    @classmethod
+    def _metric_uuids(cls, metrics: list[Any] | None) -> list[Any] | None:
+        # Every stored metric has a uuid (the order lists and the toolkit refer to metrics by it); PostHog's UI
+        # makes one client-side, so an API caller who sends none gets one here.
+        for metric in metrics or []:
+            if metric.uuid is None:
+                metric.uuid = str(uuid4())
+        uuids = [m.uuid for m in metrics or []]
+        if len(set(uuids)) != len(uuids):
+            raise ValueError("Metric uuids must be unique within the list.")
+        return metrics
+
+    @field_validator("conclusion", mode="before")
+    @classmethod
+    def _blank_conclusion(cls, value: Any) -> Any:
+        return None if value == "" else value
 
     @field_validator("start_date", "end_date")
     @classmethod
@@ -186,6 +215,14 @@ class Experiment(ResponseModel):
     created_at: datetime
     updated_at: datetime
     type: Literal["product", "web"] | None = "product"
+    metrics: list[dict[str, Any]] | None = None
+    metrics_secondary: list[dict[str, Any]] | None = None
+    exposure_criteria: dict[str, Any] | None = None
+    stats_config: dict[str, Any] | None = None
+    conclusion: str | None = None
+    conclusion_comment: str | None = None
+    primary_metrics_ordered_uuids: list[str] | None = None
+    secondary_metrics_ordered_uuids: list[str] | None = None
 
     @property
     def status(self) -> Literal["draft", "running", "complete"]:

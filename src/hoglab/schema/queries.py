@@ -8,6 +8,7 @@ from pydantic import Field, TypeAdapter, model_validator
 
 from ._base import RequestModel, SettingsModel
 from ._query_base import InsightBase, IntervalType, QueryBase
+from .experiment_metrics import ExperimentExposureQuery, ExperimentQuery
 from .filters import (
     AnyPropertyFilter,
     BreakdownFilter,
@@ -270,6 +271,8 @@ AnyQueryType = (
     | LifecycleQuery
     | StickinessQuery
     | PathsQuery
+    | ExperimentQuery
+    | ExperimentExposureQuery
 )
 AnyQuery = Annotated[AnyQueryType, Field(discriminator="kind")]
 """Any query the endpoint runs, told apart by ``kind``."""
@@ -280,6 +283,8 @@ QUERY_KINDS: tuple[str, ...] = (
     "FunnelsQuery",
     "EventsQuery",
     "ActorsQuery",
+    "ExperimentQuery",
+    "ExperimentExposureQuery",
     "RetentionQuery",
     "LifecycleQuery",
     "StickinessQuery",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ServerConfig", "default_data_dir"]
+__all__ = ["ServerConfig", "default_data_dir", "parse_bytes"]
 
 
 def default_data_dir() -> Path:
@@ -36,6 +37,28 @@ def _env_int(name: str, default: int) -> int:
     return value
 
 
+_BYTE_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
+               "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}  # fmt: skip
+
+
+def parse_bytes(text: str | int, what: str = "a size") -> int:
+    """A byte count from ``8589934592``, ``8G`` (10^9) or ``8GiB`` (2^30); 0 means "no limit" to ClickHouse.
+
+    >>> parse_bytes("8GiB"), parse_bytes("500M"), parse_bytes(1024)
+    (8589934592, 500000000, 1024)
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?\s*", str(text), re.I)
+        if match is None:
+            raise ValueError(f"{what} must be a number of bytes such as 8589934592, 8G or 8GiB, got {text!r}")
+        value = int(float(match.group(1)) * _BYTE_UNITS[(match.group(2) or "").lower()])
+    if value < 0:
+        raise ValueError(f"{what} must not be negative, got {text!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """Everything the service needs to start. Rates are ``"<n>/<second|minute|hour|day>"`` strings."""
@@ -47,7 +70,7 @@ class ServerConfig:
     rate_limit_sustained: str = "4800/hour"
     query_rate_limit: str = "120/hour"
     rate_limits_enabled: bool = True
-    # Engine guard rails applied to every user query.
+    # Engine guard rails applied to every user query (GROUP BY/ORDER BY spill to disk past half the memory).
     max_execution_time: int = 60
     max_memory_usage: int = 4 * 1024**3
     # Async queries: worker threads in this process, and how long a status is kept.
@@ -71,6 +94,8 @@ class ServerConfig:
         if os.environ.get("HOGLAB_RATE_LIMITS", "").lower() in {"0", "off", "false", "no"}:
             env["rate_limits_enabled"] = False
         env["max_execution_time"] = _env_int("HOGLAB_MAX_EXECUTION_TIME", cls.max_execution_time)
+        if memory := os.environ.get("HOGLAB_MAX_MEMORY_USAGE"):
+            env["max_memory_usage"] = parse_bytes(memory, "HOGLAB_MAX_MEMORY_USAGE")
         env["query_workers"] = _env_int("HOGLAB_QUERY_WORKERS", cls.query_workers)
         config = cls(**env)
         given = {k: v for k, v in overrides.items() if v is not None}

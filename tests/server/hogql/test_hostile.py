@@ -33,6 +33,11 @@ def n_events(world: World) -> int:
     return len(world.team("events"))
 
 
+def sessions_events(world: World) -> int:
+    """Events of the caller's sessions (events with a ``$session_id``)."""
+    return sum(1 for e in world.team("events") if prop(e, "$session_id"))
+
+
 def rows_at_most(n: int) -> Check:
     return lambda rows, world: len(rows) <= n
 
@@ -264,6 +269,24 @@ CORPUS: list[tuple[str, str | Check, dict[str, Any] | None]] = [
         anything,
         None,
     ),
+    # ---- sessions: the neighbour has a session with the same id, spanning five events
+    ("SELECT * FROM sessions", rows_at_most(1), None),
+    ("SELECT sum($event_count) FROM sessions", count_is(lambda w: sessions_events(w)), None),
+    ("SELECT count() FROM sessions WHERE $entry_current_url LIKE '%SECRET%'", count_is(lambda w: 0), None),
+    ("SELECT session.$exit_current_url, session.$entry_utm_source FROM events", NO_LEAK, None),
+    ("SELECT count() FROM events WHERE session.$event_count > 1", count_is(lambda w: 0), None),
+    ("SELECT * FROM sessions s FULL OUTER JOIN sessions t ON s.session_id = t.session_id", NO_LEAK, None),
+    ("SELECT * FROM sessions s RIGHT JOIN events e ON e.$session_id = s.session_id", NO_LEAK, None),
+    ("SELECT * FROM sessions CROSS JOIN sessions AS b", NO_LEAK, None),
+    ("SELECT max($end_timestamp) FROM sessions", NO_LEAK, None),
+    ("SELECT team_id FROM sessions", REFUSED, None),
+    ("SELECT sessions.team_id FROM sessions", REFUSED, None),
+    ("SELECT * FROM sessions FINAL", REFUSED, None),
+    ("SELECT * FROM sessions SAMPLE 0.5", REFUSED, None),
+    ("SELECT * FROM hoglab.sessions", REFUSED, None),
+    ("SELECT * FROM sessions_mv", REFUSED, None),
+    ("SELECT argMinMerge(first_distinct_id) FROM sessions", REFUSED, None),
+    ("SELECT * FROM raw_sessions", REFUSED, None),
     (
         "SELECT count() FROM events WHERE event = 'x'' UNION ALL SELECT * FROM system.tables --'",
         count_is(lambda w: 0),

@@ -210,7 +210,15 @@ def build_world() -> World:
             "$pageview" if n % 2 else f"{MARKER}_event",
             "d1",
             P1,
-            {"secret": MARKER, "$browser": MARKER, "price": 1000},
+            # the neighbour's session "s1" is also the caller's: its sessions row must stay invisible
+            {
+                "secret": MARKER,
+                "$browser": MARKER,
+                "price": 1000,
+                "$session_id": "s1",
+                "$current_url": f"https://{MARKER}.example/{n}",
+                "utm_source": MARKER,
+            },
             T0 + n * day,
         )
     return w

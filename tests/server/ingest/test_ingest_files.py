@@ -189,3 +189,54 @@ def test_ids_named_only_by_identify_and_given_known_persons(engine: ChdbEngine, 
     person = engine.execute(f"""SELECT argMax(properties, version) AS p, argMax(is_identified, version) AS i
                                 FROM persons WHERE team_id = {team} AND id = '{by_id["u"]}' GROUP BY id""")  # fmt: skip
     assert person.to_pylist() == [{"p": '{"a":1}', "i": 1}]
+
+
+def _arrow_typed_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """ROWS as DuckDB and pyarrow write them: ``arrow.uuid`` ids (16 bytes) and ``arrow.json`` properties."""
+
+    def ids(key: str) -> pa.Array:
+        return pa.array([uuid.UUID(r[key]).bytes if r.get(key) else None for r in rows], pa.uuid())
+
+    table = pa.table({
+        "uuid": ids("uuid"), "event": [r["event"] for r in rows], "distinct_id": [r["distinct_id"] for r in rows],
+        "properties": pa.array([json.dumps(r["properties"]) for r in rows], pa.json_()),
+        "timestamp": pa.array([datetime.fromisoformat(r["timestamp"]).replace(tzinfo=UTC) for r in rows],
+                              pa.timestamp("us", tz="UTC")),
+        "person_id": ids("person_id"),
+    })  # fmt: skip
+    pq.write_table(table, path)
+    assert str(pq.read_schema(path).field("uuid").type) == "extension<arrow.uuid>"
+    return path
+
+
+def test_parquet_with_arrow_uuid_and_json_extension_types(engine: ChdbEngine, team: int, tmp_path: Path) -> None:
+    path = _arrow_typed_parquet(tmp_path / "typed.parquet", ROWS)
+    assert load_file(engine, team, path).rows == len(ROWS)
+    events = _events(engine, team)
+    assert [e["uuid"] for e in events if e["event"] != "purchase"] == [r["uuid"] for r in ROWS if r["uuid"]]
+    assert uuid.UUID(events[2]["uuid"]).version == 4  # a null uuid is generated, as an empty string is
+    assert events[3]["person_id"] == PERSON
+    assert [json.loads(e["properties"]) for e in events] == [r["properties"] for r in ROWS]
+
+
+def test_parquet_extension_types_read_locally_for_a_clickhouse_server(tmp_path: Path) -> None:
+    from hoglab.server.ingest.sources import describe_source, read_locally
+
+    path = _arrow_typed_parquet(tmp_path / "typed.parquet", ROWS)
+    table = read_locally(describe_source(path, "parquet"))
+    assert table.column("uuid").to_pylist() == [r["uuid"] or None for r in ROWS]
+    assert table.column("person_id").to_pylist() == [r.get("person_id") for r in ROWS]
+    assert table.schema.field("properties").type == pa.string()
+
+
+def test_parquet_written_by_duckdb(engine: ChdbEngine, team: int, tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    path = tmp_path / "duck.parquet"
+    duckdb.sql(f"""COPY (SELECT uuid() AS uuid, '$pageview' AS event, 'd-' || i AS distinct_id,
+                        TIMESTAMPTZ '2026-02-01 10:00:00+00' + INTERVAL (i) SECOND AS timestamp,
+                        ('{{"i": ' || i || '}}')::JSON AS properties
+                 FROM range(3) t(i)) TO '{path}' (FORMAT parquet)""")
+    assert load_file(engine, team, path).rows == 3
+    events = _events(engine, team)
+    assert [json.loads(e["properties"])["i"] for e in events] == [0, 1, 2]
+    assert len({e["uuid"] for e in events}) == 3 and all(uuid.UUID(e["uuid"]).version == 4 for e in events)

@@ -72,13 +72,15 @@ def test_capture_batch_validates_everything_first(engine: ChdbEngine, team: int)
 def test_concurrent_submits_are_grouped(engine: ChdbEngine, team: int) -> None:
     ingestor = Ingestor(engine, window=0.02)
     try:
-        events = normalize_batch([{"event": "e", "distinct_id": f"g{i}"} for i in range(3)])
+        raw = [{"event": "e", "distinct_id": f"g{i}"} for i in range(3)]
+        events = normalize_batch(raw)
         futures = []
         barrier = threading.Barrier(16)
 
         def go() -> None:
+            mine = normalize_batch(raw)  # fresh uuids: the same uuids would be stored once
             barrier.wait()
-            futures.append(ingestor.submit(team, events))
+            futures.append(ingestor.submit(team, mine))
 
         threads = [threading.Thread(target=go) for _ in range(16)]
         for t in threads:

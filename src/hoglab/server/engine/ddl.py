@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from .sessions_ddl import session_statements
+
 __all__ = ["DATABASE", "STAGING_PREFIX", "TABLES", "create_statements", "is_insertable"]
 
 DATABASE = "hoglab"
@@ -83,9 +85,11 @@ TABLES: dict[str, str] = {
 
 
 def create_statements(database: str = DATABASE) -> list[str]:
-    """``CREATE DATABASE`` and every ``CREATE TABLE``, idempotent."""
-    return [f"CREATE DATABASE IF NOT EXISTS {database}"] + [
-        " ".join(sql.split()).format(db=database) for sql in TABLES.values()
+    """``CREATE DATABASE``, every ``CREATE TABLE`` and the sessions table's view and backfill, idempotent."""
+    return [
+        f"CREATE DATABASE IF NOT EXISTS {database}",
+        *(" ".join(sql.split()).format(db=database) for sql in TABLES.values()),
+        *session_statements(database),
     ]
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import EngineError, QueryCancelled
+from .settings import spill_settings
 
 __all__ = ["LimitedEngine", "statement_limits"]
 
@@ -14,7 +15,11 @@ __all__ = ["LimitedEngine", "statement_limits"]
 def statement_limits(config: Any) -> dict[str, Any]:
     """The app's own limits on every statement of a request (``ServerConfig``): apps of one process share one
     engine, opened with the first app's configuration, so they can't rely on the engine's defaults."""
-    return {"max_execution_time": config.max_execution_time, "max_memory_usage": config.max_memory_usage}
+    return {
+        "max_execution_time": config.max_execution_time,
+        "max_memory_usage": config.max_memory_usage,
+        **spill_settings(config.max_memory_usage),
+    }
 
 
 class LimitedEngine:
@@ -26,6 +31,12 @@ class LimitedEngine:
         self._limits = dict(limits)
         self._cancelled = cancelled
         self.name: str = engine.name
+
+    @property
+    def write_count(self) -> int | None:
+        """The wrapped engine's write counter, when it keeps one (query/cache.py ``data_version``)."""
+        count = getattr(self._engine, "write_count", None)
+        return count if isinstance(count, int) else None
 
     def _settings(self, settings: Mapping[str, Any] | None) -> dict[str, Any]:
         if self._cancelled is not None and self._cancelled.is_set():

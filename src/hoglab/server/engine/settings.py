@@ -26,6 +26,7 @@ __all__ = [
     "internal_settings",
     "quote_string",
     "settings_clause",
+    "spill_settings",
     "user_query_settings",
 ]
 
@@ -62,6 +63,18 @@ class QueryLimits:
     result_overflow_mode: str = "throw"
 
 
+def spill_settings(max_memory_usage: int) -> dict[str, int]:
+    """GROUP BY and ORDER BY write to disk past half the memory limit, so a big aggregation (a funnel's
+    per-person step arrays over tens of millions of events) slows down instead of failing. With no limit (0)
+    they spill past 4 GiB.
+
+    >>> spill_settings(4 * 1024**3)["max_bytes_before_external_group_by"] == 2 * 1024**3
+    True
+    """
+    threshold = (max_memory_usage or 8 * 1024**3) // 2
+    return {"max_bytes_before_external_group_by": threshold, "max_bytes_before_external_sort": threshold}
+
+
 def user_query_settings(
     limits: QueryLimits, *, tag: str | None = None, overrides: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -76,6 +89,7 @@ def user_query_settings(
         "max_result_rows": limits.max_result_rows,
         "result_overflow_mode": limits.result_overflow_mode,
         "join_use_nulls": 1,
+        **spill_settings(limits.max_memory_usage),
     }
     if tag:
         settings["log_comment"] = tag

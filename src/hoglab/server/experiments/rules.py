@@ -6,31 +6,40 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from hoglab.schema import DEFAULT_VARIANTS, ExperimentCreate, ExperimentParameters
+from pydantic import BaseModel
+
+from hoglab.schema import DEFAULT_VARIANTS, ExperimentCreate, ExperimentParameters, ExperimentUpdate, RequestModel
 
 from ..errors import ValidationFailed
 from ..http.bodies import validate_body
 from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, Store, UserRecord
+from ..store.experiments import METRIC_COLUMNS
+from .legacy import read_metric
 
 __all__ = [
     "MODEL_ERROR_ATTRS",
     "UPDATABLE_FIELDS",
+    "check_metric_filters",
     "create_with_flag",
     "experiment_body",
     "exposure_cohort_filters",
     "flag_filters",
+    "metric_fields",
     "requires_flag_implementation",
     "to_utc",
     "variants_from",
 ]
 
-# Fields a PATCH may change (PostHog's list for the legacy serializer). Others: "Can't update keys: ...".
+# Fields a PATCH may change (PostHog's list; ``type`` is fixed once created). Others: "Can't update keys: ...".
 UPDATABLE_FIELDS = frozenset(
-    {"name", "description", "start_date", "end_date", "filters", "parameters", "archived", "secondary_metrics"}
-)
+    {"name", "description", "start_date", "end_date", "filters", "parameters", "archived", "secondary_metrics",
+     "metrics", "metrics_secondary", "exposure_criteria", "stats_config", "conclusion", "conclusion_comment",
+     "primary_metrics_ordered_uuids", "secondary_metrics_ordered_uuids"}
+)  # fmt: skip
 # Model-level checks of the schema report no field; these are the fields they are about.
 MODEL_ERROR_ATTRS = {
     "End date must be after start date": "end_date",
+    "Metric uuids must be unique within the list.": "metrics",
     "Experiments do not support global filter properties": "filters__properties",
 }
 FEATURE_FLAG_CALLED = "$feature_flag_called"
@@ -106,7 +115,29 @@ def experiment_body(record: ExperimentRecord, flag: FlagRecord, user: UserRecord
         "created_at": record.created_at,
         "updated_at": record.updated_at,
         "type": record.type,
+        "metrics": record.metrics or [],
+        "metrics_secondary": record.metrics_secondary or [],
+        "exposure_criteria": record.exposure_criteria,
+        "stats_config": record.stats_config,
+        "conclusion": record.conclusion,
+        "conclusion_comment": record.conclusion_comment,
+        "primary_metrics_ordered_uuids": record.primary_metrics_ordered_uuids,
+        "secondary_metrics_ordered_uuids": record.secondary_metrics_ordered_uuids,
     }
+
+
+def metric_fields(payload: ExperimentCreate | ExperimentUpdate) -> dict[str, Any]:
+    """The metric-experiment columns a create or PATCH body sets, as stored: metrics validated (with their
+    uuids), the rest as sent; a field sent as ``null`` clears it."""
+    fields: dict[str, Any] = {}
+    for name in sorted(METRIC_COLUMNS & payload.model_fields_set):
+        value = getattr(payload, name)
+        if name in ("metrics", "metrics_secondary") and value is not None:
+            value = [metric.to_json_dict() for metric in value]
+        elif isinstance(value, BaseModel):
+            value = value.to_json_dict() if isinstance(value, RequestModel) else value.model_dump(mode="json")
+        fields[name] = value
+    return fields
 
 
 def exposure_cohort_filters(
@@ -151,6 +182,21 @@ def requires_flag_implementation(samples: Sequence[Mapping[str, Any]]) -> bool:
     return not any(isinstance(key, str) and key.startswith("$feature/") for props in samples for key in props)
 
 
+def check_metric_filters(filters: Any) -> None:
+    """Refuse a primary metric the results could not read (a 400 naming the field), on create and on PATCH alike:
+    an experiment stored with ``{"events": "x"}`` would only fail later, at every results request. Empty filters
+    (a draft without a metric yet) pass.
+
+    >>> check_metric_filters({})
+    >>> check_metric_filters({"events": "x"})
+    Traceback (most recent call last):
+    ...
+    hoglab.server.errors.ValidationFailed: 'events' is a list.
+    """
+    if filters:
+        read_metric(filters, "filters")
+
+
 def _duplicate_key() -> ValidationFailed:
     return ValidationFailed("There is already a feature flag with this key.", attr="key", code="unique")
 
@@ -164,6 +210,7 @@ def create_with_flag(
     API and by the demo set-up, so both make experiments the same way.
     """
     payload = validate_body(ExperimentCreate, dict(data), model_error_attrs=MODEL_ERROR_ATTRS)
+    check_metric_filters(data.get("filters"))
     start_date = to_utc(payload.start_date, "start_date")
     end_date = to_utc(payload.end_date, "end_date")
     parameters = payload.parameters
@@ -196,5 +243,7 @@ def create_with_flag(
             end_date=end_date,
             archived=bool(payload.archived),
             created_by_id=user_id,
+            type=payload.type or "product",
+            metric_fields=metric_fields(payload),
         )
     return record, flag

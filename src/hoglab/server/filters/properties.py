@@ -177,13 +177,13 @@ def _element_condition(flt: Any, p: Params, attr: str) -> str:
     return joined if op == "exact" else f"NOT {joined}"
 
 
-def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str) -> str:
+def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str, person_id: str = "person_id") -> str:
     kind = _get(flt, "type") or "event"
     if kind == "hogql":
         return hogql_expression(_get(flt, "key"), f"{attr}.key")
     if kind == "cohort":
         cohort = (
-            f"person_id IN (SELECT person_id FROM cohort_people WHERE cohort_id = {p.add(int(_get(flt, 'value')))})"
+            f"{person_id} IN (SELECT person_id FROM cohort_people WHERE cohort_id = {p.add(int(_get(flt, 'value')))})"
         )
         return f"NOT ({cohort})" if _get(flt, "operator") == "not_in" else cohort
     if kind == "element":
@@ -195,16 +195,17 @@ def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str) -> str:
 
 
 def property_filters_to_hogql(
-    filters: Any, p: Params, *, attr: str = "properties", timezone: str = "UTC"
+    filters: Any, p: Params, *, attr: str = "properties", timezone: str = "UTC", person_id: str = "person_id"
 ) -> str | None:
     """A list (AND-ed) or an AND/OR group of filters as one HogQL condition; ``None`` when there is nothing.
 
-    ``timezone`` (the project's) reads ISO dates of the date operators.
+    ``timezone`` (the project's) reads ISO dates of the date operators. ``person_id`` is the expression a cohort
+    filter tests: an event's ``person_id``, or ``id`` when the rows are persons (ActorsQuery).
     """
     if filters is None:
         return None
     if isinstance(filters, Sequence) and not isinstance(filters, (str, bytes)):
-        parts = [_filter_to_hogql(f, p, f"{attr}.{i}", timezone) for i, f in enumerate(filters)]
+        parts = [_filter_to_hogql(f, p, f"{attr}.{i}", timezone, person_id) for i, f in enumerate(filters)]
         return "(" + " AND ".join(parts) + ")" if parts else None
     kind = _get(filters, "type")
     if kind in ("AND", "OR"):
@@ -212,12 +213,13 @@ def property_filters_to_hogql(
         parts = [
             part
             for i, v in enumerate(values)
-            if (part := property_filters_to_hogql(v, p, attr=f"{attr}.values.{i}", timezone=timezone)) is not None
+            if (part := property_filters_to_hogql(v, p, attr=f"{attr}.values.{i}", timezone=timezone,
+                                                  person_id=person_id)) is not None
         ]
         if not parts:
             return None
         return "(" + f" {kind} ".join(parts) + ")"
-    return _filter_to_hogql(filters, p, attr, timezone)
+    return _filter_to_hogql(filters, p, attr, timezone, person_id)
 
 
 def test_account_filters(project: Any) -> list[Any]:

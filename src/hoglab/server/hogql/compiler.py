@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import zoneinfo
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,18 +79,31 @@ def compile_hogql(
     database: str = "hoglab",
     person_overrides: bool = False,
     filters: Any = None,
+    numeric_properties: Mapping[str, Collection[str]] | None = None,
 ) -> CompiledQuery:
     """Compile one HogQL SELECT for project ``team_id``; every refusal is a :class:`HogQLError`.
 
     ``values`` bind ``{name}`` placeholders as literals. ``filters`` (a ``HogQLFilters`` or its dict) is what a
     ``{filters}`` placeholder expands to (``true`` when absent). ``person_overrides`` routes
-    ``events.person_id`` through the person merge table.
+    ``events.person_id`` through the person merge table. ``numeric_properties`` (HogQL table -> property keys the
+    project's data types as numbers, PostHog's property definitions) are read as numbers where order matters.
     """
     _validate_args(team_id, timezone, max_limit, default_limit, database)
     if not isinstance(query, str):
         raise HogQLError("The query must be a string")
     try:
-        return _compile(query, team_id, values, timezone, default_limit, max_limit, database, person_overrides, filters)
+        return _compile(
+            query,
+            team_id,
+            values,
+            timezone,
+            default_limit,
+            max_limit,
+            database,
+            person_overrides,
+            filters,
+            numeric_properties,
+        )
     except HogQLError as e:
         raise e.locate(query) from None
     except RecursionError:
@@ -122,6 +135,7 @@ def _compile(
     database: str,
     person_overrides: bool,
     filters: Any,
+    numeric_properties: Mapping[str, Collection[str]] | None,
 ) -> CompiledQuery:
     tree = parse_hogql(query)
     bound = bind_placeholders(tree, values, timezone=timezone, special={"filters": _filters_builder(filters, timezone)})
@@ -130,7 +144,13 @@ def _compile(
     top, limits = apply_limit(bound, default_limit=default_limit, max_limit=max_limit)
     hogql = print_hogql(top)
     remember_texts(top)
-    resolver = Resolver(team_id=team_id, database=database, timezone=timezone, person_overrides=person_overrides)
+    resolver = Resolver(
+        team_id=team_id,
+        database=database,
+        timezone=timezone,
+        person_overrides=person_overrides,
+        numeric_properties=numeric_properties,
+    )
     resolver.resolve_query(top, Env())
     columns = name_columns(top, resolver.scopes)
     from .guard import verify_guards, verify_lexing

@@ -121,6 +121,9 @@ class HogQLParser(ClickHouseParser):  # type: ignore[misc]  # sqlglot is untyped
             node = exp.Placeholder(this=curr.text, kind=HOGQL_PLACEHOLDER)
             node.update_positions(start=start.start, end=self._prev.end, line=start.line, col=start.col)
             return node
+        variable = self._parse_variable(start)
+        if variable is not None:
+            return variable
         index = self._index
         parsed = super()._parse_query_parameter()
         if parsed is not None:
@@ -131,6 +134,19 @@ class HogQLParser(ClickHouseParser):  # type: ignore[misc]  # sqlglot is untyped
             )
         self._retreat(index)
         return None
+
+    def _parse_variable(self, start: Token) -> exp.Expr | None:
+        # PostHog's insight variables: ``{variables.code_name}``, a placeholder named "variables.code_name".
+        tokens = [self._curr, self._next, *(self._tokens[self._index + 2 : self._index + 4])]
+        if len(tokens) < 4 or any(t is None for t in tokens) or tokens[0].text != "variables":
+            return None
+        dot, name, close = tokens[1], tokens[2], tokens[3]
+        if dot.token_type != TokenType.DOT or close.token_type != TokenType.R_BRACE or not _WORD.match(name.text):
+            return None
+        self._advance(4)
+        node = exp.Placeholder(this=f"variables.{name.text}", kind=HOGQL_PLACEHOLDER)
+        node.update_positions(start=start.start, end=self._prev.end, line=start.line, col=start.col)
+        return node
 
     def _parse_table_sample(self, as_modifier: bool = False) -> exp.TableSample | None:
         token = self._curr

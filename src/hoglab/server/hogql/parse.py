@@ -10,6 +10,8 @@ hoglab.server.hogql.errors.HogQLError: Only one statement is allowed (line 1, co
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
@@ -20,6 +22,7 @@ from .errors import HogQLError
 __all__ = ["MAX_QUERY_LENGTH", "parse_hogql", "parse_hogql_expr"]
 
 MAX_QUERY_LENGTH = 100_000
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Statement keywords that can only start something other than a read. Naming them gives a clearer refusal
 # than sqlglot's parse error and catches them before any parser fallback (sqlglot turns unknown statements
 # such as SYSTEM or KILL into an opaque ``Command``).
@@ -60,6 +63,37 @@ def _check_tokens(tokens: list[Token]) -> None:
         raise HogQLError("Only one statement is allowed", start=tok.start, end=tok.end + 1)
 
 
+# Tokens after which an expression starts: a ``<`` there opens a HogQLX tag, never a comparison.
+_OPERAND_START = {TokenType.SELECT, TokenType.COMMA, TokenType.L_PAREN, TokenType.THEN, TokenType.ELSE}
+
+
+def _refuse_posthog_only_syntax(tokens: list[Token]) -> None:
+    """PostHog-only syntax hoglab does not run, refused with a clear message instead of a parse error."""
+    for prev, tok, nxt in zip([None, *tokens], tokens, [*tokens[1:], None], strict=False):
+        if nxt is None:
+            break
+        adjacent = nxt.start == tok.end + 1
+        # f'...' is PostHog's template string; ClickHouse has no such literal.
+        is_f = tok.token_type == TokenType.VAR and tok.text in ("f", "F")
+        if is_f and nxt.token_type == TokenType.STRING and adjacent:
+            raise HogQLError(
+                "f-strings (f'...') are not supported by hoglab: build the text with concat(...)",
+                start=tok.start,
+                end=nxt.end + 1,
+            )
+        if (
+            tok.token_type == TokenType.LT
+            and adjacent
+            and _WORD.match(nxt.text)
+            and (prev is None or prev.token_type in _OPERAND_START)
+        ):
+            raise HogQLError(
+                f"HogQLX tags (<{nxt.text} ... />) are not supported by hoglab: they render in PostHog's app only",
+                start=tok.start,
+                end=nxt.end + 1,
+            )
+
+
 def _parse_error(err: ParseError, tokens: list[Token], text: str) -> HogQLError:
     info = err.errors[0] if err.errors else {}
     description = str(info.get("description") or _first_line(str(err)))
@@ -79,6 +113,7 @@ def _parse(text: str) -> exp.Expr:
         raise HogQLError(f"The query is longer than {MAX_QUERY_LENGTH} characters")
     tokens = _tokenize(text)
     _check_tokens(tokens)
+    _refuse_posthog_only_syntax(tokens)
     dialect = HogQLDialect()
     try:
         trees = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(tokens, text)
@@ -105,7 +140,7 @@ def parse_hogql(text: str) -> exp.Query:
         if not isinstance(tree, (exp.Select, exp.SetOperation)):
             raise HogQLError("Only SELECT queries are allowed", start=None)
         _normalize_set_operations(tree)
-        return tree
+        return _spell_operators_as_calls(tree)
     except HogQLError as e:
         raise e.locate(text) from None
     except RecursionError:
@@ -153,3 +188,15 @@ def _normalize_set_operations(tree: exp.Expr) -> None:
             if last.args.get(key):
                 raise HogQLError(f"Two {key.upper()} clauses for one SELECT")
             last.set(key, value)
+
+
+def _spell_operators_as_calls(tree: exp.Query) -> exp.Query:
+    """PostHog's operators that are ClickHouse functions: ``a ?? b`` is ``coalesce(a, b)`` and ``a || b`` is
+    ``concat(a, b)`` (so concat's NULL rule, nullsafe.py, applies to both spellings)."""
+    for node in list(tree.find_all(exp.Coalesce, exp.DPipe)):
+        if isinstance(node, exp.Coalesce):
+            call = exp.Anonymous(this="coalesce", expressions=[node.this, *node.expressions])
+        else:
+            call = exp.Anonymous(this="concat", expressions=[node.this, node.expression])
+        node.replace(call)
+    return tree

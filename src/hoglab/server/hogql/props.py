@@ -6,6 +6,10 @@
   object or array as raw JSON;
 * a missing key or a JSON ``null`` is ``NULL`` (PostHog returns null, not ``''``).
 
+A property is read as a number (``toFloat64OrNull``) where only a number makes sense, and for the properties
+the project's data types as numeric (``numeric`` below, PostHog's property definitions: every sampled value is
+a JSON number) also where a number and a string would order differently. See :func:`type_numeric_contexts`.
+
 Compared with a number literal (``properties.price > 10``, ``IN (1, 2)``, ``BETWEEN 1 AND 5``) the value is read
 as a number (``toFloat64OrNull``), which is how PostHog treats a property its taxonomy knows as numeric;
 compared with ``true``/``false`` it is compared with the JSON text ``'true'``/``'false'``. Anything else stays a
@@ -14,18 +18,34 @@ string: write ``toFloat(properties.x)`` to do arithmetic.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+
 from sqlglot import exp
 
-__all__ = ["JSON_META", "NAME_META", "PROP_META", "TYPED_NODES", "json_access", "mark_json", "type_comparisons"]
+__all__ = [
+    "JSON_META",
+    "NAME_META",
+    "PROP_META",
+    "TABLE_META",
+    "TYPED_NODES",
+    "json_access",
+    "mark_json",
+    "type_comparisons",
+    "type_numeric_contexts",
+]
 
 JSON_META = "hq_json"  # node is a reference to a JSON column (a properties column of some view)
 PROP_META = "hq_prop"  # node is a property access (JSONExtract of a JSON column)
 NAME_META = "hq_name"  # name the value would have as a column (the last key, as PostHog names it)
+TABLE_META = "hq_table"  # HogQL table a JSON column or property access belongs to ("events", "persons", ...)
+KEY_META = "hq_key"  # a property access of one top-level key: that key
 
 
-def mark_json(node: exp.Expr, name: str) -> exp.Expr:
+def mark_json(node: exp.Expr, name: str, table: str | None = None) -> exp.Expr:
     node.meta[JSON_META] = True
     node.meta[NAME_META] = name
+    if table is not None:
+        node.meta[TABLE_META] = table
     return node
 
 
@@ -39,6 +59,10 @@ def json_access(base: exp.Expr, keys: list[exp.Expr]) -> exp.Expr:
         root = base
     node = exp.Anonymous(this="JSONExtract", expressions=[root, *keys, exp.Literal.string("Nullable(String)")])
     node.meta[PROP_META] = True
+    if base.meta.get(TABLE_META):
+        node.meta[TABLE_META] = base.meta[TABLE_META]
+    if len(keys) == 1 and isinstance(keys[0], exp.Literal) and keys[0].is_string:
+        node.meta[KEY_META] = keys[0].this
     last = keys[-1] if keys else None
     if isinstance(last, exp.Literal) and last.is_string:
         node.meta[NAME_META] = last.this
@@ -87,3 +111,56 @@ def type_comparisons(nodes: list[exp.Expr]) -> None:
             and _is_number(node.args["high"])
         ):
             node.set("this", _as_number(node.this))
+
+
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg)
+# Aggregates that only take numbers (their -If/-OrNull/... combinations included, see _aggregate_base).
+_NUMERIC_AGGREGATES = (
+    "sum", "avg", "median", "quantile", "stddev", "var", "corr", "covar", "skew", "kurt", "sumKahan", "avgWeighted",
+)  # fmt: skip
+# Aggregates whose answer differs between numbers and text ('10' < '9'): numeric only for numeric-typed keys.
+_ORDERING_AGGREGATES = ("min", "max", "argMin", "argMax")
+_AGG_NODES = (exp.Anonymous, exp.AnonymousAggFunc, exp.CombinedAggFunc)
+
+
+def _aggregate_base(name: str, bases: tuple[str, ...]) -> bool:
+    lowered = name.lower()
+    return any(lowered.startswith(base.lower()) for base in bases)
+
+
+def _is_condition_arg(call: exp.Expr, arg: exp.Expr) -> bool:
+    # sumIf(x, cond): the last argument of an -If combination is the condition, not a value
+    return call.name.lower().endswith("if") and call.expressions and call.expressions[-1] is arg
+
+
+def _needs_number(prop: exp.Expr, numeric_key: bool) -> bool:
+    parent = prop.parent
+    if isinstance(parent, _ARITHMETIC):
+        return True
+    if isinstance(parent, exp.Quantile) and parent.this is prop:
+        return True
+    if isinstance(parent, _AGG_NODES) and not _is_condition_arg(parent, prop):
+        if _aggregate_base(parent.name, _NUMERIC_AGGREGATES):
+            return True
+        if numeric_key and _aggregate_base(parent.name, _ORDERING_AGGREGATES) and parent.expressions[0] is prop:
+            return True
+    return numeric_key and isinstance(parent, exp.Ordered)
+
+
+def type_numeric_contexts(nodes: list[exp.Expr], numeric: Mapping[str, Collection[str]]) -> None:
+    """Read property accesses in ``nodes`` as numbers where PostHog would (one scope's nodes, after resolution).
+
+    Always: an operand of arithmetic (``properties.$screen_width * properties.$screen_height``) and a value of a
+    numeric aggregate (``sum``, ``avg``, quantiles, deviations...). For a key in ``numeric[table]`` (typed as a
+    number by the project's data): also in ``min``/``max``/``argMin``/``argMax`` and ``ORDER BY``, where text
+    would order ``'10'`` before ``'9'``. Selected on its own a property keeps its text (docs/hogql.md).
+    """
+    for node in nodes:
+        if not node.meta.get(PROP_META) or node.parent is None:
+            continue
+        key, table = node.meta.get(KEY_META), node.meta.get(TABLE_META)
+        numeric_key = key is not None and table is not None and key in numeric.get(str(table), ())
+        if _needs_number(node, numeric_key):
+            wrapper = exp.Anonymous(this="toFloat64OrNull")
+            node.replace(wrapper)
+            wrapper.set("expressions", [node])

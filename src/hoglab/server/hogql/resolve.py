@@ -19,15 +19,28 @@ it is left for ClickHouse to report. Correlated references to an outer query are
 from __future__ import annotations
 
 import itertools
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from sqlglot import exp
 
 from .check import chain_top
 from .errors import HogQLError, node_span
-from .props import JSON_META, NAME_META, PROP_META, TYPED_NODES, json_access, mark_json, type_comparisons
+from .nullsafe import NULLABLE_META, apply_null_rules
+from .parse import parse_hogql_expr
+from .props import (
+    JSON_META,
+    NAME_META,
+    PROP_META,
+    TYPED_NODES,
+    json_access,
+    mark_json,
+    type_comparisons,
+    type_numeric_contexts,
+)
 from .scope import Columns, Scope, Source, collect_sources, expand_stars, output_columns, scope_nodes, walk_scope
 from .tables import TABLES, ViewOptions, build_view
+from .values import escape_identifier
 
 __all__ = ["Resolver"]
 
@@ -51,8 +64,17 @@ class Env:
 class Resolver:
     """Resolves one query tree in place. ``views`` counts the guarded views it created."""
 
-    def __init__(self, *, team_id: int, database: str, timezone: str, person_overrides: bool) -> None:
+    def __init__(
+        self,
+        *,
+        team_id: int,
+        database: str,
+        timezone: str,
+        person_overrides: bool,
+        numeric_properties: Mapping[str, Collection[str]] | None = None,
+    ) -> None:
         self.team_id = team_id
+        self.numeric_properties = numeric_properties or {}
         self.database = database
         self.timezone = timezone
         self.person_overrides = person_overrides
@@ -132,6 +154,8 @@ class Resolver:
         for bracket in reversed([n for n in scope_nodes(scope) if isinstance(n, exp.Bracket)]):
             self._resolve_bracket(bracket)
         type_comparisons([n for n in scope_nodes(scope) if isinstance(n, TYPED_NODES)])
+        type_numeric_contexts(list(scope_nodes(scope)), self.numeric_properties)
+        apply_null_rules(list(scope_nodes(scope)))
         scope.name_properties()
         self._add_lazy_joins(scope)
         self._replace_tables(scope)
@@ -198,6 +222,7 @@ class Resolver:
         if source.kind == "derived":
             kind = source.columns.names.get(name) if source.columns is not None else None
             ref = exp.column(exp.to_identifier(name, quoted=True), table=source.alias_identifier())
+            ref.meta[NULLABLE_META] = True
             if kind is True:
                 mark_json(ref, name)
                 return json_access(ref, _keys(rest[1:])) if len(rest) > 1 else ref
@@ -216,16 +241,40 @@ class Resolver:
         fld = schema.field(name)
         if fld is None:
             raise _err(f"Field '{name}' not found on table '{schema.name}'", node)
+        if fld.kind == "virtual":
+            if len(rest) > 1:
+                raise _err(f"Field '{name}' has no sub-fields", node)
+            virtual = self._virtual_field(fld.expression, source, scope)
+            virtual.meta[NAME_META] = name
+            return virtual
         if name == "person_id":
             source.needs_person_id = True
         ref = exp.column(exp.to_identifier(name, quoted=True), table=source.alias_identifier())
         if fld.kind == "json":
-            mark_json(ref, name)
+            mark_json(ref, name, schema.name)
             return json_access(ref, _keys(rest[1:])) if len(rest) > 1 else ref
         if len(rest) > 1:
             raise _err(f"Field '{name}' has no sub-fields", node)
         ref.meta[NAME_META] = name
+        if source.join_on is not None:
+            ref.meta[NULLABLE_META] = True  # a lazily joined row that does not exist reads as NULL
         return ref
+
+    def _virtual_field(self, template: str, source: Source, scope: Scope) -> exp.Expr:
+        # The expression is HogQL over the source's own alias, resolved here like the user's text.
+        assert source.alias is not None
+        expression = parse_hogql_expr(template.format(table=escape_identifier(source.alias)))
+        holder = exp.Paren(this=expression)
+        for column in list(holder.find_all(exp.Column)):
+            top = chain_top(column)
+            names = [p.name for p in top.parts]
+            resolved = self._resolve_names(names, column, scope)
+            if resolved is not None:
+                resolved.meta["hq_done"] = True
+                top.replace(resolved)
+        result: exp.Expr = holder.this
+        result.meta["hq_done"] = True
+        return result
 
     def _lazy_source(self, source: Source, name: str, scope: Scope) -> Source:
         if name not in source.lazy:

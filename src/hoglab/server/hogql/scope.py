@@ -328,7 +328,7 @@ def _star_columns(scope: Scope, source: Source, exclude: set[str], resolver: Res
         col.meta[NAME_META] = name
         fld = source.schema.field(name)
         if fld is not None and fld.kind == "json":
-            mark_json(col, name)
+            mark_json(col, name, source.schema.name)
         columns.append(col)
     return columns
 

@@ -19,8 +19,11 @@ from typing import Literal
 
 from sqlglot import exp
 
+from .sessions import SESSION_FIELDS, session_view_items
+
 __all__ = [
     "GUARD_META",
+    "PERSON_DISPLAY_NAME_PROPERTIES",
     "PERSON_OVERRIDES_DDL",
     "PERSON_OVERRIDES_TABLE",
     "TABLES",
@@ -48,13 +51,39 @@ ORDER BY (team_id, old_person_id)
 GUARD_META = "hq_view"
 """``Select.meta`` key set on every view; its value is the raw table alias the guard is written against."""
 
-FieldKind = Literal["plain", "json", "datetime"]
+FieldKind = Literal["plain", "json", "datetime", "virtual"]
 
 
 @dataclass(frozen=True)
 class Field:
+    """A field of a HogQL table; a ``virtual`` one is the HogQL ``expression`` (``{table}`` is the table's alias)."""
+
     name: str
     kind: FieldKind = "plain"
+    expression: str = ""
+
+
+PERSON_DISPLAY_NAME_PROPERTIES = ("email", "Email", "$email", "name", "Name", "username", "Username", "UserName")
+"""The person properties PostHog's app shows a person by, in order (its default; hoglab has no per-project list)."""
+
+
+def _display_name(person_properties: str, fallback: str) -> str:
+    keys = ", ".join(f"toString({person_properties}.`{key}`)" for key in PERSON_DISPLAY_NAME_PROPERTIES)
+    return f"coalesce({keys}, {fallback})"
+
+
+# PostHog's "person_display_name -- Person" column: (display name, person id, distinct id).
+_EVENTS_DISPLAY_NAME = Field(
+    "person_display_name",
+    "virtual",
+    f"tuple({_display_name('{table}.person.properties', '{table}.distinct_id')}, "
+    "toString({table}.person_id), {table}.distinct_id)",
+)
+_PERSONS_DISPLAY_NAME = Field(
+    "person_display_name",
+    "virtual",
+    f"tuple({_display_name('{table}.properties', 'toString({table}.id)')}, toString({{table}}.id))",
+)
 
 
 @dataclass(frozen=True)
@@ -93,6 +122,7 @@ TABLES: dict[str, TableSchema] = {
             Field("$session_id"),
             Field("$window_id"),
             Field("person_id"),
+            _EVENTS_DISPLAY_NAME,
         ),
         # PostHog's ``*`` on events: database columns except team_id; person_id is a join in PostHog.
         star=(
@@ -109,11 +139,26 @@ TABLES: dict[str, TableSchema] = {
         joins={
             "person": _PERSON_JOIN,
             "pdi": LazyJoin(target="person_distinct_ids", from_field="distinct_id", to_field="distinct_id"),
+            "session": LazyJoin(target="sessions", from_field="$session_id", to_field="session_id"),
         },
+    ),
+    "sessions": TableSchema(
+        name="sessions",
+        fields=tuple(
+            Field(name, "datetime" if name in ("$start_timestamp", "$end_timestamp") else "plain")
+            for name in SESSION_FIELDS
+        ),
+        star=tuple(name for name in SESSION_FIELDS if name not in ("duration", "$end_current_url", "$end_pathname")),
     ),
     "persons": TableSchema(
         name="persons",
-        fields=(Field("id"), Field("created_at", "datetime"), Field("properties", "json"), Field("is_identified")),
+        fields=(
+            Field("id"),
+            Field("created_at", "datetime"),
+            Field("properties", "json"),
+            Field("is_identified"),
+            _PERSONS_DISPLAY_NAME,
+        ),
         star=("id", "created_at", "properties", "is_identified"),
     ),
     "person_distinct_ids": TableSchema(
@@ -286,7 +331,14 @@ def _overrides_view(opts: ViewOptions) -> exp.Select:
     return _select(raw, PERSON_OVERRIDES_TABLE, opts, items).group_by(_col(raw, "old_person_id"), copy=False)
 
 
+def _sessions_view(opts: ViewOptions) -> exp.Select:
+    raw = "__hq_s"
+    select = _select(raw, "sessions", opts, session_view_items(raw, opts.timezone))
+    return select.group_by(_col(raw, "session_id"), copy=False)
+
+
 _BUILDERS = {
+    "sessions": _sessions_view,
     "events": _events_view,
     "persons": _persons_view,
     "person_distinct_ids": _pdi_view,

@@ -24,7 +24,10 @@ from sqlglot import exp
 from .dialect import HOGQL_PLACEHOLDER, HogQLDialect
 from .errors import HogQLError, node_span
 
-__all__ = ["bind_placeholders", "escape_identifier", "escape_literal", "value_to_node"]
+__all__ = ["VARIABLE_PREFIX", "bind_placeholders", "escape_identifier", "escape_literal", "value_to_node"]
+
+VARIABLE_PREFIX = "variables."
+"""``{variables.x}`` (PostHog's insight variables) is the placeholder named ``variables.x``."""
 
 _MAX_DEPTH = 8
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -121,6 +124,8 @@ def bind_placeholders(
             replacement = value_to_node(values[name], timezone=timezone)
         else:
             start, end = node_span(node)
+            if name.startswith(VARIABLE_PREFIX):
+                raise HogQLError(f"Unknown variable {name[len(VARIABLE_PREFIX) :]}", start=start, end=end)
             raise HogQLError(f"Placeholder {{{name}}} has no value: pass it in 'values'", start=start, end=end)
         replacement.meta["hq_placeholder"] = name
         if node is tree:

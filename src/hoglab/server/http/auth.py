@@ -42,7 +42,7 @@ __all__ = [
 CURRENT_PROJECT = "@current"
 MAX_ID = 2**63 - 1
 _BEARER = re.compile(r"^Bearer\s+(\S.*)$")
-_PROJECT_ID = re.compile(r"^\d{1,30}$")
+_PROJECT_ID = re.compile(r"^[0-9]{1,30}$")  # ASCII digits only: int("１") is 1
 _WWW_AUTHENTICATE = {"WWW-Authenticate": 'Bearer realm="api"'}
 
 KeySource = Literal["Authorization header", "body", "query string"]

@@ -51,7 +51,7 @@ _LENIENT_TYPES = {"", "application/x-www-form-urlencoded", "text/plain"}
 async def raw_body(request: Request) -> bytes:
     """Dependency: the request body, refused above ``MAX_BODY_BYTES``."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise ValidationFailed(f"Request body is larger than {MAX_BODY_BYTES} bytes.", code="request_too_large")
     body = await request.body()
     if len(body) > MAX_BODY_BYTES:

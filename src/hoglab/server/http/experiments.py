@@ -158,9 +158,12 @@ def update_experiment(request: Request, auth: Write, state: State, id: Experimen
     for field in ("start_date", "end_date"):
         if field in given:
             changes[field] = rules.to_utc(getattr(payload, field), field)
+    if "filters" in given:
+        rules.check_metric_filters(data["filters"])
     for field in ("filters", "parameters", "secondary_metrics"):
         if field in given:
             changes[field] = data[field]
+    changes.update(rules.metric_fields(payload))
     store = state.store
     with store.transaction():
         record, flag = _load(state, auth, id)  # again, inside the lock: the row may have changed meanwhile

@@ -5,6 +5,7 @@ POST   /api/projects/{project_id}/query/{kind}/       the same, the body's kind 
 GET    /api/projects/{project_id}/query/{id}/         query:read   202 running, 200 done, 400 failed, 404
 DELETE /api/projects/{project_id}/query/{id}/         query:read   204 cancelled, 404 unknown
 GET    /api/projects/{project_id}/query/draft_sql/    query:read   {"sql": "..."}
+POST   /api/projects/{project_id}/query/arrow/        as POST /query/: every row of a HogQLQuery as Arrow IPC (hoglab)
 
 The views only read the body and write the bytes that :class:`~hoglab.server.query.service.QueryService`
 answers with (validation, execution modes, cache, async jobs and error mapping all live there).
@@ -20,6 +21,7 @@ from fastapi import Depends, Path, Query, Request, Response
 
 from hoglab.schema import HogQLQueryResponse, QueryRequest, QueryStatusResponse
 
+from ..query.bulk import ARROW_STREAM, bulk_arrow
 from ..query.service import QueryService
 from ..state import get_state
 from .auth import AuthContext, require_scope
@@ -74,6 +76,21 @@ def draft_query_sql(
 ) -> dict[str, str]:
     """A starter HogQL statement built from the prompt and the project's own event names and property keys."""
     return QueryService.of(get_state(request)).draft_sql(auth.project, prompt)
+
+
+@router.post(
+    BASE + "arrow/",
+    summary="Create query, all rows as Arrow (hoglab)",
+    response_model=None,
+    responses={200: {"description": "An Arrow IPC stream", "content": {ARROW_STREAM: {}}}},
+    openapi_extra=json_body_openapi(QueryRequest),
+)
+def create_query_arrow(request: Request, auth: Create, raw: Body) -> Response:
+    """A HogQLQuery's every row (no 10,000-row cap; its own LIMIT applies) as an Arrow IPC stream whose schema
+    metadata ``hoglab.types`` holds the ClickHouse types; errors as ``POST /query/``. Not part of PostHog."""
+    data = parse_json_object(raw, request.headers.get("content-type"))
+    body = bulk_arrow(QueryService.of(get_state(request)), auth.project, data)
+    return Response(body, status_code=200, media_type=ARROW_STREAM)
 
 
 @router.post(

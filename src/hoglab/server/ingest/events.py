@@ -8,7 +8,10 @@ ms); ``elements_chain`` a string. The whole batch is checked before anything is 
 
 Clock skew, as PostHog: with both ``timestamp`` and ``sent_at`` the event happened ``sent_at - timestamp``
 before the server received it, so ``timestamp = now + (timestamp - sent_at)`` (unless ``$ignore_sent_at``).
-A result more than 23 hours in the future becomes ``now``.
+A result more than 23 hours in the future becomes ``now``. A time outside the table's range, given or computed
+(``offset: 1e15``; ``sent_at`` in year 1 with a ``timestamp`` in 9999), fails the batch with a 400 naming the
+field: PostHog would store the event at ``now`` with an ingestion warning, but hoglab has no warnings to show, and
+a silent ``now`` would put the event in the wrong place of every insight.
 
 >>> now = datetime(2026, 1, 1, 12, tzinfo=UTC)
 >>> e = normalize_event({"event": "x", "distinct_id": 7, "timestamp": "2026-01-01T11:00:00Z"},
@@ -132,12 +135,7 @@ def normalize_event(
     if not isinstance(elements_chain, str):
         raise IngestError('Invalid payload: "elements_chain" must be a string.', attr=f"{attr}elements_chain")
 
-    try:
-        properties_json = orjson.dumps(properties).decode()
-    except TypeError:  # e.g. an integer beyond 64 bits, which orjson refuses; json copes
-        import json
-
-        properties_json = json.dumps(properties, separators=(",", ":"))
+    properties, properties_json = _properties_json(properties, attr)
     return CapturedEvent(
         uuid=event_uuid,
         event=name[:MAX_EVENT_NAME_LENGTH],
@@ -148,6 +146,32 @@ def normalize_event(
         elements_chain=elements_chain,
         personless=properties.get("$process_person_profile") is False,
     )
+
+
+def _as_float_beyond_64_bits(value: Any) -> Any:
+    # What posthog-js and PostHog's JavaScript ingestion see: an integer too large for 64 bits is a double.
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _as_float_beyond_64_bits(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_float_beyond_64_bits(v) for v in value]
+    return value
+
+
+def _properties_json(properties: dict[str, Any], attr: str) -> tuple[dict[str, Any], str]:
+    """The properties and their JSON; every later writer (persons too) can serialise them again with orjson."""
+    try:
+        return properties, orjson.dumps(properties).decode()
+    except TypeError:  # an integer beyond 64 bits, or nesting deeper than orjson writes (255 levels)
+        pass
+    try:
+        properties = _as_float_beyond_64_bits(properties)
+        return properties, orjson.dumps(properties).decode()
+    except (TypeError, RecursionError):
+        raise IngestError(
+            'Invalid payload: "properties" are nested too deeply (over 255 levels).', attr=f"{attr}properties"
+        ) from None
 
 
 def _event_time(raw: dict[str, Any], properties: dict[str, Any], *, sent_at: Any, now: datetime, attr: str) -> datetime:
@@ -162,16 +186,23 @@ def _event_time(raw: dict[str, Any], properties: dict[str, Any], *, sent_at: Any
             )
     sent = parse_timestamp(sent_at) if sent_at else None
     offset = raw.get("offset")
-    if timestamp is not None and sent is not None and not properties.get("$ignore_sent_at"):
-        result = now + (timestamp - sent)
-    elif isinstance(offset, int | float) and not isinstance(offset, bool):
-        result = now - timedelta(milliseconds=offset)
-    else:
-        result = timestamp or now
+    field = "timestamp"
+    try:
+        if timestamp is not None and sent is not None and not properties.get("$ignore_sent_at"):
+            result = now + (timestamp - sent)
+        elif isinstance(offset, int | float) and not isinstance(offset, bool):
+            field = "offset"
+            result = now - timedelta(milliseconds=offset)
+        else:
+            result = timestamp or now
+    except (OverflowError, ValueError):
+        # A hostile or broken clock (offset 1e15, sent_at in year 1 with a timestamp in 9999): refused per event,
+        # naming the field, like any other time outside the table's range below.
+        raise IngestError(f'Invalid payload: "{field}" puts the event out of range.', attr=f"{attr}{field}") from None
     if result - now > _FUTURE_LIMIT:
         result = now
     if not _MIN_TS <= result <= _MAX_TS:
-        raise IngestError('Invalid payload: "timestamp" is out of range.', attr=f"{attr}timestamp")
+        raise IngestError(f'Invalid payload: "{field}" is out of range.', attr=f"{attr}{field}")
     return result
 
 

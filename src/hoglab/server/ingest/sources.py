@@ -78,6 +78,29 @@ def _csv_header(path: Path) -> list[str]:
         return []
 
 
+# DuckDB and pyarrow write UUID and JSON columns as Arrow extension types (arrow.uuid over 16 bytes, arrow.json
+# over a string); both mean the text the other writers store, and ClickHouse reads either as a String column.
+_UUID_FIELDS = ("uuid", "person_id")
+
+
+def _is_uuid(typ: pa.DataType) -> bool:
+    return isinstance(typ, pa.BaseExtensionType) and typ.extension_name == "arrow.uuid"
+
+
+def _is_text(typ: pa.DataType) -> bool:
+    if isinstance(typ, pa.BaseExtensionType) and typ.extension_name == "arrow.json":
+        typ = typ.storage_type
+    return bool(pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ))
+
+
+def _uuid_text(column: pa.ChunkedArray) -> pa.Array:
+    """An ``arrow.uuid`` column as canonical UUID text (nulls kept), for engines that are sent Arrow."""
+    import uuid
+
+    raw = [b for chunk in column.chunks for b in chunk.storage.to_pylist()]  # the 16 bytes of each id
+    return pa.array([None if b is None else str(uuid.UUID(bytes=b)) for b in raw], pa.string())
+
+
 def _parquet_columns(path: Path) -> dict[str, str]:
     import pyarrow.parquet as pq
 
@@ -90,7 +113,7 @@ def _parquet_columns(path: Path) -> dict[str, str]:
         if name not in schema.names:
             continue
         typ = schema.field(name).type
-        if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        if _is_text(typ) or (name in _UUID_FIELDS and _is_uuid(typ)):
             columns[name] = "Nullable(String)"
         elif name == "timestamp" and pa.types.is_timestamp(typ):
             columns[name] = "Nullable(DateTime64(6, 'UTC'))"
@@ -214,7 +237,12 @@ def read_locally(source: Source) -> pa.Table:
     else:
         table = pq.read_table(source.path, columns=list(source.columns))
         for name, typ in source.columns.items():
+            i = table.schema.get_field_index(name)
+            arrow_type = table.schema.field(name).type
             if typ.startswith("Nullable(DateTime64"):
-                i = table.schema.get_field_index(name)
                 table = table.set_column(i, name, table.column(name).cast(pa.timestamp("us", tz="UTC")))
+            elif _is_uuid(arrow_type):
+                table = table.set_column(i, name, _uuid_text(table.column(name)))
+            elif isinstance(arrow_type, pa.BaseExtensionType):
+                table = table.set_column(i, name, table.column(name).cast(arrow_type.storage_type))
     return table.append_column("_row_number", pa.array(range(table.num_rows), pa.uint64()))

@@ -3,7 +3,8 @@
 Requests hand validated events to :meth:`Ingestor.submit` and wait on a future. One writer thread takes every
 request that arrived during the previous INSERT (plus a short window, a few ms, so a burst is not split),
 resolves persons for all of them in arrival order, writes the person rows and then the events, and only then
-completes the futures. A 200 therefore always means "on disk": a SIGKILL after it loses nothing. If a write
+completes the futures. Events already stored (same project and uuid: an SDK's retry) are dropped first
+(``dedup.py``). A 200 therefore always means "on disk": a SIGKILL after it loses nothing. If a write
 fails every request of the group fails (a 500 for a server fault, never a partial success), and the cached
 persons of the projects involved are dropped so the next request reloads what the tables really hold.
 
@@ -25,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..engine.base import Engine
+from .dedup import drop_duplicates
 from .events import CapturedEvent, normalize_batch
 from .person_store import PersonStore
 from .persons import PersonRows, PersonState, next_version
@@ -69,7 +71,7 @@ class Ingestor:
     # -- API --------------------------------------------------------------------------------------------------
 
     def submit(self, team_id: int, events: list[CapturedEvent]) -> Future[int]:
-        """Queue validated events; the future gives how many were stored, once they are."""
+        """Queue validated events; the future gives how many were stored (duplicates are not), once they are."""
         future: Future[int] = Future()
         if not events:
             future.set_result(0)
@@ -134,11 +136,13 @@ class Ingestor:
     def _commit(self, group: list[_Job]) -> list[int]:
         rows: list[tuple[Any, ...]] = []
         changes = PersonRows()
+        # Before persons: a resent event must not re-apply its $set either.
+        fresh = drop_duplicates(self.engine, [(job.team_id, job.events) for job in group])
         with self.persons.lock:
             states: dict[int, PersonState] = {}
-            for job in group:
+            for job, events in zip(group, fresh, strict=True):
                 state = states.get(job.team_id) or states.setdefault(job.team_id, self.persons.state(job.team_id))
-                for e in job.events:
+                for e in events:
                     person_id = state.process(
                         e.event, e.distinct_id, e.properties, e.timestamp, personless=e.personless
                     )
@@ -151,6 +155,7 @@ class Ingestor:
                 changes.extend(state.take_rows(version))
             # Persons first: an acknowledged event always has its person rows.
             self.persons.write(changes)
-        self.engine.insert_arrow("events", events_table(rows))
+        if rows:
+            self.engine.insert_arrow("events", events_table(rows))
         self.commits += 1
-        return [len(job.events) for job in group]
+        return [len(events) for events in fresh]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -19,9 +19,12 @@ from hoglab.schema import HogQLFilters, HogQLQuery, QueryRequest, validation_err
 
 from ..errors import ValidationFailed
 from .cache import cache_key
-from .runners import RUNNERS, load_runners
+from .runners import RESOLVERS, RUNNERS, load_runners
 
-__all__ = ["ASYNC_MODES", "Prepared", "execution_mode", "prepare"]
+if TYPE_CHECKING:
+    from ..store import ProjectRecord, Store
+
+__all__ = ["ASYNC_MODES", "WRAPPER_KINDS", "Prepared", "execution_mode", "prepare", "resolve", "unwrap_source"]
 
 ASYNC_MODES = frozenset({"async", "lazy_async", "force_async"})
 _FILTER_OVERRIDE_KEYS = frozenset({"date_from", "date_to", "properties", "breakdown_filter", "explicitDate"})
@@ -40,6 +43,29 @@ class Prepared:
     cache_key: str
 
 
+WRAPPER_KINDS = frozenset({"DataTableNode", "InsightVizNode", "DataVisualizationNode"})
+"""PostHog's display nodes: POST /query runs their ``source`` and answers what the source answers."""
+_MAX_WRAPPERS = 4
+
+
+def unwrap_source(data: dict[str, Any]) -> dict[str, Any]:
+    """The body with a wrapper node (``DataTableNode``, ``InsightVizNode``, ``DataVisualizationNode``) replaced by
+    its ``source``, as PostHog's query endpoint runs it; display settings (columns, chart options) are dropped.
+
+    >>> unwrap_source({"query": {"kind": "DataTableNode", "source": {"kind": "HogQLQuery", "query": "select 1"}}})
+    {'query': {'kind': 'HogQLQuery', 'query': 'select 1'}}
+    """
+    query = data.get("query")
+    for _ in range(_MAX_WRAPPERS):
+        if not isinstance(query, dict) or query.get("kind") not in WRAPPER_KINDS:
+            break
+        source = query.get("source")
+        if not isinstance(source, dict):
+            raise ValidationFailed(f"{query['kind']} needs a 'source' query to run.", attr="query__source")
+        query = source
+    return {**data, "query": query} if query is not data.get("query") else data
+
+
 def execution_mode(request: QueryRequest) -> str:
     """PostHog's ``refresh`` → execution mode (reference 1.3): ``async: true`` wins; ``true`` forces a blocking
     run; omitted, ``false`` and ``force_cache`` mean ``blocking`` on this endpoint."""
@@ -56,6 +82,7 @@ def execution_mode(request: QueryRequest) -> str:
 def prepare(data: dict[str, Any], *, team_id: int, timezone: str, path_kind: str | None = None) -> Prepared:
     """Validate a request body; 400s as PostHog words them (unknown kind, kind mismatch, field errors)."""
     load_runners()
+    data = unwrap_source(data)
     query = data.get("query")
     kind = query.get("kind") if isinstance(query, dict) else None
     if path_kind is not None and isinstance(query, dict) and kind != path_kind:
@@ -91,6 +118,18 @@ def prepare(data: dict[str, Any], *, team_id: int, timezone: str, path_kind: str
     )
 
 
+def resolve(prepared: Prepared, project: ProjectRecord, store: Store | None) -> Prepared:
+    """The query with the stored objects it names read in (its kind's resolver), keyed on them for the cache."""
+    resolver = RESOLVERS.get(prepared.kind)
+    if resolver is None:
+        return prepared
+    if store is None:
+        raise ValidationFailed(f"{prepared.kind} needs the service's store, which this service runs without.")
+    model = resolver(prepared.query, project, store)
+    dumped = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return replace(prepared, query=model, cache_key=cache_key(project.id, dumped, timezone=project.timezone or "UTC"))
+
+
 def _apply_filters_override(model: BaseModel, override: Mapping[str, Any]) -> BaseModel:
     # PostHog's dashboard filters on a HogQL query: a date range and extra properties for {filters}.
     if not isinstance(model, HogQLQuery):
@@ -114,5 +153,3 @@ def _apply_filters_override(model: BaseModel, override: Mapping[str, Any]) -> Ba
     except ValidationError as exc:
         body = validation_error_body(exc, filters)
         raise ValidationFailed(body.detail, attr="filters_override" + (f"__{body.attr}" if body.attr else "")) from None
-
-

@@ -31,13 +31,13 @@ from .answers import answer_members, cache_members, dumps, join_members
 from .cache import LAZY_TARGET_AGE, TARGET_AGE, QueryCache, data_version
 from .failures import api_error
 from .jobs import QueryJobs
-from .request import ASYNC_MODES, Prepared, prepare
+from .request import ASYNC_MODES, Prepared, prepare, resolve
 from .runners import RUNNERS, RunContext, has_person_overrides
 
 if TYPE_CHECKING:
     from ..engine.base import Engine
     from ..state import ServiceState
-    from ..store import ProjectRecord
+    from ..store import ProjectRecord, Store
 
 __all__ = ["QueryService", "compute"]
 
@@ -68,25 +68,28 @@ def compute(
 class QueryService:
     """Validation, execution modes, the result cache and async jobs of the Query API, over one engine."""
 
-    def __init__(self, engine: Engine, jobs: QueryJobs, cache: QueryCache, limits: Mapping[str, Any]) -> None:
+    def __init__(
+        self, engine: Engine, jobs: QueryJobs, cache: QueryCache, limits: Mapping[str, Any], store: Store | None = None
+    ) -> None:
         self.engine = engine
         self.jobs = jobs
         self.cache = cache
         self.limits = dict(limits)
+        self.store = store
 
     @classmethod
     def of(cls, state: ServiceState) -> QueryService:
         """The service of a running app (a 500 while the engine is not open)."""
         if state.engine is None or state.query_jobs is None:
             raise ServerError("The query service is not running.")
-        return cls(state.engine, state.query_jobs, state.query_cache, statement_limits(state.config))
+        return cls(state.engine, state.query_jobs, state.query_cache, statement_limits(state.config), state.store)
 
     # -- POST /query ----------------------------------------------------------------------------------------------
 
     def run(self, project: ProjectRecord, data: dict[str, Any], *, path_kind: str | None = None) -> tuple[int, bytes]:
         """Answer one request body: ``(200, answer)``, or ``(202, query_status)`` while an async run goes on."""
         prepared = prepare(data, team_id=project.id, timezone=project.timezone or "UTC", path_kind=path_kind)
-        return self.answer(project, prepared)
+        return self.answer(project, resolve(prepared, project, self.store))
 
     def answer(self, project: ProjectRecord, prepared: Prepared) -> tuple[int, bytes]:
         """PostHog's execution modes: a fresh cached answer when the mode allows it, else an async job or a

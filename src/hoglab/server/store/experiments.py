@@ -10,14 +10,22 @@ from typing import Any, Literal
 from .db import Database, to_db_time, utcnow
 from .records import ExperimentRecord, dump_json
 
-__all__ = ["ExperimentPage", "ExperimentRepository", "ExperimentStatus"]
+__all__ = ["METRIC_COLUMNS", "ExperimentPage", "ExperimentRepository", "ExperimentStatus"]
 
 ExperimentStatus = Literal["draft", "running", "complete", "all"]
 
-_JSON_COLUMNS = frozenset({"parameters", "secondary_metrics", "filters"})
+METRIC_JSON_COLUMNS = frozenset(
+    {"metrics", "metrics_secondary", "exposure_criteria", "stats_config", "primary_metrics_ordered_uuids",
+     "secondary_metrics_ordered_uuids"}
+)  # fmt: skip
+"""The JSON columns of PostHog's metric experiments (``ExperimentQuery``)."""
+METRIC_COLUMNS = METRIC_JSON_COLUMNS | {"conclusion", "conclusion_comment"}
+_JSON_COLUMNS = frozenset({"parameters", "secondary_metrics", "filters"}) | METRIC_JSON_COLUMNS
 _TIME_COLUMNS = frozenset({"start_date", "end_date"})
 _UPDATABLE = frozenset(
-    {"name", "description", "archived", "exposure_cohort_id", "type"} | _JSON_COLUMNS | _TIME_COLUMNS
+    {"name", "description", "archived", "exposure_cohort_id", "type", "conclusion", "conclusion_comment"}
+    | _JSON_COLUMNS
+    | _TIME_COLUMNS
 )
 _STATUS_SQL: dict[str, str] = {
     "draft": " AND start_date IS NULL",
@@ -61,13 +69,20 @@ class ExperimentRepository:
         end_date: datetime | None = None,
         archived: bool = False,
         created_by_id: int | None = None,
+        type: str = "product",
+        metric_fields: Mapping[str, Any] | None = None,
     ) -> ExperimentRecord:
         """A new experiment on an existing flag.
 
         >>> with store.transaction():  # doctest: +SKIP
         ...     flag = store.flags.create(project.id, "checkout", filters=...)
         ...     store.experiments.create(project.id, name="Checkout", feature_flag_id=flag.id)
+
+        ``metric_fields`` sets any of :data:`METRIC_COLUMNS` (``metrics``, ``stats_config``, ...).
         """
+        unknown = set(metric_fields or {}) - METRIC_COLUMNS
+        if unknown:
+            raise ValueError(f"not metric fields of an experiment: {sorted(unknown)}")
         now = to_db_time(utcnow())
         values = {
             "team_id": team_id,
@@ -80,9 +95,11 @@ class ExperimentRepository:
             "start_date": _column_value("start_date", start_date),
             "end_date": _column_value("end_date", end_date),
             "archived": int(archived),
+            "type": type,
             "created_by_id": created_by_id,
             "created_at": now,
             "updated_at": now,
+            **{column: _column_value(column, value) for column, value in (metric_fields or {}).items()},
         }
         columns = ", ".join(values)
         marks = ", ".join("?" * len(values))

@@ -249,6 +249,14 @@ class ExperimentRecord:
     created_by_id: int | None
     created_at: datetime
     updated_at: datetime
+    metrics: list[dict[str, Any]] | None = None
+    metrics_secondary: list[dict[str, Any]] | None = None
+    exposure_criteria: dict[str, Any] | None = None
+    stats_config: dict[str, Any] | None = None
+    conclusion: str | None = None
+    conclusion_comment: str | None = None
+    primary_metrics_ordered_uuids: list[str] | None = None
+    secondary_metrics_ordered_uuids: list[str] | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> ExperimentRecord:
@@ -269,6 +277,14 @@ class ExperimentRecord:
             row["created_by_id"],
             _time(row, "created_at"),
             _time(row, "updated_at"),
+            load_json(row["metrics"]),
+            load_json(row["metrics_secondary"]),
+            load_json(row["exposure_criteria"]),
+            load_json(row["stats_config"]),
+            row["conclusion"],
+            row["conclusion_comment"],
+            load_json(row["primary_metrics_ordered_uuids"]),
+            load_json(row["secondary_metrics_ordered_uuids"]),
         )
 
     @property

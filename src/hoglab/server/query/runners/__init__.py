@@ -1,16 +1,28 @@
 """Query runners: one per query kind, each turning a validated query model into PostHog's answer for it.
 
 Runner modules register themselves (``base.register``) when imported; :func:`load_runners` imports every module
-of ``RUNNER_MODULES`` (a new kind is a module and a name here).
+of ``RUNNER_MODULES`` (a new kind is a module and a name here: relative to this package, or a full module path
+for runners that live with their domain, like the experiment queries).
 """
 
 from __future__ import annotations
 
 import importlib
 
-from .base import RUNNERS, RawAnswer, RunContext, Runner, Timings, has_person_overrides, register
+from .base import (
+    RESOLVERS,
+    RUNNERS,
+    RawAnswer,
+    RunContext,
+    Runner,
+    Timings,
+    has_person_overrides,
+    register,
+    register_resolver,
+)
 
 __all__ = [
+    "RESOLVERS",
     "RUNNERS",
     "RUNNER_MODULES",
     "RawAnswer",
@@ -20,6 +32,7 @@ __all__ = [
     "has_person_overrides",
     "load_runners",
     "register",
+    "register_resolver",
 ]
 
 RUNNER_MODULES = (
@@ -28,6 +41,8 @@ RUNNER_MODULES = (
     "funnels",
     "events",
     "actors",
+    "hoglab.server.experiments.metric_runner",
+    "hoglab.server.experiments.exposure_runner",
     "retention",
     "lifecycle",
     "stickiness",
@@ -38,5 +53,5 @@ RUNNER_MODULES = (
 def load_runners() -> dict[str, Runner]:
     """Import every runner module; the kind → runner map."""
     for name in RUNNER_MODULES:
-        importlib.import_module(f"{__name__}.{name}")
+        importlib.import_module(name if "." in name else f"{__name__}.{name}")
     return RUNNERS

@@ -134,7 +134,7 @@ def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
         )
     for key in ("properties", "fixedProperties"):
         condition = property_filters_to_hogql(
-            getattr(query, key), p, attr=key, timezone=ctx.project.timezone or "UTC"
+            getattr(query, key), p, attr=key, timezone=ctx.project.timezone or "UTC", person_id="id"
         )
         if condition:
             where.append(condition.replace("person.properties.", "properties."))

@@ -30,10 +30,11 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ...engine.base import Engine, JsonResult
-    from ...store import ProjectRecord
+    from ...store import ProjectRecord, Store
 
 __all__ = [
     "COMPILED",
+    "RESOLVERS",
     "RUNNERS",
     "CompiledCache",
     "RawAnswer",
@@ -42,6 +43,7 @@ __all__ = [
     "Timings",
     "has_person_overrides",
     "register",
+    "register_resolver",
 ]
 
 
@@ -141,6 +143,7 @@ class RunContext:
         default_limit: int | None = None,
         max_limit: int | None = None,
         filters: Any = None,
+        numeric_properties: Mapping[str, frozenset[str]] | None = None,
     ) -> CompiledQuery:
         """HogQL → guarded ClickHouse SQL for this project (raises ``HogQLError`` on a mistake), kept in ``COMPILED``.
 
@@ -151,7 +154,8 @@ class RunContext:
             # repr, not JSON: JSON writes a tuple as a list, a UUID or a datetime as its text and NaN as null, and
             # those compile to other literals (or fail to compile); repr of the values compile accepts keeps them
             # apart, and is faster to take than any walk over them.
-            inputs = (repr(values), repr(filters))
+            numeric = sorted((table, sorted(keys)) for table, keys in (numeric_properties or {}).items())
+            inputs = (repr(values), repr(filters), repr(numeric))
             key = (self.team_id, self.timezone, self.person_overrides, hogql, inputs, default_limit, max_limit)
             compiled = COMPILED.get(key)
             if compiled is None:
@@ -164,6 +168,7 @@ class RunContext:
                     max_limit=max_limit,
                     person_overrides=self.person_overrides,
                     filters=filters,
+                    numeric_properties=numeric_properties,
                 )
                 COMPILED.put(key, compiled)
             return compiled
@@ -206,6 +211,26 @@ def register(kind: str) -> Callable[[Runner], Runner]:
             raise ValueError(f"a runner for {kind} is already registered")
         RUNNERS[kind] = runner
         return runner
+
+    return add
+
+
+Resolver = Callable[[Any, "ProjectRecord", "Store"], Any]
+"""``resolver(query_model, project, store) -> model``: the query with what it refers to in the store read in."""
+
+RESOLVERS: dict[str, Resolver] = {}
+"""Query kind → resolver, for kinds that name stored objects (an experiment by id). The service resolves before
+its cache lookup, so the cache key covers the stored settings and the runner gets the resolved model."""
+
+
+def register_resolver(kind: str) -> Callable[[Resolver], Resolver]:
+    """Decorator: make ``resolver`` the one for ``kind``."""
+
+    def add(resolver: Resolver) -> Resolver:
+        if kind in RESOLVERS and RESOLVERS[kind] is not resolver:
+            raise ValueError(f"a resolver for {kind} is already registered")
+        RESOLVERS[kind] = resolver
+        return resolver
 
     return add
 

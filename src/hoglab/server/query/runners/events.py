@@ -95,6 +95,9 @@ def _jsonable(value: Any, kind: str, team_id: int) -> Any:
         except orjson.JSONDecodeError:
             props = {}
         return {"uuid": uuid, "created_at": created_at, "properties": props, "distinct_id": distinct_id}
+    if kind == "person_display_name" and isinstance(value, list) and len(value) == 3:
+        display_name, person_id, distinct_id = value
+        return {"display_name": display_name, "id": person_id, "distinct_id": distinct_id}
     return value
 
 
@@ -114,6 +117,10 @@ def run_events(query: EventsQuery, ctx: RunContext) -> dict[str, Any]:
         elif text == "person":
             select_sql.append(_PERSON)
             kinds.append("person")
+            aggregates.append(False)
+        elif text == "person_display_name":
+            select_sql.append(text)  # the events table's virtual field (hogql/tables.py)
+            kinds.append("person_display_name")
             aggregates.append(False)
         else:
             select_sql.append(f"({text})")

@@ -19,9 +19,11 @@ import orjson
 from hoglab.schema import DEFAULT_RETURNED_ROWS, MAX_SELECT_RETURNED_ROWS, HogQLQuery
 
 from ...hogql import HogQLError
+from ...hogql.values import VARIABLE_PREFIX
+from ..property_types import numeric_properties
 from .base import RawAnswer, RunContext, register
 
-__all__ = ["MODIFIERS", "drop_last_row", "run_hogql"]
+__all__ = ["MODIFIERS", "drop_last_row", "run_hogql", "variable_values"]
 
 # How hoglab resolves persons, in PostHog's modifier vocabulary (docs/hogql.md "Persons"); requested modifiers
 # are accepted for compatibility but change nothing.
@@ -42,17 +44,30 @@ def drop_last_row(data: bytes) -> bytes:
     return data[:cut] + b"\n\t]"
 
 
+def variable_values(variables: Any) -> dict[str, Any]:
+    """PostHog's insight variables (``{id: {"code_name": "x", "value": ..}}``) as the values of ``{variables.x}``.
+
+    >>> variable_values({"a1": {"variableId": "a1", "code_name": "country", "value": "DE"}})
+    {'variables.country': 'DE'}
+    """
+    found: dict[str, Any] = {}
+    for variable in (variables or {}).values():
+        if not isinstance(variable, dict) or not isinstance(variable.get("code_name"), str):
+            raise HogQLError("Each query variable needs a 'code_name' and a 'value'.")
+        found[f"{VARIABLE_PREFIX}{variable['code_name']}"] = variable.get("value")
+    return found
+
+
 @register("HogQLQuery")
 def run_hogql(query: HogQLQuery, ctx: RunContext) -> RawAnswer:
     """Compile with the default limit (100) and the cap (10,000), run, answer PostHog's HogQL response."""
-    if query.variables:
-        raise HogQLError("Query variables are not supported: bind values with `values` and {placeholders}.")
     compiled = ctx.compile(
         query.query,
-        values=query.values,
+        values={**(query.values or {}), **variable_values(query.variables)},
         default_limit=DEFAULT_RETURNED_ROWS,
         max_limit=MAX_SELECT_RETURNED_ROWS,
         filters=query.filters.model_dump(mode="json") if query.filters else None,
+        numeric_properties=numeric_properties(ctx.engine, ctx.team_id),
     )
     result = ctx.execute_json(compiled)
     data = result.data

@@ -1,0 +1,87 @@
+"""The ``sessions`` table: one row per ``$session_id`` of a project, kept by a materialized view over ``events``.
+
+Every insert into ``events`` (capture, file loads, pulls) also writes partial aggregates of the sessions it
+touches into ``sessions`` (an ``AggregatingMergeTree``); readers merge them (the compiler's view of the table,
+``hogql/sessions.py``), so a session that spans several batches is still one session. The same statements run
+on chDB and on a ClickHouse server.
+
+A data dir made before the table existed is backfilled once when the engine opens it: the materialized view is
+created first, then every event with a ``$session_id`` is aggregated into ``sessions`` *if ``sessions`` is empty*
+(which is the case exactly when it was just created over old events, or when no event has a session).
+
+>>> [" ".join(s.split()[:2]) for s in session_statements("hoglab")]
+['CREATE TABLE', 'CREATE MATERIALIZED', 'INSERT INTO']
+"""
+
+from __future__ import annotations
+
+__all__ = ["ATTRIBUTION_KEYS", "SESSIONS_TABLE", "session_statements"]
+
+SESSIONS_TABLE = "sessions"
+
+ATTRIBUTION_KEYS = (
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "utm_term",
+    "utm_content",
+    "$referring_domain",
+    "gclid",
+    "gad_source",
+    "fbclid",
+)
+"""Event properties of a session's first event kept as its entry attribution (``$entry_<key>``), in tuple order."""
+
+_TS = "DateTime64(6, 'UTC')"
+_ATTRIBUTION_TYPE = f"Tuple({', '.join('String' for _ in ATTRIBUTION_KEYS)})"
+
+_TABLE = f"""
+CREATE TABLE IF NOT EXISTS {{db}}.sessions (
+    team_id Int64,
+    session_id String,
+    first_distinct_id AggregateFunction(argMin, String, {_TS}),
+    min_timestamp SimpleAggregateFunction(min, {_TS}),
+    max_timestamp SimpleAggregateFunction(max, {_TS}),
+    entry_url AggregateFunction(argMin, String, {_TS}),
+    exit_url AggregateFunction(argMax, String, {_TS}),
+    entry_attribution AggregateFunction(argMin, {_ATTRIBUTION_TYPE}, {_TS}),
+    pageview_count SimpleAggregateFunction(sum, UInt64),
+    autocapture_count SimpleAggregateFunction(sum, UInt64),
+    screen_count SimpleAggregateFunction(sum, UInt64),
+    event_count SimpleAggregateFunction(sum, UInt64)
+) ENGINE = AggregatingMergeTree
+ORDER BY (team_id, session_id)
+"""
+
+
+def _aggregate_select(db: str) -> str:
+    url = "JSONExtractString(properties, '$current_url')"
+    attribution = ", ".join(f"JSONExtractString(properties, '{key}')" for key in ATTRIBUTION_KEYS)
+    return f"""
+SELECT
+    team_id,
+    `$session_id` AS session_id,
+    argMinState(distinct_id, timestamp) AS first_distinct_id,
+    min(timestamp) AS min_timestamp,
+    max(timestamp) AS max_timestamp,
+    argMinStateIf({url}, timestamp, {url} != '') AS entry_url,
+    argMaxStateIf({url}, timestamp, {url} != '') AS exit_url,
+    argMinState(tuple({attribution}), timestamp) AS entry_attribution,
+    countIf(event = '$pageview') AS pageview_count,
+    countIf(event = '$autocapture') AS autocapture_count,
+    countIf(event = '$screen') AS screen_count,
+    count() AS event_count
+FROM {db}.events
+WHERE `$session_id` != ''
+GROUP BY team_id, session_id
+"""
+
+
+def session_statements(db: str) -> list[str]:
+    """The table, the materialized view that feeds it, and the one-time backfill; each idempotent."""
+    select = _aggregate_select(db)
+    view = f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.sessions_mv TO {db}.sessions AS {select}"
+    # The backfill's condition is read once, before any row is written (a scalar subquery).
+    only_if_empty = f"WHERE (SELECT count() FROM {db}.sessions) = 0 AND "
+    backfill = f"INSERT INTO {db}.sessions {select.replace('WHERE ', only_if_empty, 1)}"
+    return [" ".join(sql.split()) for sql in (_TABLE.format(db=db), view, backfill)]

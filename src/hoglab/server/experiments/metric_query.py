@@ -1,0 +1,240 @@
+"""The HogQL of an experiment metric: per-variant sufficient statistics, as PostHog's experiment query builder.
+
+Every statement starts from the **exposures**, one row per person:
+
+* the exposure events are ``$feature_flag_called`` with ``$feature_flag`` = the flag's key (variant from
+  ``$feature_flag_response``), or the custom ``exposure_config`` event with its property filters (variant from
+  ``$feature/<flag>``), in ``[start, end]``, whose variant is one of the flag's; the project's test-account filters
+  apply unless ``filterTestAccounts`` is false;
+* a person's variant is the only one they were seen with, or ``$multiple`` (``exclude``: dropped from the
+  answer) or the variant of their first exposure (``first_seen``); ``first_exposure_time``/``last_exposure_time``
+  are their first and last exposure.
+
+Then per person (``entity_metrics``): metric events from the first exposure on, before ``end`` plus the conversion
+window, and with a window before the *last* exposure plus the window (PostHog's rule); persons without events count
+with 0. **mean**: ``total`` (events), ``sum``/``avg``/``min``/``max`` of a property (missing: 0), ``unique_session``,
+``dau`` (1 if any); outliers are capped at the percentiles of all exposed persons' values (``ignore_zeros`` leaves
+zeros out of the upper one). **ratio**: numerator and denominator the same way, person by person. **funnel**: the
+exposure is step 0 of an ordered/strict/unordered funnel over the metric's steps (the shared per-person replay of
+``runners/funnel_replay.py``), within the conversion window of the exposure (3 years without one).
+
+Percentiles use ``quantileExactInclusive``: PostHog's ``quantile`` is the same interpolation on fewer than 8,192
+values and a random sample above; hoglab stays exact (and deterministic) at every size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from hoglab.schema import EventsNode, ExperimentFunnelMetric, ExperimentMeanMetric, ExperimentRatioMetric
+
+from ..filters.params import Params
+from ..filters.properties import property_access, property_filters_to_hogql, test_account_filters
+from ..query.runners.common import series_conditions
+from ..query.runners.funnel_replay import fold_expr
+from ..query.runners.funnels_sql import unordered_expr
+from .metric_resolve import ResolvedExperiment
+
+__all__ = [
+    "FEATURE_FLAG_CALLED",
+    "MULTIPLE_VARIANT_KEY",
+    "NO_WINDOW_SECONDS",
+    "exposures_sql",
+    "funnel_sql",
+    "mean_sql",
+    "ratio_sql",
+    "window_seconds",
+]
+
+FEATURE_FLAG_CALLED = "$feature_flag_called"
+MULTIPLE_VARIANT_KEY = "$multiple"
+NO_WINDOW_SECONDS = 3 * 365 * 24 * 3600
+"""A funnel without a conversion window: PostHog's "all events" stand-in, three years."""
+_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86_400, "week": 7 * 86_400, "month": 30 * 86_400}
+
+
+def window_seconds(metric: Any) -> int:
+    """The metric's conversion window in seconds, 0 without one (PostHog counts a month as 30 days here)."""
+    if metric.conversion_window and metric.conversion_window_unit:
+        return int(metric.conversion_window) * _UNIT_SECONDS[metric.conversion_window_unit]
+    return 0
+
+
+def _exposure_parts(experiment: ResolvedExperiment, p: Params, project: Any) -> tuple[list[str], str]:
+    """The conditions of an exposure event (no time bounds) and the HogQL of its variant."""
+    criteria = experiment.exposure_criteria
+    config = criteria.exposure_config
+    timezone = getattr(project, "timezone", None) or "UTC"
+    event = config.event if config is not None else FEATURE_FLAG_CALLED
+    parts = [f"event = {p.add(event)}"]
+    if config is not None:
+        own = property_filters_to_hogql(config.properties, p, attr="exposure_criteria.exposure_config.properties",
+                                        timezone=timezone)  # fmt: skip
+        if own:
+            parts.append(own)
+    if event == FEATURE_FLAG_CALLED:
+        parts.append(f"{property_access('$feature_flag')} = {p.add(experiment.flag_key)}")
+        variant = property_access("$feature_flag_response")
+    else:
+        variant = property_access(f"$feature/{experiment.flag_key}")
+    if criteria.filterTestAccounts is not False:
+        tests = property_filters_to_hogql(test_account_filters(project), p, attr="filterTestAccounts",
+                                          timezone=timezone)  # fmt: skip
+        if tests:
+            parts.append(tests)
+    parts.append(f"{variant} IN {p.add(list(experiment.variants))}")
+    return parts, variant
+
+
+def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: datetime) -> str:
+    """One row per exposed person: ``entity_id, variant, first_exposure_time, last_exposure_time``."""
+    parts, variant = _exposure_parts(experiment, p, project)
+    if experiment.exposure_criteria.multiple_variant_handling == "first_seen":
+        chosen = f"argMin({variant}, timestamp)"
+    else:
+        chosen = f"if(uniqExact({variant}) > 1, {p.add(MULTIPLE_VARIANT_KEY)}, any({variant}))"
+    return f"""
+        SELECT person_id AS entity_id, {chosen} AS variant,
+               min(timestamp) AS first_exposure_time, max(timestamp) AS last_exposure_time
+        FROM events
+        WHERE timestamp >= {p.add(experiment.start)} AND timestamp <= {p.add(end)} AND {" AND ".join(parts)}
+        GROUP BY entity_id
+    """
+
+
+def _value_expr(node: EventsNode) -> str:
+    if node.math in ("sum", "avg", "min", "max"):
+        return f"coalesce(toFloat({property_access(str(node.math_property))}), 0)"
+    return "toFloat(1)"
+
+
+def _per_person(node: EventsNode, window: int) -> str:
+    """The aggregate of a person's metric events (``m``) after their exposure (``x``), 0 without any."""
+    inside = "m.timestamp >= x.first_exposure_time"
+    if window:
+        inside += f" AND m.timestamp < x.last_exposure_time + toIntervalSecond({int(window)})"
+    if node.math == "unique_session":
+        return f"toFloat(uniqExactIf(m.session_id, {inside} AND m.session_id != ''))"
+    if node.math == "dau":
+        return f"toFloat(countIf({inside}) > 0)"
+    if node.math in ("avg", "min", "max"):
+        return f"if(countIf({inside}) > 0, {node.math}If(m.value, {inside}), 0)"
+    return f"coalesce(sumIf(m.value, {inside}), 0)"
+
+
+def _events_of(node: EventsNode, p: Params, project: Any, attr: str, start: datetime, stop: str) -> str:
+    conditions = series_conditions(None, node, p, project=project, attr=attr)
+    where = " AND ".join([f"timestamp >= {p.add(start)}", f"timestamp < {stop}", *conditions])
+    return (f"SELECT person_id AS entity_id, timestamp, {_value_expr(node)} AS value, `$session_id` AS session_id "
+            f"FROM events WHERE {where}")  # fmt: skip
+
+
+def _stop(p: Params, end: datetime, window: int) -> str:
+    return f"{p.add(end)} + toIntervalSecond({int(window)})"
+
+
+def _entity_values(node: EventsNode, p: Params, project: Any, attr: str, experiment: ResolvedExperiment,
+                   end: datetime, window: int) -> str:  # fmt: skip
+    events = _events_of(node, p, project, attr, experiment.start, _stop(p, end, window))
+    return f"""
+        SELECT x.entity_id AS entity_id, x.variant AS variant, {_per_person(node, window)} AS value
+        FROM exposures AS x LEFT JOIN ({events}) AS m ON x.entity_id = m.entity_id
+        GROUP BY x.entity_id, x.variant
+    """
+
+
+def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
+             end: datetime) -> str:  # fmt: skip
+    """``variant, n, total, squares`` of each variant (``$multiple`` included; the runner drops it)."""
+    window = window_seconds(metric)
+    exposures = exposures_sql(experiment, p, project, end)
+    values = _entity_values(metric.source, p, project, "metric.source", experiment, end, window)
+    low, high = metric.lower_bound_percentile, metric.upper_bound_percentile
+    if low is None and high is None:
+        return f"""
+            WITH exposures AS ({exposures}), entity_metrics AS ({values})
+            SELECT variant, count() AS n, sum(value) AS total, sum(value * value) AS squares
+            FROM entity_metrics GROUP BY variant
+        """
+    low_expr = "min(value)" if low is None else f"quantileExactInclusive({float(low)})(value)"
+    if high is None:
+        high_expr = "max(value)"
+    elif metric.ignore_zeros:
+        high_expr = f"quantileExactInclusiveIf({float(high)})(value, value != 0)"
+    else:
+        high_expr = f"quantileExactInclusive({float(high)})(value)"
+    return f"""
+        WITH exposures AS ({exposures}), entity_metrics AS ({values}),
+             bounds AS (SELECT {low_expr} AS low, {high_expr} AS high FROM entity_metrics)
+        SELECT variant, count() AS n, sum(capped) AS total, sum(capped * capped) AS squares
+        FROM (SELECT e.variant AS variant, least(greatest(b.low, e.value), b.high) AS capped
+              FROM entity_metrics AS e CROSS JOIN bounds AS b)
+        GROUP BY variant
+    """
+
+
+def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
+              end: datetime) -> str:  # fmt: skip
+    """``variant, n, total, squares, denominator_sum, denominator_squares, product`` of each variant."""
+    window = window_seconds(metric)
+    exposures = exposures_sql(experiment, p, project, end)
+    numerator = _entity_values(metric.numerator, p, project, "metric.numerator", experiment, end, window)
+    denominator = _entity_values(metric.denominator, p, project, "metric.denominator", experiment, end, window)
+    return f"""
+        WITH exposures AS ({exposures}), numerator AS ({numerator}), denominator AS ({denominator})
+        SELECT nu.variant AS variant, count() AS n, sum(nu.value) AS total, sum(nu.value * nu.value) AS squares,
+               sum(de.value) AS denominator_sum, sum(de.value * de.value) AS denominator_squares,
+               sum(nu.value * de.value) AS product
+        FROM numerator AS nu INNER JOIN denominator AS de ON nu.entity_id = de.entity_id
+        GROUP BY variant
+    """
+
+
+def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
+               end: datetime) -> str:  # fmt: skip
+    """``variant, n, total, s1..sN`` (persons reaching each metric step) of each variant."""
+    window = window_seconds(metric)
+    steps: Sequence[EventsNode] = metric.series
+    n = len(steps) + 1  # step 0 is the exposure
+    exposure_parts, _ = _exposure_parts(experiment, p, project)
+    exposure_cond = " AND ".join([f"timestamp <= {p.add(end)}", *exposure_parts])
+    conds = [exposure_cond] + [
+        " AND ".join(series_conditions(None, step, p, project=project, attr=f"metric.series.{i}")) or "true"
+        for i, step in enumerate(steps)
+    ]
+    mask = " + ".join(f"if({c}, {1 << i}, 0)" for i, c in enumerate(conds))
+    order = metric.funnel_order_type or "ordered"
+    micros = (window or NO_WINDOW_SECONDS) * 1_000_000
+    if order == "unordered":
+        per_person = f"tupleElement(({unordered_expr(n, micros)}), 1) - 1 AS step_reached"
+        # PostHog's unordered funnel only sees events from the person's first exposure on.
+        since = "AND ev.timestamp >= x.first_exposure_time"
+    else:
+        replay = fold_expr(n, micros, strict=order == "strict", attribution_step=None, exclusions=False)
+        per_person = f"{replay.fold} AS f, {replay.step_reached} AS step_reached"
+        since = ""
+    exposures = exposures_sql(experiment, p, project, end)
+    events = f"""
+        SELECT ev.entity_id AS actor_id, toUnixTimestamp64Micro(ev.timestamp) AS ts0, ev.m0 AS m0,
+               toInt64(log2(bitAnd(ev.m0, -ev.m0))) AS lowest
+        FROM (SELECT person_id AS entity_id, timestamp, toInt64({mask}) AS m0 FROM events
+              WHERE timestamp >= {p.add(experiment.start)} AND timestamp <= {_stop(p, end, window)}) AS ev
+        INNER JOIN exposures AS x ON ev.entity_id = x.entity_id
+        WHERE ev.m0 != 0 {since}
+    """
+    counts = ", ".join(f"countIf(step_reached >= {j}) AS s{j}" for j in range(1, n))
+    return f"""
+        WITH exposures AS ({exposures}),
+             reached AS (
+                SELECT actor_id, {per_person}
+                FROM (SELECT actor_id, arrayMap(e -> e.1, ev) AS ts, arrayMap(e -> e.3, ev) AS m
+                      FROM (SELECT actor_id, arraySort(e -> (e.1, e.2),
+                                   arrayZip(groupArray(ts0), groupArray(lowest), groupArray(m0))) AS ev
+                            FROM ({events}) GROUP BY actor_id))
+             )
+        SELECT x.variant AS variant, count() AS n, countIf(r.step_reached = {n - 1}) AS total, {counts}
+        FROM exposures AS x LEFT JOIN reached AS r ON x.entity_id = r.actor_id
+        GROUP BY variant
+    """

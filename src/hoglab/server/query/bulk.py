@@ -1,0 +1,138 @@
+"""Bulk rows: every row of a HogQL statement as one Arrow IPC stream (``POST /query/arrow/``, a hoglab extension).
+
+A plain ``HogQLQuery`` answer stops at 10,000 rows, as PostHog's does, so a notebook that wants a million rows
+would page through a hundred answers, each re-running its ORDER BY. This answer has no row cap (the statement's
+own LIMIT applies, and the per-query memory and time limits): the engine writes the rows as Arrow, they are sent
+as they are (no JSON, no Python objects), and the client builds the DataFrame from the columns directly.
+
+The statement goes through the same compiler as ``/query`` (the team guard, the allow-lists, the project's time
+zone, ``values`` and ``{filters}``), under the same key, scope and query rate limit. The ClickHouse type of each
+column travels in the schema metadata (``hoglab.types``, JSON ``[[name, type], ...]``, the ``types`` of a JSON
+answer), so the client gives each column the dtype it gives the same column of a JSON answer.
+
+    status, body = bulk_arrow(service, project, {"query": {"kind": "HogQLQuery", "query": "select * from events"}})
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from hoglab.schema import HogQLQuery
+
+from ..engine.limits import LimitedEngine
+from ..errors import ValidationFailed
+from ..hogql import HogQLError
+from ..store.db import utcnow
+from .cache import data_version
+from .failures import api_error
+from .request import prepare
+from .runners import RunContext, has_person_overrides
+from .runners.hogql import MODIFIERS
+
+if TYPE_CHECKING:
+    from ..store import ProjectRecord
+    from .service import QueryService
+
+__all__ = ["ARROW_STREAM", "BULK_MAX_ROWS", "TYPES_METADATA", "bulk_arrow"]
+
+ARROW_STREAM = "application/vnd.apache.arrow.stream"
+TYPES_METADATA = b"hoglab.types"
+# Far past what fits a notebook's memory: the statement's LIMIT and the memory limit are what bound an answer.
+BULK_MAX_ROWS = 1_000_000_000
+_NO_ROW_CAP = {"max_result_rows": 0}
+
+
+def _describe(ctx: RunContext, sql: str, settings: dict[str, Any]) -> list[list[str]]:
+    """``[[name, ClickHouse type], ...]`` of a compiled statement, without running it (analysis only)."""
+    table = ctx.engine.execute(f"DESCRIBE TABLE ({sql})", settings=settings, tag=ctx.tag)
+    names, types = table.column("name").to_pylist(), table.column("type").to_pylist()
+    return [[str(n), str(t)] for n, t in zip(names, types, strict=True)]
+
+
+# Types Arrow carries natively with the meaning a JSON answer gives them; every other column is sent as text:
+# ``toString`` for the string-like ones (Arrow would carry an Enum's number, an IPv4's integer), ``toJSONString``
+# for nested ones (the client reads them as it reads a JSON answer's cells).
+_NATIVE = frozenset({
+    "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64", "Bool",
+    "String", "Date", "Date32", "DateTime", "DateTime64", "Decimal", "Decimal32", "Decimal64", "Decimal128",
+    "Decimal256", "Nothing",
+})  # fmt: skip
+_AS_TEXT = frozenset({"UUID", "FixedString", "Enum8", "Enum16", "IPv4", "IPv6", "Int128", "Int256", "UInt128",
+                      "UInt256"})  # fmt: skip
+
+
+def _base_type(type_text: str) -> str:
+    text = type_text.strip()
+    while True:
+        for wrapper in ("Nullable(", "LowCardinality("):
+            if text.startswith(wrapper) and text.endswith(")"):
+                text = text[len(wrapper) : -1].strip()
+                break
+        else:
+            return text.split("(", 1)[0].strip()
+
+
+def _wrapped(sql: str, types: list[list[str]]) -> str:
+    """``sql`` with its non-native columns converted to text; unchanged when no column needs it (or names repeat,
+    which a subquery cannot tell apart: the client then reads those columns as best it can)."""
+    names = [name for name, _ in types]
+    if len(set(names)) != len(names):
+        return sql
+    columns, changed = [], False
+    for name, type_text in types:
+        quoted = "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
+        base = _base_type(type_text)
+        if base in _NATIVE:
+            columns.append(quoted)
+            continue
+        changed = True
+        function = "toString" if base in _AS_TEXT else "toJSONString"
+        columns.append(f"{function}({quoted}) AS {quoted}")
+    return f"SELECT {', '.join(columns)} FROM ({sql})" if changed else sql
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue())
+
+
+def bulk_arrow(service: QueryService, project: ProjectRecord, data: dict[str, Any]) -> bytes:
+    """Validate a ``{"query": HogQLQuery}`` body and answer all its rows as an Arrow IPC stream (bytes).
+
+    Any other kind is a 400 naming ``query__kind``; a HogQL mistake is the 400 ``/query`` gives.
+    """
+    prepared = prepare(data, team_id=project.id, timezone=project.timezone or "UTC")
+    if not isinstance(prepared.query, HogQLQuery):
+        detail = f"Bulk rows are answered for HogQLQuery only, not {prepared.kind}."
+        raise ValidationFailed(detail, attr="query__kind", code="invalid_input")
+    query = prepared.query
+    with service.jobs.track(project.id, prepared.query_id) as tag:
+        try:
+            if query.variables:
+                raise HogQLError("Query variables are not supported: bind values with `values` and {placeholders}.")
+            version = data_version(service.engine)
+            overrides = service.cache.person_overrides(
+                project.id, version, lambda: has_person_overrides(service.engine, project.id)
+            )
+            view = LimitedEngine(service.engine, service.limits)
+            ctx = RunContext(project=project, engine=view, now=utcnow(), tag=tag, person_overrides=overrides)
+            compiled = ctx.compile(
+                query.query,
+                values=query.values,
+                default_limit=None,
+                max_limit=BULK_MAX_ROWS,
+                filters=query.filters.model_dump(mode="json") if query.filters else None,
+            )
+            settings = {**compiled.settings, **_NO_ROW_CAP}
+            types = _describe(ctx, compiled.sql, settings)
+            with ctx.timings.measure("execute"):
+                table = view.execute(_wrapped(compiled.sql, types), settings=settings, tag=tag)
+        except Exception as exc:
+            raise api_error(exc) from None
+    metadata = {TYPES_METADATA: json.dumps(types).encode(), b"hoglab.modifiers": json.dumps(MODIFIERS).encode()}
+    return _ipc(table.replace_schema_metadata(metadata))

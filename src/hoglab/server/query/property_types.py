@@ -1,0 +1,62 @@
+"""Which properties a project's data types as numbers: hoglab's stand-in for PostHog's property definitions.
+
+PostHog types a property ``Numeric`` when ingestion sees a number for it, and its HogQL printer then reads the
+property with ``toFloat(..)``. hoglab keeps no taxonomy; it samples the project's newest rows instead: a key is
+numeric when every non-null value seen for it is a JSON number. The answer is kept per project and recomputed
+only when the data changed (the engine's data version), from at most ``SAMPLE_ROWS`` rows per table.
+
+>>> is_numeric(["Int64", "Double", "Null"]), is_numeric(["Int64", "String"]), is_numeric(["Null"])
+(True, False, False)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from .cache import data_version
+
+__all__ = ["SAMPLE_ROWS", "is_numeric", "numeric_properties"]
+
+SAMPLE_ROWS = 10_000
+_NUMBER_TYPES = frozenset({"Int64", "UInt64", "Double"})
+_TABLES = {"events": "events", "persons": "persons"}
+_lock = threading.Lock()
+_known: dict[int, tuple[int, dict[str, frozenset[str]]]] = {}
+
+
+def is_numeric(types: Iterable[str]) -> bool:
+    """Whether JSON types seen for one key make it a number (``Null`` values do not count either way)."""
+    seen = set(types) - {"Null"}
+    return bool(seen) and seen <= _NUMBER_TYPES
+
+
+def _sample_sql(table: str, team_id: int) -> str:
+    # No ORDER BY: a sort would read every row of the project; the first parts read are a fair sample.
+    return (
+        "SELECT key, groupUniqArray(toString(JSONType(properties, key))) AS types "
+        f"FROM (SELECT properties FROM {table} WHERE team_id = {int(team_id)} LIMIT {SAMPLE_ROWS}) "
+        "ARRAY JOIN JSONExtractKeys(properties) AS key GROUP BY key"
+    )
+
+
+def _compute(engine: Any, team_id: int) -> dict[str, frozenset[str]]:
+    found: dict[str, frozenset[str]] = {}
+    for hogql_table, table in _TABLES.items():
+        rows = engine.execute(_sample_sql(table, team_id)).to_pylist()
+        found[hogql_table] = frozenset(row["key"] for row in rows if is_numeric(row["types"]))
+    return found
+
+
+def numeric_properties(engine: Any, team_id: int) -> dict[str, frozenset[str]]:
+    """HogQL table -> keys of ``properties`` whose values are numbers in project ``team_id``'s data."""
+    version = data_version(engine)
+    with _lock:
+        cached = _known.get(team_id)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    found = _compute(engine, team_id)
+    with _lock:
+        _known[team_id] = (version, found)
+    return found

@@ -1,0 +1,129 @@
+"""client.experiments.results for metric experiments against a scripted REMOTE PostHog (httpx.MockTransport).
+
+This is a mock of PostHog Cloud's answers, the only kind of mock the project allows: every answer the mock sends
+validates against PostHog's published OpenAPI document (``ExperimentQueryResponse``,
+``ExperimentExposureQueryResponse``), and so does every query the client sends (``ExperimentQuery``,
+``ExperimentExposureQuery``). The same calls run end to end against a real hoglab service in
+tests/server/experiments/test_metric_sdk_end_to_end.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import httpx
+import pandas as pd
+import pytest
+from clienttesting import Remote
+
+from experiment_metrics_cloud import EXPOSURES, FUNNEL, MEAN, STATS, Cloud, experiment_body, metric_answer
+from hoglab.client import Client, ExperimentResult
+from hoglab.client._metric_results import METRIC_COLUMNS, MetricExperimentResult
+from hoglab.stats.posthog import experiment_results
+
+BASE = "/api/projects/2/experiments/"
+QUERY = "/api/projects/2/query/"
+
+
+def _results(client: Client, remote: Remote, method: str = "frequentist", **kw: Any) -> tuple[Any, Cloud]:
+    cloud = Cloud(method, **kw)
+    remote.add("GET", f"{BASE}9/", httpx.Response(200, json=experiment_body(method)))
+    remote.add("POST", QUERY, cloud)
+    return client.experiments.results(9, refresh=True), cloud
+
+
+def test_every_metric_is_one_experiment_query_in_the_chosen_order(client: Client, remote: Remote) -> None:
+    result, cloud = _results(client, remote)
+    assert isinstance(result, MetricExperimentResult) and not isinstance(result, ExperimentResult)
+    kinds = [(q["kind"], q.get("metric", {}).get("uuid")) for q in cloud.queries]
+    assert kinds == [("ExperimentQuery", "m-funnel"), ("ExperimentQuery", "m-mean"), ("ExperimentQuery", "m-ratio"),
+                     ("ExperimentExposureQuery", None)]  # fmt: skip
+    assert all(q.get("experiment_id") == 9 for q in cloud.queries)
+    assert cloud.queries[-1]["exposure_criteria"] == {"filterTestAccounts": True}
+    assert cloud.queries[-1]["feature_flag"]["key"] == "checkout-copy"
+    bodies = remote.json_bodies("POST", QUERY)
+    assert {b["refresh"] for b in bodies} == {"force_blocking"}  # refresh=True recomputes on the server
+    assert cloud.queries[1]["metric"] == MEAN  # sent back exactly as the experiment holds it
+
+
+def test_the_frame_is_one_row_per_metric_and_variant_with_real_dtypes(client: Client, remote: Remote) -> None:
+    df = _results(client, remote)[0].to_frame()
+    assert list(df.columns) == METRIC_COLUMNS
+    assert df[["metric", "role", "variant"]].values.tolist() == [
+        ["signup → purchase", "primary", "control"], ["signup → purchase", "primary", "test"],
+        ["revenue", "primary", "control"], ["revenue", "primary", "test"],
+        ["revenue per pageview", "secondary", "control"], ["revenue per pageview", "secondary", "test"],
+    ]  # fmt: skip
+    assert str(df["number_of_samples"].dtype) == "Int64" and str(df["significant"].dtype) == "boolean"
+    assert str(df["metric"].dtype) == "string" and df["lift"].dtype == "float64"
+    rows = df.set_index(["metric_uuid", "variant"])
+    for uuid, (control, test) in STATS.items():
+        denominators = (control.denominator_sum, test.denominator_sum) if uuid == "m-ratio" else None
+        means = [s.sum / (d if denominators else s.number_of_samples)
+                 for s, d in zip((control, test), denominators or (1, 1), strict=True)]  # fmt: skip
+        assert rows.loc[(uuid, "test"), "mean"] == pytest.approx(means[1])
+        assert rows.loc[(uuid, "test"), "lift"] == pytest.approx(means[1] / means[0] - 1)
+        assert rows.loc[(uuid, "test"), "sum"] == test.sum
+        assert int(rows.loc[(uuid, "control"), "number_of_samples"]) == control.number_of_samples
+        assert math.isnan(rows.loc[(uuid, "control"), "lift"]) and rows.loc[(uuid, "control"), "significant"] is pd.NA
+    funnel = rows.loc[("m-funnel", "test")]
+    _, [expected] = experiment_results("funnel", *STATS["m-funnel"][:1], [STATS["m-funnel"][1]],
+                                       stats_config={"method": "frequentist"})  # fmt: skip
+    assert funnel["p_value"] == pytest.approx(expected.p_value)
+    assert [funnel["interval_low"], funnel["interval_high"]] == pytest.approx(list(expected.confidence_interval))
+    assert funnel["method"] == "frequentist" and bool(funnel["significant"]) == expected.significant
+    assert df["chance_to_win"].isna().all()
+
+
+def test_bayesian_answers_fill_chance_to_win(client: Client, remote: Remote) -> None:
+    result, _ = _results(client, remote, "bayesian")
+    df = result.to_frame()
+    tests = df[df["variant"] == "test"]
+    assert tests["chance_to_win"].between(0, 1).all() and tests["p_value"].isna().all()
+    assert set(tests["method"]) == {"bayesian"} and result.method == "bayesian"
+    assert "chance to win" in result.verdict
+
+
+def test_exposures_and_raw_answers(client: Client, remote: Remote) -> None:
+    result, _ = _results(client, remote)
+    exposures = result.exposures_frame()
+    assert exposures["cumulative"].tolist() == [1200.0, 2507.0, 1180.0, 2461.0]  # PostHog's counts are cumulative
+    assert exposures["new"].tolist() == [1200.0, 1307.0, 1180.0, 1281.0]
+    assert str(exposures["date"].dtype) == "datetime64[us]" and str(exposures["variant"].dtype) == "string"
+    assert result.total_exposures == {"control": 2507.0, "test": 2461.0}
+    assert result.raw["exposures"] == EXPOSURES
+    assert [m["answer"]["baseline"]["key"] for m in result.raw["metrics"]] == ["control"] * 3
+    html = result._repr_html_()
+    assert "frequentist" in html and "<table" in html and "revenue per pageview" in html
+
+
+def test_a_metric_the_server_cannot_answer_keeps_the_others(client: Client, remote: Remote) -> None:
+    result, _ = _results(client, remote, failing=frozenset({"m-mean"}))
+    assert result.errors == {"revenue": "No experiment exposures found for this metric."}
+    assert set(result.to_frame()["metric_uuid"]) == {"m-funnel", "m-ratio"}
+    assert "revenue: no results (No experiment exposures found" in result.verdict
+
+
+def test_an_answer_that_went_async_is_polled(client: Client, remote: Remote) -> None:
+    experiment = experiment_body(metrics=[FUNNEL], metrics_secondary=[])
+    remote.add("GET", f"{BASE}9/", httpx.Response(200, json=experiment))
+    ids: list[str] = []
+
+    def accepted(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        ids.append(body["client_query_id"])
+        if body["query"]["kind"] == "ExperimentExposureQuery":
+            return httpx.Response(200, json=EXPOSURES)
+        return httpx.Response(202, json={"query_status": {"id": body["client_query_id"], "complete": False}})
+
+    remote.add("POST", QUERY, accepted)
+    answer = metric_answer(FUNNEL, "frequentist")
+    remote.add("GET", f"{QUERY}*", httpx.Response(200, json={"query_status": {
+        "id": "x", "team_id": 2, "complete": True, "results": answer}}))  # fmt: skip
+    result = client.experiments.results(9)
+    polls = [r.url.path for r in remote.requests if r.method == "GET" and r.url.path.startswith(QUERY)]
+    assert polls == [f"{QUERY}{ids[0]}/"]
+    assert result.to_frame()["sum"].tolist() == [100.0, 140.0]
+    assert {b["refresh"] for b in remote.json_bodies("POST", QUERY)} == {"blocking"}

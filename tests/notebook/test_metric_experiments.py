@@ -1,0 +1,138 @@
+"""The picker and the report on metric experiments (PostHog's current kind), driven through their attributes.
+
+Experiments, flags and listings are the session's REAL hoglab service's. The ``ExperimentQuery`` and
+``ExperimentExposureQuery`` answers come from a scripted PostHog Cloud (tests/experiment_metrics_cloud.py: a
+mock of REMOTE PostHog whose bodies validate against PostHog's OpenAPI document), so the views are checked on
+what PostHog itself answers; every other request goes to the real service. The same views over hoglab's own
+answers, fed by the posthog SDK, are in tests/server/experiments/test_metric_sdk_end_to_end.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import hoglab
+from experiment_metrics_cloud import FUNNEL, MEAN, RATIO, STATS, Cloud
+from hoglab.client import Client, MetricExperimentResult
+from hoglab.notebook import ExperimentPicker, experiment_report
+from hoglab.stats import srm
+
+
+class CloudQueries(httpx.BaseTransport):
+    """Experiment queries to the scripted PostHog Cloud; everything else to the real service."""
+
+    def __init__(self, method: str) -> None:
+        self.real = httpx.HTTPTransport()
+        self.cloud = Cloud(method)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and re.search(r"/query/?$", request.url.path):
+            kind = json.loads(request.content)["query"]["kind"]
+            if kind in ("ExperimentQuery", "ExperimentExposureQuery"):
+                response = self.cloud(request)
+                return httpx.Response(response.status_code, content=response.content, request=request,
+                                      headers={"content-type": "application/json"})  # fmt: skip
+        return self.real.handle_request(request)
+
+    def close(self) -> None:
+        self.real.close()
+
+
+@pytest.fixture(params=["frequentist", "bayesian"])
+def cloud(request: pytest.FixtureRequest) -> Iterator[CloudQueries]:
+    transport = CloudQueries(request.param)
+    yield transport
+    transport.close()
+
+
+@pytest.fixture
+def client(make_project: Callable[..., Any], cloud: CloudQueries) -> Iterator[Client]:
+    project = make_project()
+    c = Client(str(project.http.base_url).rstrip("/"), project.key, project.id, transport=cloud, max_retries=0,
+               progress=False)  # fmt: skip
+    yield c
+    c.close()
+
+
+def _launched(client: Client, method: str) -> int:
+    return client.experiments.create(
+        "Checkout copy", f"checkout-{uuid.uuid4().hex[:8]}", start=True, metrics=[FUNNEL, MEAN],
+        metrics_secondary=[RATIO], stats_config=method,
+    ).id  # fmt: skip
+
+
+def test_the_picker_shows_every_metric_its_settings_and_the_split(client: Client, cloud: CloudQueries) -> None:
+    method = cloud.cloud.method
+    experiment_id = _launched(client, method)
+    picker = ExperimentPicker(client)
+    picker.value = experiment_id
+    assert picker.error is None, picker.error
+    assert isinstance(picker.result, MetricExperimentResult) and picker.result.method == method
+    assert [q["kind"] for q in cloud.cloud.queries].count("ExperimentQuery") == 3
+    # The metrics' summary: one row per metric, primary first, with settings and a verdict.
+    summary = picker.metrics
+    assert summary is not None
+    assert summary["metric"].tolist() == ["signup → purchase", "revenue", "revenue per pageview"]
+    assert summary["role"].tolist() == ["primary", "primary", "secondary"]
+    assert summary["settings"].tolist()[0] == "window 7 days · steps in ordered order · goal: increase"
+    assert "outliers capped at the 99th percentile" in summary["settings"].tolist()[1]
+    # The SRM check on the exposures the query answered, against the flag's 50/50.
+    assert picker.srm is not None
+    expected = srm({"control": 2507, "test": 2461}, {"control": 0.5, "test": 0.5})
+    assert picker.srm.p_value == pytest.approx(expected.p_value) and not picker.srm.mismatch
+    # What is shown: the method, each metric with its settings and verdict, the variants' numbers.
+    shown = picker.results.value
+    for text in ("Method:", method, "revenue per pageview", "window 7 days", "SRM check p", "2,507"):
+        assert text in shown, text
+    decided = "p-value" if method == "frequentist" else "chance to win"
+    assert decided in shown
+    assert "signup → purchase; secondary: revenue per pageview" not in picker.summary.value  # order by uuid list
+    assert f"signup → purchase, revenue; secondary: revenue per pageview ({method})" in picker.summary.value
+    # The figure: effects, exposures over time, SRM.
+    assert picker.figure is not None and len(picker.figure.axes) == 3
+    effects = picker.figure.axes[0]
+    assert [t.get_text() for t in effects.get_yticklabels()] == [
+        "signup → purchase · test", "revenue · test", "revenue per pageview · test (secondary)"]  # fmt: skip
+    assert picker.plot.layout.display is None and picker.plot.value[:4] == b"\x89PNG"
+
+
+def test_the_report_of_a_metric_experiment_is_one_page(client: Client, cloud: CloudQueries, tmp_path: Path) -> None:
+    method = cloud.cloud.method
+    experiment_id = _launched(client, method)
+    report = experiment_report(experiment_id, client)
+    assert report.metrics is not None and report.exposure_srm is not None
+    frame = report.metrics.to_frame()
+    significant = bool(frame.loc[frame["role"] == "primary", "significant"].fillna(False).any())
+    assert report.verdict == ("significant" if significant else "not_significant")
+    text = report.summary()
+    assert f"Method: {method}" in text and "Exposures: control 2,507, test 2,461" in text
+    assert text.count("[primary]") == 2 and text.count("[secondary]") == 1
+    assert "mean: window: the whole experiment · outliers capped at the 99th percentile" in text
+    assert set(report.figures) == {"metric_effects", "exposures", "srm"}
+    page = report.write(tmp_path).read_text()
+    # self-contained: figures embedded, nothing loaded from elsewhere
+    assert page.count("data:image/png;base64,") == 3 and "<script" not in page and 'src="http' not in page
+    assert "revenue per pageview" in page and "Exposures over time" in page
+    variants = (tmp_path / "variants.csv").read_text().splitlines()
+    assert len(variants) == 1 + 6 and variants[0].startswith("metric,metric_uuid,metric_type,role,variant")
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert [m["metric"]["uuid"] for m in saved["metrics"]] == ["m-funnel", "m-mean", "m-ratio"]
+    test_sum = [m["answer"]["variant_results"][0]["sum"] for m in saved["metrics"]]
+    assert test_sum == [STATS[u][1].sum for u in ("m-funnel", "m-mean", "m-ratio")]
+
+
+def test_a_draft_metric_experiment_asks_for_nothing(client: Client, cloud: CloudQueries) -> None:
+    draft = client.experiments.create("Later", f"later-{uuid.uuid4().hex[:6]}", metrics=[MEAN])
+    picker = hoglab.pick_experiment(draft.id, client)
+    assert picker.error is not None and picker.error.startswith("Draft")
+    assert "revenue" in picker.summary.value and cloud.cloud.queries == []
+    report = experiment_report(draft.id, client)
+    assert report.metrics is None and "draft" in (report.primary.error or "") and cloud.cloud.queries == []

@@ -1,0 +1,134 @@
+"""ExperimentQuery over HTTP against a real service, checked against an independent pandas restatement.
+
+One project holds seeded events (``metric_oracle.generate``) and three experiments on three flags: exposure by
+``$feature_flag_called`` with ``exclude``, the same with ``first_seen``, and a custom exposure event
+(``checkout_seen`` with ``plan = pro``). Each test posts a metric and compares ``number_of_samples``, ``sum``,
+``sum_squares`` (and ``step_counts``, the ratio sums) with the oracle's, then the method's fields with
+``hoglab.stats.posthog`` on the same sums, and the answer with PostHog's OpenAPI.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from hoglab.stats.posthog import ExperimentStats, experiment_results
+from posthog_openapi import CACHE_FIELDS, assert_valid
+
+from . import metric_oracle as oracle
+
+pytestmark = pytest.mark.xdist_group("metric-experiments")
+
+# PostHog's ExperimentQueryResponse lists neither the cache fields nor query_status/timings that every answer of
+# the query endpoint carries (PostHog's cached responses add them too).
+ANSWER_EXTRAS = (*CACHE_FIELDS, "query_status", "timings")
+PRO = [{"key": "plan", "value": "pro", "operator": "exact", "type": "event"}]
+CRITERIA = {
+    "mx-exclude": {"multiple_variant_handling": "exclude"},
+    "mx-first": {"multiple_variant_handling": "first_seen"},
+    "mx-custom": {"exposure_config": {"kind": "ExperimentEventExposureConfig", "event": "checkout_seen",
+                                      "properties": PRO}},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def setup(results_project) -> dict[str, Any]:
+    events = oracle.generate(20251125)
+    project = results_project(events)
+    ids = {}
+    for flag, criteria in CRITERIA.items():
+        method = "frequentist" if flag == "mx-first" else "bayesian"
+        body = {"name": flag, "feature_flag_key": flag, "start_date": oracle.START.isoformat(),
+                "end_date": oracle.END.isoformat(), "exposure_criteria": criteria, "stats_config": {"method": method}}
+        ids[flag] = project.create(**body)["id"]
+    return {"project": project, "events": events, "ids": ids}
+
+
+def _query(setup: dict[str, Any], flag: str, metric: dict[str, Any], **request: Any) -> dict[str, Any]:
+    body = {"query": {"kind": "ExperimentQuery", "experiment_id": setup["ids"][flag], "metric": metric}, **request}
+    response = setup["project"].http.post(f"/api/projects/{setup['project'].id}/query/", json=body)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def _exposed(setup: dict[str, Any], flag: str) -> Any:
+    df = setup["events"]
+    if flag == "mx-custom":
+        return oracle.exposures(df, flag, event="checkout_seen", plan="pro")
+    return oracle.exposures(df, flag, handling="first_seen" if flag == "mx-first" else "exclude")
+
+
+def _by_key(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {item["key"]: item for item in [answer["baseline"], *answer["variant_results"]]}
+
+
+def _check_stats(answer: dict[str, Any], expected: dict[str, tuple[int, float, float]]) -> None:
+    got = _by_key(answer)
+    assert set(got) == set(oracle.VARIANTS)
+    for key, (n, total, squares) in expected.items():
+        assert got[key]["number_of_samples"] == n, key
+        assert got[key]["sum"] == pytest.approx(total, rel=1e-9, abs=1e-9), key
+        assert got[key]["sum_squares"] == pytest.approx(squares, rel=1e-9, abs=1e-9), key
+    assert all(n > 20 for n, _, _ in expected.values())  # the data exercise the metric
+
+
+def _check_method(answer: dict[str, Any], metric_type: str, method: str, goal: str = "increase") -> None:
+    assert_valid(answer, "ExperimentQueryResponse", drop=ANSWER_EXTRAS)
+    fields = ("key", "number_of_samples", "sum", "sum_squares", "denominator_sum", "denominator_sum_squares",
+              "numerator_denominator_sum_product")  # fmt: skip
+
+    def stats(item: dict[str, Any]) -> ExperimentStats:
+        counts = tuple(item["step_counts"]) if item.get("step_counts") is not None else None
+        return ExperimentStats(**{f: item.get(f) for f in fields}, step_counts=counts)
+
+    base, results = experiment_results(metric_type, stats(answer["baseline"]),
+                                       [stats(v) for v in answer["variant_results"]],
+                                       stats_config={"method": method}, goal=goal)  # fmt: skip
+    assert answer["baseline"] == base.to_posthog(baseline=True)
+    assert answer["variant_results"] == [r.to_posthog() for r in results]
+    assert answer["variant_results"][0]["method"] == method
+    tested = "p_value" if method == "frequentist" else "chance_to_win"
+    assert answer["variant_results"][0][tested] is not None
+
+
+def _window(metric: dict[str, Any]) -> timedelta | None:
+    if "conversion_window" not in metric:
+        return None
+    return timedelta(**{f"{metric['conversion_window_unit']}s": metric["conversion_window"]})
+
+
+MEANS = [
+    ("mx-exclude", {"event": "purchase"}, {}),
+    ("mx-exclude", {"event": "purchase", "math": "sum", "math_property": "price"}, {}),
+    ("mx-first", {"event": "purchase", "math": "avg", "math_property": "price"}, {}),
+    ("mx-first", {"event": "purchase", "math": "max", "math_property": "price"}, {"conversion_window": 2,
+                                                                                 "conversion_window_unit": "day"}),
+    ("mx-custom", {"event": "purchase", "math": "min", "math_property": "price"}, {}),
+    ("mx-custom", {"event": "$pageview", "math": "unique_session"}, {"conversion_window": 36,
+                                                                     "conversion_window_unit": "hour"}),
+    ("mx-exclude", {"event": "cart", "math": "dau"}, {}),
+    ("mx-exclude", {"event": "purchase", "math": "sum", "math_property": "price"},
+     {"lower_bound_percentile": 0.1, "upper_bound_percentile": 0.9}),
+    ("mx-first", {"event": "purchase", "math": "sum", "math_property": "price"},
+     {"upper_bound_percentile": 0.8, "ignore_zeros": True, "conversion_window": 3, "conversion_window_unit": "day"}),
+    ("mx-custom", {"event": "$pageview"}, {"lower_bound_percentile": 0.25}),
+]
+
+
+@pytest.mark.parametrize(("flag", "source", "extra"), MEANS, ids=[f"{m[0]}-{m[1].get('math', 'total')}-{i}"
+                                                                  for i, m in enumerate(MEANS)])  # fmt: skip
+def test_mean_metric_sums_equal_the_pandas_restatement(setup, flag, source, extra):
+    metric = {"kind": "ExperimentMetric", "metric_type": "mean", "source": {"kind": "EventsNode", **source}, **extra}
+    answer = _query(setup, flag, metric)
+    exposed = _exposed(setup, flag)
+    window = _window(extra)
+    values = oracle.person_values(setup["events"], exposed, source["event"], source.get("math", "total"),
+                                  source.get("math_property"), window)  # fmt: skip
+    if "lower_bound_percentile" in extra or "upper_bound_percentile" in extra:
+        values = oracle.capped(values, extra.get("lower_bound_percentile"), extra.get("upper_bound_percentile"),
+                               bool(extra.get("ignore_zeros")))  # fmt: skip
+    _check_stats(answer, oracle.sums(exposed, values))
+    assert answer["kind"] == "ExperimentQuery" and answer["metric"] == metric
+    _check_method(answer, "mean", "frequentist" if flag == "mx-first" else "bayesian")
