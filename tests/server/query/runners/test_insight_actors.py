@@ -102,3 +102,20 @@ def test_paths_edge_and_dropoff(make_world):
     answer = w.run({"kind": "ActorsQuery", "select": ["pdi_ids"], "limit": 1000,
                     "source": {"kind": "InsightActorsQuery", "source": source}})  # fmt: skip
     assert {int(ids[0].split("-")[1]) for (ids,) in answer["results"]} == ended
+
+
+def test_persons_of_a_cell_come_in_pages(world):
+    w, _ = world
+    query = {"kind": "LifecycleQuery", "series": [{"kind": "EventsNode", "event": None}], "dateRange": RANGE}
+    source = {"kind": "InsightActorsQuery", "source": query, "status": "returning", "day": "2025-06-06"}
+    whole = _persons(w, {k: v for k, v in source.items() if k != "kind"})
+    assert len(whole) > 4
+    pages, offset = [], 0
+    while True:
+        page = w.run({"kind": "ActorsQuery", "select": ["pdi_ids"], "orderBy": ["id"], "limit": 3, "offset": offset,
+                      "source": source})  # fmt: skip
+        pages += [int(ids[0].split("-")[1]) for (ids,) in page["results"]]
+        offset += 3
+        if not page["hasMore"]:
+            break
+    assert len(pages) == len(set(pages)) and set(pages) == whole

@@ -143,25 +143,31 @@ def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Param
     first_time = rf.retentionType in ("retention_first_time", "retention_first_ever_occurrence")
     n = len(rr.starts)
     index = interval_number_sql(rr.interval, rr.starts[0], "timestamp", p, keys=rr.keys)
-    in_range = f"{index} BETWEEN 0 AND {n - 1}"
+    in_range = f"i BETWEEN 0 AND {n - 1}"
     where += [target if same else f"({target} OR {returning})", f"timestamp < {p.add(rr.end)}"]
     if first_time:
-        first = interval_number_sql(rr.interval, rr.starts[0], f"minIf(timestamp, {target})", p, keys=rr.keys)
+        first = interval_number_sql(rr.interval, rr.starts[0], "minIf(timestamp, is_target)", p, keys=rr.keys)
         starts = f"if({first} BETWEEN 0 AND {n - 1}, [{first}], [])"
     else:
         where.append(f"timestamp >= {p.add(rr.starts[0])}")
-        starts = f"groupUniqArrayIf({index}, {target} AND {in_range})"
+        # The WHERE keeps the range's events, and only target events when both entities are the same events.
+        starts = "groupUniqArray(i)" if same else f"groupUniqArrayIf(i, is_target AND {in_range})"
     bv = _breakdown_sql(query) or "''"
     minimum = rf.minimumOccurrences or 1
     # The periods a person came back in: with a minimum of events per period, every event's period is kept and
     # counted; otherwise each period once, and when the entities are the same events, the cohorts' own periods.
     if minimum > 1:
-        returns = f"groupArrayIf({index}, {returning} AND {in_range})"
+        returns = f"groupArrayIf(i, is_return AND {in_range})"
         qualified = f"arrayFilter(i -> countEqual(all_returns, i) >= {int(minimum)}, arrayDistinct(all_returns))"
     elif same and not first_time:
         returns, qualified = "[]", "starts"
     else:
-        returns, qualified = f"groupUniqArrayIf({index}, {returning} AND {in_range})", "all_returns"
+        returns, qualified = f"groupUniqArrayIf(i, is_return AND {in_range})", "all_returns"
+    # Each event's interval number and entity tests are computed once, below the aggregation.
+    events = f"""
+        SELECT person_id AS actor_id, {bv} AS bv, timestamp, {index} AS i, {target} AS is_target,
+               {"is_target" if same else returning} AS is_return
+        FROM events WHERE {" AND ".join(where)}"""
     offsets = (
         f"arrayConcat([0], arrayFilter(d -> d > 0 AND d < {int(rr.lookahead)}, "
         f"arrayMap(r -> r - start_index, returned)))"
@@ -172,8 +178,8 @@ def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Param
         SELECT actor_id, bv, start_index, period FROM (
             SELECT actor_id, bv, start_index, {offsets} AS periods FROM (
                 SELECT actor_id, bv, starts, {qualified} AS returned FROM (
-                    SELECT person_id AS actor_id, {bv} AS bv, {starts} AS starts, {returns} AS all_returns
-                    FROM events WHERE {" AND ".join(where)}
+                    SELECT actor_id, bv, {starts} AS starts, {returns} AS all_returns
+                    FROM ({events})
                     GROUP BY actor_id, bv
                 )
             ) ARRAY JOIN starts AS start_index
