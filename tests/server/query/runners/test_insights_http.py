@@ -145,3 +145,12 @@ def test_hostile_bodies_are_a_400_naming_the_field(make_project, query, attr):
     body = answer.json()
     assert body["type"] == "validation_error" and body["attr"] == attr, body
     assert body["detail"] and "Traceback" not in body["detail"]
+
+
+def test_an_insight_viz_node_runs_its_source(make_project, tmp_path):
+    project = make_project()
+    _load(project, seed=7, persons=15, tmp_path=tmp_path)
+    bare = _post(project, QUERIES["LifecycleQuery"]).json()
+    wrapped = _post(project, {"kind": "InsightVizNode", "source": QUERIES["LifecycleQuery"]})
+    assert wrapped.status_code == 200, wrapped.text
+    assert wrapped.json()["results"] == bare["results"] and any(bare["results"][0]["data"])
