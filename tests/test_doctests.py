@@ -31,6 +31,11 @@ class _DefiningFileFinder(doctest.DocTestFinder):
         if inspect.isfunction(object):
             return bool(object.__code__.co_filename == module.__file__)
         if inspect.isclass(object):
+            # A class shown under its public home (``hoglab.QueryJob``) has ``__module__ == "hoglab"``, so
+            # ``inspect.getsourcefile`` would name hoglab/__init__.py: its methods' code says where it lives.
+            files = {f.__code__.co_filename for f in vars(object).values() if inspect.isfunction(f)}
+            if files:
+                return module.__file__ in files
             try:
                 return inspect.getsourcefile(object) == module.__file__
             except TypeError:

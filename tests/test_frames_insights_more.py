@@ -225,3 +225,29 @@ def test_to_frame_knows_the_four_kinds(kind: str, answer: dict[str, Any], first_
 def test_retention_table_refuses_other_frames() -> None:
     with pytest.raises(ValueError, match="retention_frame"):
         retention_table(pd.DataFrame({"a": [1]}))
+
+
+def test_response_models_read_like_their_json() -> None:
+    from hoglab.schema import (
+        LifecycleQueryResponse,
+        PathsQueryResponse,
+        RetentionQueryResponse,
+        StickinessQueryResponse,
+    )
+
+    retention = _retention_answer(WEEKLY)
+    model = RetentionQueryResponse.model_validate(retention)
+    assert retention_frame(model)["count"].tolist() == retention_frame(retention)["count"].tolist()
+    lifecycle = _lifecycle_answer(["2025-06-01", "2025-06-02"], {"new": [2.0, 1.0], "dormant": [0.0, -1.0]})
+    assert lifecycle_frame(LifecycleQueryResponse.model_validate(lifecycle))["count"].tolist() == [2, 0, 1, -1]
+    sticky = {"results": [_stickiness_item("$pageview", 0, [3, 1])]}
+    assert stickiness_frame(StickinessQueryResponse.model_validate(sticky))["persons"].tolist() == [3, 1]
+    edges = {"results": [{"source": "1_a", "target": "2_b", "value": 2.0, "average_conversion_time": 5.0}]}
+    assert paths_frame(PathsQueryResponse.model_validate(edges))["value"].tolist() == [2]
+
+
+def test_hourly_retention_steps_by_the_hour() -> None:
+    df = retention_frame(_retention_answer([[3, 2, 1], [4, 1]], unit="Hour", start="2025-06-02T10:00:00", step="1h"))
+    assert df.attrs["period"] == "hour"
+    assert df["period_date"].dt.hour.tolist() == [10, 11, 12, 11, 12, 13]
+    assert df["count"].tolist()[-1] is pd.NA

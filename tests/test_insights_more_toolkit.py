@@ -239,16 +239,17 @@ def test_stickiness_against_the_previous_period(captured: tuple[Client, pd.DataF
 CLEAN = {r"^https://hog\.example$": "/", r"^https://hog\.example": ""}  # the site alone is "/", else its path
 
 
-def _paths_oracle(events: pd.DataFrame, *, steps: int, start: str | None = None) -> dict[tuple[str, str], Any]:
-    """Edges restated in pandas: pageview URLs without a trailing slash, cleaned in order, cut into sessions at
-    30-minute gaps, consecutive repeats collapsed (the last kept), from ``start``, ``steps`` long."""
+def _session_paths(events: pd.DataFrame, *, steps: int, start: str | None = None) -> list[tuple[str, list[Any]]]:
+    """Each session's path, restated in pandas: pageview URLs without a trailing slash, cleaned in order, cut into
+    sessions at 30-minute gaps, consecutive repeats collapsed (the last kept), from ``start``, ``steps`` long:
+    ``[(person, [(item, timestamp), ...]), ...]``."""
     views = events[events["event"] == "$pageview"].sort_values(["distinct_id", "timestamp"], kind="stable")
     items = views["url"].str.replace(r"(.)/$", r"\1", regex=True)
     for regex, alias in CLEAN.items():
         items = items.str.replace(regex, alias, regex=True)
     views = views.assign(item=items)
     new_session = views["timestamp"].diff().ge(SESSION_GAP) | views["distinct_id"].ne(views["distinct_id"].shift())
-    edges: dict[tuple[str, str], list[float]] = {}
+    paths = []
     for _, session in views.groupby(new_session.cumsum()):
         kept = session[session["item"].ne(session["item"].shift(-1))]  # the last of each run of repeats
         path = list(zip(kept["item"], kept["timestamp"], strict=True))
@@ -257,7 +258,18 @@ def _paths_oracle(events: pd.DataFrame, *, steps: int, start: str | None = None)
             if start not in names:
                 continue
             path = path[names.index(start) :]
-        path = path[:steps]
+        paths.append((session["distinct_id"].iloc[0], path[:steps]))
+    return paths
+
+
+def _sessions(events: pd.DataFrame, *, steps: int) -> list[tuple[str, list[str]]]:
+    return [(person, [item for item, _ in path]) for person, path in _session_paths(events, steps=steps)]
+
+
+def _paths_oracle(events: pd.DataFrame, *, steps: int, start: str | None = None) -> dict[tuple[str, str], Any]:
+    """Edges: (``"i_source"``, ``"i+1_target"``) -> (session paths along it, mean milliseconds between the steps)."""
+    edges: dict[tuple[str, str], list[float]] = {}
+    for _, path in _session_paths(events, steps=steps, start=start):
         for i, ((a, t0), (b, t1)) in enumerate(itertools.pairwise(path), start=1):
             edges.setdefault((f"{i}_{a}", f"{i + 1}_{b}"), []).append((t1 - t0).total_seconds() * 1000)
     return {edge: (len(ms), float(np.mean(ms))) for edge, ms in edges.items()}
@@ -296,3 +308,91 @@ def test_paths_edge_weights_and_limits(captured: tuple[Client, pd.DataFrame]) ->
     assert df["value"].between(3, 10).all() and (df["step_from"] == 1).any()
     top = client.query(hoglab.paths("$pageview", steps=3, edge_limit=5, clean=CLEAN, **RANGE))
     assert len(top) <= 5 and top["value"].max() == max(value for value, _ in everything.values())
+
+
+# ------------------------------------------------------------------------------------------- answers as models too
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: hoglab.retention("signup", returning="$pageview", **RANGE),
+        lambda: hoglab.lifecycle("$pageview", **RANGE),
+        lambda: hoglab.stickiness(["$pageview", "signup"], **RANGE),
+        lambda: hoglab.paths("$pageview", steps=3, clean=CLEAN, **RANGE),
+    ],
+    ids=["retention", "lifecycle", "stickiness", "paths"],
+)
+def test_query_raw_parses_every_answer_and_frames_the_same(captured: tuple[Client, pd.DataFrame], build: Any) -> None:
+    client, _ = captured
+    query = build()
+    model = client.query_raw(query)
+    assert type(model).__name__ == f"{query.kind}Response" and model.results
+    from_model = hoglab.frames.to_frame(model, query.kind)
+    pd.testing.assert_frame_equal(from_model, client.query(query), check_like=False)
+
+
+# ------------------------------------------------------------------------------------------ the people in a number
+
+
+def _people(client: Client, **cell: Any) -> set[str]:
+    frame = client.query(hoglab.actors(["person", "id"], limit=1000, **cell))
+    return {distinct_id for person in frame["person"] for distinct_id in person["distinct_ids"]}
+
+
+def test_people_behind_a_retention_cell(captured: tuple[Client, pd.DataFrame]) -> None:
+    client, events = captured
+    query = hoglab.retention("signup", returning="$pageview", intervals=8, **RANGE)
+    days = events.assign(day=_day(events))
+    first = days[days["event"] == "signup"].groupby("distinct_id")["day"].min()
+    viewed = set(zip(days.loc[days.event == "$pageview", "distinct_id"], days.loc[days.event == "$pageview", "day"],
+                     strict=True))  # fmt: skip
+    counts = client.query(query).set_index(["cohort", "period"])["count"]
+    checked = 0
+    for cohort, period in [(1, 0), (1, 2), (4, 1), (7, 3)]:
+        expected = {p for p in first[first == cohort].index if period == 0 or (p, cohort + period) in viewed}
+        got = _people(client, source=query, cohort=cohort, period=period)
+        assert got == expected, (cohort, period)
+        assert len(got) == counts[(cohort, period)]
+        checked += len(got)
+    assert checked > 0
+
+
+def test_people_behind_lifecycle_bars(captured: tuple[Client, pd.DataFrame]) -> None:
+    client, events = captured
+    query = hoglab.lifecycle("$pageview", **RANGE)
+    days = events.assign(day=_day(events))
+    created = days.groupby("distinct_id")["day"].min()
+    active = days[days["event"] == "$pageview"].groupby("distinct_id")["day"].agg(set)
+    for day in (4, 9):
+        on = {p for p, ds in active.items() if day in ds}
+        before = {p for p, ds in active.items() if day - 1 in ds}
+        new = {p for p in on if created[p] == day}
+        expected = {"new": new, "returning": (on & before) - new, "resurrecting": on - before - new,
+                    "dormant": before - on}  # fmt: skip
+        date = (START + timedelta(days=day)).date()
+        for status, people in expected.items():
+            assert _people(client, source=query, status=status, day=date) == people, (status, day)
+    assert any(p for p in expected.values())
+
+
+def test_people_behind_a_stickiness_bar(captured: tuple[Client, pd.DataFrame]) -> None:
+    client, events = captured
+    views = events[events["event"] == "$pageview"]
+    active_days = views.groupby("distinct_id")["timestamp"].agg(lambda t: t.dt.floor("D").nunique())
+    query = hoglab.stickiness("$pageview", **RANGE)
+    for days in (2, 5):
+        assert _people(client, source=query, day=days) == set(active_days[active_days == days].index)
+
+
+def test_people_behind_a_paths_edge_and_a_dropoff(captured: tuple[Client, pd.DataFrame]) -> None:
+    client, events = captured
+    query = hoglab.paths("$pageview", steps=4, edge_limit=1000, clean=CLEAN, **RANGE)
+    sessions = _sessions(events, steps=4)
+    top = client.query(query).iloc[0]
+    source, target = f"{top.step_from}_{top.source}", f"{top.step_to}_{top.target}"
+    took = {person for person, path in sessions for i in range(1, len(path))
+            if (f"{i}_{path[i - 1]}", f"{i + 1}_{path[i]}") == (source, target)}  # fmt: skip
+    assert _people(client, source=query, edge=(source, target)) == took and took
+    ended = {person for person, path in sessions if f"{len(path)}_{path[-1]}" == target}
+    assert _people(client, source=query, dropoff=target) == ended

@@ -99,8 +99,10 @@ def test_paths_settings() -> None:
 
 
 def test_persons_behind_a_cell_of_each_kind() -> None:
-    cell = hoglab.actors(source=hoglab.retention("signup"), day="2025-06-02", interval=3)
-    assert isinstance(cell.source, InsightActorsQuery) and (cell.source.interval, cell.source.day) == (3, "2025-06-02")
+    cell = hoglab.actors(source=hoglab.retention("signup"), cohort=3, period=2)
+    assert isinstance(cell.source, InsightActorsQuery) and (cell.source.interval, cell.source.day) == (3, 2)
+    as_posthog = hoglab.actors(source=hoglab.retention("signup"), interval=3, day="Day 2").source
+    assert (as_posthog.interval, as_posthog.day) == (3, "Day 2")  # type: ignore[union-attr]
     bar = hoglab.actors(source=hoglab.lifecycle(), status="resurrecting", day="2025-06-04")
     assert bar.source.status == "resurrecting"  # type: ignore[union-attr]
     bucket = hoglab.actors(source=hoglab.stickiness(), day=4)
@@ -110,6 +112,8 @@ def test_persons_behind_a_cell_of_each_kind() -> None:
     keys = edge.source.source.pathsFilter  # type: ignore[union-attr]
     assert (keys.pathStartKey, keys.pathEndKey, keys.startPoint) == ("1_/home", "2_/pricing", "/home")
     assert source.pathsFilter.pathStartKey is None  # the builder's query is left as it was
+    ended = hoglab.actors(source=source, dropoff="3_/pricing").source.source.pathsFilter  # type: ignore[union-attr]
+    assert (ended.pathDropoffKey, ended.pathStartKey) == ("3_/pricing", None)
     for query in (cell, bar, bucket, edge):
         assert_valid(query.to_json_dict(), "ActorsQuery", drop=())
 
@@ -145,6 +149,10 @@ def test_persons_behind_a_cell_of_each_kind() -> None:
         (lambda: hoglab.paths(steps=25), "paths", ValueError),
         (lambda: hoglab.actors(source=hoglab.trends("$pageview"), edge=("1_a", "2_b")), "edge", ValueError),
         (lambda: hoglab.actors(status="new"), "source", ValueError),
+        (lambda: hoglab.actors(cohort=1), "source", ValueError),
+        (lambda: hoglab.actors(source=hoglab.lifecycle(), cohort=1), "cohort", ValueError),
+        (lambda: hoglab.actors(source=hoglab.stickiness(), period=1), "period", ValueError),
+        (lambda: hoglab.actors(source=hoglab.retention(), dropoff="2_/"), "dropoff", ValueError),
         (lambda: hoglab.actors(source=hoglab.lifecycle(), status="gone"), "status", ValueError),
     ],
 )

@@ -275,19 +275,24 @@ def actors(
     breakdown: Any = None,
     step: int | None = None,
     status: str | None = None,
+    cohort: int | None = None,
+    period: int | None = None,
     interval: int | None = None,
     edge: tuple[str | None, str | None] | None = None,
+    dropoff: str | None = None,
 ) -> ActorsQuery:
     """An ActorsQuery: persons as a table (default ``person, id, created_at``); ``where`` filters person
     properties. With ``source``, the persons behind one number of an insight:
 
     * a trend's data point: ``day``, ``series``, ``breakdown``;
     * a funnel step: ``step`` (1-based, positive converted, negative dropped off);
-    * a retention cell: ``day`` (the cohort's date), ``interval`` (the period), ``breakdown``;
-    * a lifecycle bar: ``status`` and ``day``;
-    * a stickiness bar: ``day``, the number of active intervals;
+    * a retention cell: ``cohort`` (0-based, as the frame's ``cohort``), ``period`` and ``breakdown`` (PostHog's
+      ``interval`` and ``day``, which ``interval=``/``day=`` also set as they are);
+    * a lifecycle bar: ``status`` and ``day`` (the interval's start date);
+    * a stickiness bar: ``day``, the number of active intervals (and ``series``);
     * a paths edge: ``edge=("1_/home", "2_/pricing")`` (PostHog's step-prefixed node names; either may be
-      ``None``: everyone leaving, or reaching, a node).
+      ``None``: everyone leaving, or reaching, a node), or ``dropoff="3_/pricing"``: the people whose path ended
+      there.
 
     >>> actors(source=funnel(["a", "b"]), step=-2).source.funnelStep
     -2
@@ -295,6 +300,9 @@ def actors(
     'dormant'
     >>> actors(source=paths(), edge=("1_/home", "2_/pricing")).source.source.pathsFilter.pathEndKey
     '2_/pricing'
+    >>> cell = actors(source=retention("signup"), cohort=2, period=1).source
+    >>> cell.interval, cell.day
+    (2, 1)
     """
     if isinstance(select, str):
         select = [select]
@@ -306,12 +314,21 @@ def actors(
         if isinstance(source, FunnelsQuery) and step is not None:
             inner = FunnelsActorsQuery(source=source, funnelStep=step, funnelStepBreakdown=breakdown)
         elif isinstance(source, _INSIGHT_KINDS):
-            if edge is not None:
+            if edge is not None or dropoff is not None:
                 if not isinstance(source, PathsQuery):
-                    raise InvalidArgument("edge: only a paths source has edges.", argument="edge")
-                start, end = edge
-                keys = source.pathsFilter.model_copy(update={"pathStartKey": start, "pathEndKey": end})
+                    name = "edge" if edge is not None else "dropoff"
+                    raise InvalidArgument(f"{name}: only a paths source has edges.", argument=name)
+                start, end = edge or (None, None)
+                keys = source.pathsFilter.model_copy(
+                    update={"pathStartKey": start, "pathEndKey": end, "pathDropoffKey": dropoff}
+                )
                 source = source.model_copy(update={"pathsFilter": keys})
+            if cohort is not None or period is not None:
+                if not isinstance(source, RetentionQuery):
+                    name = "cohort" if cohort is not None else "period"
+                    raise InvalidArgument(f"{name}: only a retention source has cohorts.", argument=name)
+                interval = cohort if cohort is not None else interval
+                day = period if period is not None else day
             day_value = day.isoformat() if isinstance(day, date) else day
             inner = InsightActorsQuery(
                 source=source, day=day_value, series=series, breakdown=breakdown, status=status, interval=interval
@@ -321,8 +338,10 @@ def actors(
                 "source: expected an insight query (hoglab.trends/funnel/retention/lifecycle/stickiness/paths).",
                 argument="source",
             )
-        elif any(v is not None for v in (step, day, status, interval, edge)):
-            raise InvalidArgument("source: day/step/status/interval/edge need a source query.", argument="source")
+        elif any(v is not None for v in (step, day, status, cohort, period, interval, edge, dropoff)):
+            raise InvalidArgument(
+                "source: a cell (day, step, status, cohort, edge...) needs a source.", argument="source"
+            )
     filters = property_filters("where", where, scope="person")
     with model_errors("actors"):
         return ActorsQuery(

@@ -71,6 +71,22 @@ def test_retention_curve_is_the_size_weighted_share_of_cohorts_that_reached_the_
     assert len(each) == len(COHORTS) and isinstance(ax.yaxis.get_major_formatter(), PercentFormatter)
 
 
+def test_retention_relative_to_the_previous_period_and_the_simple_mean() -> None:
+    df = retention_frame(_retention())
+    previous = plot_retention(df, reference="previous").images[0].get_array()
+    expected = [
+        [1.0] + [row[p] / row[p - 1] for p in range(1, len(row))] + [np.nan] * (4 - len(row)) for row in COHORTS
+    ]
+    assert np.allclose(previous.filled(np.nan), expected, equal_nan=True)
+    simple = plot_retention_curve(df, mean="simple").get_lines()[0].get_ydata()
+    rates = [[c / row[0] for c in row] for row in COHORTS]
+    assert np.allclose(simple, [np.mean([r[p] for r in rates if len(r) > p]) for p in range(4)])
+    with pytest.raises(ValueError, match="reference"):
+        plot_retention(df, reference="first")
+    with pytest.raises(ValueError, match="mean"):
+        plot_retention_curve(df, mean="median")
+
+
 def test_retention_curve_draws_a_line_per_breakdown_value() -> None:
     a, b = _retention([[4, 2], [2]], "Chrome"), _retention([[6, 1], [3]], "Safari")
     ax = plot_retention_curve(retention_frame({"results": a["results"] + b["results"]}))

@@ -43,6 +43,7 @@ def plot_retention(
     df: pd.DataFrame,
     *,
     breakdown: Any = None,
+    reference: str = "total",
     annotate: bool = True,
     ax: Axes | None = None,
     title: str | None = None,
@@ -53,7 +54,8 @@ def plot_retention(
     each cell coloured and labelled by its rate (the share of the cohort that came back in that period).
 
     Cells not reached yet stay blank. Rows are named by the cohort's date and size. A frame with a breakdown shows
-    every breakdown value added up, or the one given as ``breakdown=``.
+    every breakdown value added up, or the one given as ``breakdown=``. ``reference="previous"`` rates each period
+    against the one before it instead of the cohort (PostHog's ``retentionReference``).
 
     >>> from hoglab.frames import retention_frame
     >>> df = retention_frame({"results": [
@@ -65,8 +67,15 @@ def plot_retention(
     """
     counts = _retention_counts(df, breakdown)
     table = counts.pivot(index="cohort_date", columns="period", values="count").astype("Float64")
+    if reference not in ("total", "previous"):
+        raise ValueError(f"reference must be 'total' or 'previous', got {reference!r}")
     sizes = table.iloc[:, 0]
-    rates = table.div(sizes.where(sizes != 0), axis=0).to_numpy(dtype=np.float64, na_value=np.nan)
+    if reference == "previous":
+        base = table.shift(1, axis=1)
+        base.iloc[:, 0] = sizes
+    else:
+        base = pd.DataFrame(dict.fromkeys(table.columns, sizes), index=table.index)
+    rates = (table / base.where(base != 0)).to_numpy(dtype=np.float64, na_value=np.nan)
     n_rows, n_cols = rates.shape
     ax = new_axes(ax, figsize or (max(5.0, 0.75 * n_cols + 2.5), max(2.5, 0.42 * n_rows + 1.2)))
     ax.imshow(np.ma.masked_invalid(rates), cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
@@ -91,10 +100,13 @@ def plot_retention(
     return ax
 
 
-def _weighted_curve(counts: pd.DataFrame) -> pd.Series:
-    # PostHog's "weighted" mean: for each period, people back over people in the cohorts that reached it.
+def _mean_curve(counts: pd.DataFrame, mean: str) -> pd.Series:
+    # Over the cohorts that reached each period: "weighted" (PostHog's default) is people back over people in those
+    # cohorts; "simple" the plain mean of their rates.
     table = counts.pivot(index="cohort_date", columns="period", values="count").astype("Float64")
     sizes = table.iloc[:, 0]
+    if mean == "simple":
+        return table.div(sizes.where(sizes != 0), axis=0).mean(axis=0, skipna=True).astype("float64")
     reached = table.notna()
     back = table.sum(axis=0, min_count=1)
     base = reached.mul(sizes, axis=0).where(reached).sum(axis=0, min_count=1)
@@ -105,6 +117,7 @@ def plot_retention_curve(
     df: pd.DataFrame,
     *,
     cohorts: bool = False,
+    mean: str = "weighted",
     ax: Axes | None = None,
     title: str | None = None,
     legend: bool | None = None,
@@ -112,6 +125,7 @@ def plot_retention_curve(
 ) -> Axes:
     """The retention curve: the share of people back in each period after their cohort's, all cohorts pooled
     (each period over the cohorts that have reached it, weighted by their size), one line per breakdown value.
+    ``mean="simple"`` averages the cohorts' rates instead (PostHog's ``meanRetentionCalculation``).
     ``cohorts=True`` adds each cohort's own curve, thin and pale.
 
     >>> from hoglab.frames import retention_frame
@@ -123,12 +137,14 @@ def plot_retention_curve(
     [1.0, 0.25, 0.2]
     """
     frame = require_frame(df, ["cohort_date", "period", "count"], "the retention frame")
+    if mean not in ("weighted", "simple"):
+        raise ValueError(f"mean must be 'weighted' or 'simple', got {mean!r}")
     ax = new_axes(ax, figsize)
     groups: list[Any] = list(dict.fromkeys(frame["breakdown_value"])) if "breakdown_value" in frame else [None]
     for i, group in enumerate(groups):
         colour = PALETTE[i % len(PALETTE)]
         counts = _retention_counts(frame, group)
-        curve = _weighted_curve(counts)
+        curve = _mean_curve(counts, mean)
         ax.plot(curve.index.astype(int), curve.to_numpy(), marker="o", color=colour, lw=2,
                 label=plain(display_name(group)) if group is not None else "all cohorts")  # fmt: skip
         if cohorts:
@@ -245,7 +261,7 @@ def plot_stickiness(
         ax.bar(intervals + (i - (len(groups) - 1) / 2) * width, values, width, color=colour, label=name,
                alpha=0.45 if previous else 1.0, hatch="//" if previous else None)  # fmt: skip
     unit = str(frame.attrs.get("interval") or "interval")
-    ax.set_xticks(intervals)
+    ax.set_xticks(intervals[:: max(1, -(-len(intervals) // 15))])  # at most 15 labels
     ax.set_xlabel(f"{unit}s active")
     if normalize:
         percent_axis(ax)

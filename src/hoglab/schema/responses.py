@@ -26,6 +26,7 @@ __all__ = [
     "RetentionResult",
     "RetentionValue",
     "StickinessQueryResponse",
+    "StickinessResultItem",
     "Timing",
     "TrendsQueryResponse",
     "TrendsResultItem",
@@ -202,10 +203,16 @@ class LifecycleQueryResponse(_CachedResponse):
     results: list[LifecycleResultItem] = Field(default_factory=list)
 
 
+class StickinessResultItem(TrendsResultItem):
+    """One series of a stickiness insight: PostHog's ``days`` are the numbers of active intervals (1, 2, ...)."""
+
+    days: list[int | str] = Field(default_factory=list)  # type: ignore[assignment]
+
+
 class StickinessQueryResponse(_CachedResponse):
     """One line per series: ``data[i]`` people were active in exactly ``days[i]`` intervals."""
 
-    results: list[TrendsResultItem] = Field(default_factory=list)
+    results: list[StickinessResultItem] = Field(default_factory=list)
 
 
 class PathsLink(ResponseModel):
