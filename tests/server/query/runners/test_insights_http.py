@@ -154,3 +154,21 @@ def test_an_insight_viz_node_runs_its_source(make_project, tmp_path):
     wrapped = _post(project, {"kind": "InsightVizNode", "source": QUERIES["LifecycleQuery"]})
     assert wrapped.status_code == 200, wrapped.text
     assert wrapped.json()["results"] == bare["results"] and any(bare["results"][0]["data"])
+
+
+def test_persons_page_columns_over_a_cell(make_project, tmp_path):
+    """PostHog's persons table asks for ``person_display_name -- Person, id, created_at``: the display name is the
+    first of the person's email/name properties that is set, else the id (restated here from the person object)."""
+    project = make_project()
+    _load(project, seed=4, persons=25, tmp_path=tmp_path)
+    source = {"kind": "InsightActorsQuery", "source": QUERIES["LifecycleQuery"], "status": "new", "day": "2025-06-02"}
+    select = ["person_display_name -- Person", "id", "created_at", "person"]
+    answer = _post(project, {"kind": "ActorsQuery", "select": select, "source": source})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["results"] and body["columns"] == select
+    assert_valid(body, "ActorsQueryResponse")
+    keys = ("email", "Email", "$email", "name", "Name", "username", "Username", "UserName")
+    for shown, person_id, _, person in body["results"]:
+        named = [person["properties"][k] for k in keys if person["properties"].get(k) is not None]
+        assert shown == {"display_name": str(named[0]) if named else person_id, "id": person_id}

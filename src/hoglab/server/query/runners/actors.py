@@ -9,6 +9,8 @@ For example (a sketch of a call and its answer, not run)::
 
 * Default ``select``: ``person, id, created_at`` (PostHog adds ``person.$delete``, a UI action column: left out).
 * ``person`` is ``{id, distinct_ids (at most 101), properties, created_at, is_identified}``.
+* ``person_display_name`` (PostHog's persons page asks for ``person_display_name -- Person``) is
+  ``{display_name, id}``: the first set email/name property, else the id.
 * ``search`` matches the id, any distinct id or the properties text (case-insensitive substring).
 * ``source``: ``InsightActorsQuery`` (trends: ``series`` index, ``day`` as the answer's ``days`` entry, ``breakdown``,
   ``compare``; retention, lifecycle, stickiness and paths: see ``insight_actors.py``) or ``FunnelsActorsQuery``
@@ -105,6 +107,9 @@ def _jsonable(value: Any, kind: str) -> Any:
             props = {}
         return {"id": pid, "distinct_ids": distinct_ids, "properties": props, "created_at": created_at,
                 "is_identified": bool(identified)}  # fmt: skip
+    if kind == "person_display_name" and isinstance(value, list) and len(value) == 2:
+        display_name, person_id = value
+        return {"display_name": display_name, "id": person_id}
     return value
 
 
@@ -116,7 +121,7 @@ def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
     kinds, columns = [], []
     for i, column in enumerate(select):
         text = strip_alias(column)
-        kinds.append("person" if text == "person" else "")
+        kinds.append(text if text in ("person", "person_display_name") else "")
         columns.append(f"{_PERSON if text == 'person' else '(' + text + ')'} AS c{i}")
     where: list[str] = []
     source_sql = None
@@ -148,7 +153,8 @@ def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
     order = [strip_alias(o) for o in (query.orderBy or ["created_at DESC", "id"])]
     hogql = f"""
         SELECT {", ".join(columns)} FROM (
-            SELECT id, created_at, properties, is_identified, ids.pdi_ids AS pdi_ids FROM persons
+            SELECT id, created_at, properties, is_identified, ids.pdi_ids AS pdi_ids,
+                   persons.person_display_name AS person_display_name FROM persons
             LEFT JOIN (SELECT person_id, arraySlice(arraySort(groupArray(distinct_id)), 1, 101) AS pdi_ids
                        FROM person_distinct_ids GROUP BY person_id) AS ids ON ids.person_id = persons.id
         ) WHERE {" AND ".join(where) or "true"}
