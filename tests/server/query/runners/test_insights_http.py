@@ -137,6 +137,9 @@ _ACTIONS = {"kind": "ActionsNode", "id": 7}
         "kind": "LifecycleQuery", "series": [EVENT]}}}, "source.status"),
     ({"kind": "ActorsQuery", "source": {"kind": "InsightActorsQuery", "day": "many", "source": {
         "kind": "StickinessQuery", "series": [EVENT]}}}, "source.day"),
+    ({"kind": "ActorsQuery", "offset": 10**23, "source": {"kind": "InsightActorsQuery", "status": "new", "source": {
+        "kind": "LifecycleQuery", "series": [EVENT]}}}, "query__offset"),
+    ({"kind": "EventsQuery", "select": ["event"], "offset": 2**64}, "query__offset"),
 ])  # fmt: skip
 def test_hostile_bodies_are_a_400_naming_the_field(make_project, query, attr):
     project = make_project()
