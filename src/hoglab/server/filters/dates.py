@@ -334,12 +334,17 @@ def resolve_date_range(
 
     if text_to:
         date_to, date_only = _resolve_one(text_to, local_now, tz, attr=f"{attr}.date_to")
-        if date_only:
-            date_to = _wall(date_to.replace(tzinfo=None) + timedelta(days=1) - _END_US, tz)
+        try:
+            if date_only:
+                date_to = _wall(date_to.replace(tzinfo=None) + timedelta(days=1) - _END_US, tz)
+            if not explicit:
+                date_to = _wall(_end_of_unit(date_to.replace(tzinfo=None), "h" if hourly else "d"), tz)
+        except OverflowError:
+            raise ValidationFailed(f"{text_to!r} is past the last date there is.", attr=f"{attr}.date_to") from None
+    elif not explicit:
+        date_to = _wall(_end_of_unit(local_now.replace(tzinfo=None), "h" if hourly else "d"), tz)
     else:
         date_to = local_now
-    if not explicit:
-        date_to = _wall(_end_of_unit(date_to.replace(tzinfo=None), "h" if hourly else "d"), tz)
     if date_to < date_from:
         raise ValidationFailed("The date range ends before it starts.", attr=f"{attr}.date_to")
     return QueryDateRange(date_from=date_from, date_to=date_to, interval=interval, timezone=timezone, explicit=explicit)

@@ -140,6 +140,9 @@ _ACTIONS = {"kind": "ActionsNode", "id": 7}
     ({"kind": "ActorsQuery", "offset": 10**23, "source": {"kind": "InsightActorsQuery", "status": "new", "source": {
         "kind": "LifecycleQuery", "series": [EVENT]}}}, "query__offset"),
     ({"kind": "EventsQuery", "select": ["event"], "offset": 2**64}, "query__offset"),
+    ({"kind": "RetentionQuery", "retentionFilter": {}, "dateRange": {"date_to": "9999-12-31"}}, "dateRange.date_to"),
+    ({"kind": "RetentionQuery", "retentionFilter": {}, "dateRange": {"date_to": "0001-01-01"}}, "dateRange"),
+    ({"kind": "LifecycleQuery", "series": [EVENT], "dateRange": {"date_to": "9999-12-31"}}, "dateRange.date_to"),
 ])  # fmt: skip
 def test_hostile_bodies_are_a_400_naming_the_field(make_project, query, attr):
     project = make_project()

@@ -83,8 +83,11 @@ def retention_range(query: RetentionQuery, ctx: RunContext) -> RetentionRange:
         explicit = bool(date_range and date_range.explicitDate)
         only_to = {"date_from": to_text or "dStart", "date_to": to_text, "explicitDate": explicit}
         date_to = resolve_date_range(only_to, interval, now=ctx.now, timezone=ctx.timezone).date_to
-    end = shift(start_of_interval(date_to, interval), interval, 1)
-    first = start_of_interval(rng.date_from, interval) if given_from else shift(end, interval, -lookahead)
+    try:
+        end = shift(start_of_interval(date_to, interval), interval, 1)
+        first = start_of_interval(rng.date_from, interval) if given_from else shift(end, interval, -lookahead)
+    except OverflowError:
+        raise ValidationFailed("The cohorts would fall outside the calendar.", attr="dateRange") from None
     starts: list[datetime] = []
     while shift(first, interval, len(starts)) < end:
         starts.append(shift(first, interval, len(starts)))
