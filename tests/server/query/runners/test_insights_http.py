@@ -143,6 +143,10 @@ _ACTIONS = {"kind": "ActionsNode", "id": 7}
     ({"kind": "RetentionQuery", "retentionFilter": {}, "dateRange": {"date_to": "9999-12-31"}}, "dateRange.date_to"),
     ({"kind": "RetentionQuery", "retentionFilter": {}, "dateRange": {"date_to": "0001-01-01"}}, "dateRange"),
     ({"kind": "LifecycleQuery", "series": [EVENT], "dateRange": {"date_to": "9999-12-31"}}, "dateRange.date_to"),
+    ({"kind": "LifecycleQuery", "series": [EVENT], "interval": "hour", "dateRange": {"date_from": "-3000d"}},
+     "interval"),
+    ({"kind": "RetentionQuery", "retentionFilter": {"period": "Hour", "totalIntervals": 1},
+      "dateRange": {"date_from": "-1000d"}}, "retentionFilter.period"),
 ])  # fmt: skip
 def test_hostile_bodies_are_a_400_naming_the_field(make_project, query, attr):
     project = make_project()

@@ -145,7 +145,7 @@ def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Param
     where = series_conditions(query, None, p, project=project, attr="properties", event=False)
     first_time = rf.retentionType in ("retention_first_time", "retention_first_ever_occurrence")
     n = len(rr.starts)
-    index = interval_number_sql(rr.interval, rr.starts[0], "timestamp", p, keys=rr.keys)
+    index = interval_number_sql(rr.interval, rr.starts[0], "timestamp", p, keys=rr.keys, attr="retentionFilter.period")
     in_range = f"i BETWEEN 0 AND {n - 1}"
     where += [target if same else f"({target} OR {returning})", f"timestamp < {p.add(rr.end)}"]
     if first_time:
