@@ -209,8 +209,10 @@ def test_paging_shows_a_progress_bar_of_rows_when_asked(
 ) -> None:
     remote.add("POST", QUERY, PagingRemote(_table(12_345), cap=10_000))
     client.progress = True
+    # A bar appears only once a wait passes PROGRESS_DELAY: a wait shorter than the delay shows nothing (the delay
+    # is raised here so a loaded machine's slow scripted pages cannot pass it).
+    monkeypatch.setattr("hoglab.client._client.PROGRESS_DELAY", 3600.0)
     df = client.hogql("select timestamp, event, n from events", all_rows=True)
-    # A bar appears only once a wait passes PROGRESS_DELAY: these scripted pages answer at once, so nothing shows.
     assert len(df) == 12_345 and "hoglab rows" not in capsys.readouterr().err
     monkeypatch.setattr("hoglab.client._client.PROGRESS_DELAY", 0.0)  # as if every page were slow
     client.hogql("select timestamp, event, n from events", all_rows=True)
