@@ -192,3 +192,19 @@ def test_persons_page_columns_over_a_cell(make_project, tmp_path):
     for shown, person_id, _, person in body["results"]:
         named = [person["properties"][k] for k in keys if person["properties"].get(k) is not None]
         assert shown == {"display_name": str(named[0]) if named else person_id, "id": person_id}
+
+
+def test_persons_modal_actor_column_over_a_cell(make_project, tmp_path):
+    """PostHog's persons modal asks lifecycle and stickiness cells for ``select: ["actor"]``: the person object,
+    the same persons as the ``id`` column gives."""
+    project = make_project()
+    _load(project, seed=4, persons=25, tmp_path=tmp_path)
+    source = {"kind": "InsightActorsQuery", "source": QUERIES["StickinessQuery"], "day": 1}
+    actors = _post(project, {"kind": "ActorsQuery", "select": ["actor"], "orderBy": [], "source": source})
+    assert actors.status_code == 200, actors.text
+    body = actors.json()
+    assert_valid(body, "ActorsQueryResponse")
+    ids = _post(project, {"kind": "ActorsQuery", "select": ["id"], "source": source}).json()["results"]
+    assert body["columns"] == ["actor"] and body["results"]
+    assert {actor["id"] for (actor,) in body["results"]} == {i for (i,) in ids}
+    assert all(actor["distinct_ids"] and "properties" in actor for (actor,) in body["results"])

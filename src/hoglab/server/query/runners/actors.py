@@ -8,7 +8,8 @@ For example (a sketch of a call and its answer, not run)::
         "types": [...], "hasMore": false, "limit": 100, "offset": 0, "missing_actors_count": 0}
 
 * Default ``select``: ``person, id, created_at`` (PostHog adds ``person.$delete``, a UI action column: left out).
-* ``person`` is ``{id, distinct_ids (at most 101), properties, created_at, is_identified}``.
+* ``person`` (or ``actor``, PostHog's persons modal's name) is ``{id, distinct_ids (at most 101), properties,
+  created_at, is_identified}``.
 * ``person_display_name`` (PostHog's persons page asks for ``person_display_name -- Person``) is
   ``{display_name, id}``: the first set email/name property, else the id.
 * ``search`` matches the id, any distinct id or the properties text (case-insensitive substring).
@@ -121,8 +122,10 @@ def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
     kinds, columns = [], []
     for i, column in enumerate(select):
         text = strip_alias(column)
-        kinds.append(text if text in ("person", "person_display_name") else "")
-        columns.append(f"{_PERSON if text == 'person' else '(' + text + ')'} AS c{i}")
+        # "actor" is the person object under the name PostHog's persons modal asks for.
+        kind = "person" if text == "actor" else text
+        kinds.append(kind if kind in ("person", "person_display_name") else "")
+        columns.append(f"{_PERSON if kind == 'person' else '(' + text + ')'} AS c{i}")
     where: list[str] = []
     source_sql = None
     if isinstance(query.source, InsightActorsQuery) and query.source.source.kind in INSIGHT_ACTOR_KINDS:
