@@ -89,7 +89,7 @@ class RetentionEntity(RequestModel):
 
 
 class RetentionFilter(SettingsModel):
-    """Retention settings with PostHog's defaults: daily periods, 8 intervals, first-time retention of
+    """Retention settings with PostHog's defaults: daily periods, 8 intervals, recurring retention of
     ``$pageview`` returning with ``$pageview``."""
 
     retentionType: Literal["retention_recurring", "retention_first_time", "retention_first_ever_occurrence"] | None = (

@@ -39,6 +39,9 @@ __all__ = [
     "parse_query",
 ]
 
+# The engine reads OFFSET as a signed 64-bit number: a larger one is the caller's mistake, told as such.
+_MAX_OFFSET = 2**63 - 1
+
 ChartDisplayType = Literal[
     "ActionsLineGraph",
     "ActionsBar",
@@ -198,7 +201,7 @@ class EventsQuery(QueryBase):
     before: str | None = None
     orderBy: list[str] | None = None
     limit: int | None = Field(default=None, ge=1)
-    offset: int | None = Field(default=None, ge=0)
+    offset: int | None = Field(default=None, ge=0, le=_MAX_OFFSET)
     filterTestAccounts: bool | None = None
 
 
@@ -257,7 +260,7 @@ class ActorsQuery(QueryBase):
     fixedProperties: list[AnyPropertyFilter] | None = None
     orderBy: list[str] | None = None
     limit: int | None = Field(default=None, ge=1)
-    offset: int | None = Field(default=None, ge=0)
+    offset: int | None = Field(default=None, ge=0, le=_MAX_OFFSET)
     source: Annotated[InsightActorsQuery | FunnelsActorsQuery | HogQLQuery, Field(discriminator="kind")] | None = None
 
 

@@ -38,7 +38,9 @@ from ..errors import ValidationFailed
 from .params import Params
 
 __all__ = [
+    "FIRST_YEAR",
     "INTERVALS",
+    "LAST_YEAR",
     "QueryDateRange",
     "bucket_key_sql",
     "date_hogql",
@@ -304,6 +306,11 @@ def _field(value: Any, name: str) -> Any:
     return getattr(value, name, None)
 
 
+# The engine's calendar runs from 1900 to 2299; a year is kept in hand at each end for what reaches a period
+# beyond the range (a comparison's previous range, retention's cohorts before date_to, a month's next month).
+FIRST_YEAR, LAST_YEAR = 1901, 2298
+
+
 def resolve_date_range(
     date_range: Any,
     interval: str,
@@ -334,14 +341,25 @@ def resolve_date_range(
 
     if text_to:
         date_to, date_only = _resolve_one(text_to, local_now, tz, attr=f"{attr}.date_to")
-        if date_only:
-            date_to = _wall(date_to.replace(tzinfo=None) + timedelta(days=1) - _END_US, tz)
+        try:
+            if date_only:
+                date_to = _wall(date_to.replace(tzinfo=None) + timedelta(days=1) - _END_US, tz)
+            if not explicit:
+                date_to = _wall(_end_of_unit(date_to.replace(tzinfo=None), "h" if hourly else "d"), tz)
+        except OverflowError:
+            raise ValidationFailed(f"{text_to!r} is past the last date there is.", attr=f"{attr}.date_to") from None
+    elif not explicit:
+        date_to = _wall(_end_of_unit(local_now.replace(tzinfo=None), "h" if hourly else "d"), tz)
     else:
         date_to = local_now
-    if not explicit:
-        date_to = _wall(_end_of_unit(date_to.replace(tzinfo=None), "h" if hourly else "d"), tz)
     if date_to < date_from:
         raise ValidationFailed("The date range ends before it starts.", attr=f"{attr}.date_to")
+    for name, value in (("date_to", date_to), ("date_from", date_from)):
+        if not FIRST_YEAR <= value.year <= LAST_YEAR:
+            raise ValidationFailed(
+                f"Dates are read between {FIRST_YEAR} and {LAST_YEAR}; {name} falls in {value.year}.",
+                attr=f"{attr}.{name}",
+            )
     return QueryDateRange(date_from=date_from, date_to=date_to, interval=interval, timezone=timezone, explicit=explicit)
 
 

@@ -137,6 +137,26 @@ _ACTIONS = {"kind": "ActionsNode", "id": 7}
         "kind": "LifecycleQuery", "series": [EVENT]}}}, "source.status"),
     ({"kind": "ActorsQuery", "source": {"kind": "InsightActorsQuery", "day": "many", "source": {
         "kind": "StickinessQuery", "series": [EVENT]}}}, "source.day"),
+    ({"kind": "ActorsQuery", "offset": 10**23, "source": {"kind": "InsightActorsQuery", "status": "new", "source": {
+        "kind": "LifecycleQuery", "series": [EVENT]}}}, "query__offset"),
+    ({"kind": "EventsQuery", "select": ["event"], "offset": 2**64}, "query__offset"),
+    ({"kind": "RetentionQuery", "retentionFilter": {}, "dateRange": {"date_to": "9999-12-31"}}, "dateRange.date_to"),
+    ({"kind": "RetentionQuery", "retentionFilter": {}, "dateRange": {"date_to": "0001-01-01"}}, "dateRange.date_to"),
+    ({"kind": "LifecycleQuery", "series": [EVENT], "dateRange": {"date_to": "9999-12-31"}}, "dateRange.date_to"),
+    ({"kind": "LifecycleQuery", "series": [EVENT], "dateRange": {"date_from": "0001-01-01", "date_to": "2025-01-05"}},
+     "dateRange.date_from"),
+    ({"kind": "StickinessQuery", "series": [EVENT], "compareFilter": {"compare": True},
+      "dateRange": {"date_from": "1900-01-01", "date_to": "1900-01-05"}}, "dateRange.date_to"),
+    ({"kind": "StickinessQuery", "series": [EVENT], "interval": "week",
+      "dateRange": {"date_from": "9999-12-20", "date_to": "9999-12-30"}}, "dateRange.date_to"),
+    ({"kind": "RetentionQuery", "retentionFilter": {"period": "Month"}, "dateRange": {"date_to": "9999-12-15"}},
+     "dateRange.date_to"),
+    ({"kind": "TrendsQuery", "series": [EVENT], "interval": "month",
+      "dateRange": {"date_from": "9999-11-01", "date_to": "9999-12-15"}}, "dateRange.date_to"),
+    ({"kind": "LifecycleQuery", "series": [EVENT], "interval": "hour", "dateRange": {"date_from": "-3000d"}},
+     "interval"),
+    ({"kind": "RetentionQuery", "retentionFilter": {"period": "Hour", "totalIntervals": 1},
+      "dateRange": {"date_from": "-1000d"}}, "retentionFilter.period"),
 ])  # fmt: skip
 def test_hostile_bodies_are_a_400_naming_the_field(make_project, query, attr):
     project = make_project()
@@ -154,3 +174,37 @@ def test_an_insight_viz_node_runs_its_source(make_project, tmp_path):
     wrapped = _post(project, {"kind": "InsightVizNode", "source": QUERIES["LifecycleQuery"]})
     assert wrapped.status_code == 200, wrapped.text
     assert wrapped.json()["results"] == bare["results"] and any(bare["results"][0]["data"])
+
+
+def test_persons_page_columns_over_a_cell(make_project, tmp_path):
+    """PostHog's persons table asks for ``person_display_name -- Person, id, created_at``: the display name is the
+    first of the person's email/name properties that is set, else the id (restated here from the person object)."""
+    project = make_project()
+    _load(project, seed=4, persons=25, tmp_path=tmp_path)
+    source = {"kind": "InsightActorsQuery", "source": QUERIES["LifecycleQuery"], "status": "new", "day": "2025-06-02"}
+    select = ["person_display_name -- Person", "id", "created_at", "person"]
+    answer = _post(project, {"kind": "ActorsQuery", "select": select, "source": source})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["results"] and body["columns"] == select
+    assert_valid(body, "ActorsQueryResponse")
+    keys = ("email", "Email", "$email", "name", "Name", "username", "Username", "UserName")
+    for shown, person_id, _, person in body["results"]:
+        named = [person["properties"][k] for k in keys if person["properties"].get(k) is not None]
+        assert shown == {"display_name": str(named[0]) if named else person_id, "id": person_id}
+
+
+def test_persons_modal_actor_column_over_a_cell(make_project, tmp_path):
+    """PostHog's persons modal asks lifecycle and stickiness cells for ``select: ["actor"]``: the person object,
+    the same persons as the ``id`` column gives."""
+    project = make_project()
+    _load(project, seed=4, persons=25, tmp_path=tmp_path)
+    source = {"kind": "InsightActorsQuery", "source": QUERIES["StickinessQuery"], "day": 1}
+    actors = _post(project, {"kind": "ActorsQuery", "select": ["actor"], "orderBy": [], "source": source})
+    assert actors.status_code == 200, actors.text
+    body = actors.json()
+    assert_valid(body, "ActorsQueryResponse")
+    ids = _post(project, {"kind": "ActorsQuery", "select": ["id"], "source": source}).json()["results"]
+    assert body["columns"] == ["actor"] and body["results"]
+    assert {actor["id"] for (actor,) in body["results"]} == {i for (i,) in ids}
+    assert all(actor["distinct_ids"] and "properties" in actor for (actor,) in body["results"])

@@ -110,7 +110,8 @@ def test_all_kinds_with_cleaning_groupings_and_exclusions(world):
 
 
 @pytest.mark.parametrize(("start", "end"), [(SITE + "/home/", None), (None, SITE + "/checkout"),
-                                            (SITE + "/home", SITE + "/checkout")])  # fmt: skip
+                                            (SITE + "/home", SITE + "/checkout"),
+                                            (SITE + "/home/", SITE + "/checkout/")])  # fmt: skip
 def test_start_and_end_points(world, start, end):
     w, events = world
     answer = _run(w, includeEventTypes=["$pageview"], startPoint=start, endPoint=end, stepLimit=3, edgeLimit=1000)

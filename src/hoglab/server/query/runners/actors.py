@@ -8,7 +8,10 @@ For example (a sketch of a call and its answer, not run)::
         "types": [...], "hasMore": false, "limit": 100, "offset": 0, "missing_actors_count": 0}
 
 * Default ``select``: ``person, id, created_at`` (PostHog adds ``person.$delete``, a UI action column: left out).
-* ``person`` is ``{id, distinct_ids (at most 101), properties, created_at, is_identified}``.
+* ``person`` (or ``actor``, PostHog's persons modal's name) is ``{id, distinct_ids (at most 101), properties,
+  created_at, is_identified}``.
+* ``person_display_name`` (PostHog's persons page asks for ``person_display_name -- Person``) is
+  ``{display_name, id}``: the first set email/name property, else the id.
 * ``search`` matches the id, any distinct id or the properties text (case-insensitive substring).
 * ``source``: ``InsightActorsQuery`` (trends: ``series`` index, ``day`` as the answer's ``days`` entry, ``breakdown``,
   ``compare``; retention, lifecycle, stickiness and paths: see ``insight_actors.py``) or ``FunnelsActorsQuery``
@@ -105,6 +108,9 @@ def _jsonable(value: Any, kind: str) -> Any:
             props = {}
         return {"id": pid, "distinct_ids": distinct_ids, "properties": props, "created_at": created_at,
                 "is_identified": bool(identified)}  # fmt: skip
+    if kind == "person_display_name" and isinstance(value, list) and len(value) == 2:
+        display_name, person_id = value
+        return {"display_name": display_name, "id": person_id}
     return value
 
 
@@ -116,8 +122,10 @@ def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
     kinds, columns = [], []
     for i, column in enumerate(select):
         text = strip_alias(column)
-        kinds.append("person" if text == "person" else "")
-        columns.append(f"{_PERSON if text == 'person' else '(' + text + ')'} AS c{i}")
+        # "actor" is the person object under the name PostHog's persons modal asks for.
+        kind = "person" if text == "actor" else text
+        kinds.append(kind if kind in ("person", "person_display_name") else "")
+        columns.append(f"{_PERSON if kind == 'person' else '(' + text + ')'} AS c{i}")
     where: list[str] = []
     source_sql = None
     if isinstance(query.source, InsightActorsQuery) and query.source.source.kind in INSIGHT_ACTOR_KINDS:
@@ -148,7 +156,8 @@ def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
     order = [strip_alias(o) for o in (query.orderBy or ["created_at DESC", "id"])]
     hogql = f"""
         SELECT {", ".join(columns)} FROM (
-            SELECT id, created_at, properties, is_identified, ids.pdi_ids AS pdi_ids FROM persons
+            SELECT id, created_at, properties, is_identified, ids.pdi_ids AS pdi_ids,
+                   persons.person_display_name AS person_display_name FROM persons
             LEFT JOIN (SELECT person_id, arraySlice(arraySort(groupArray(distinct_id)), 1, 101) AS pdi_ids
                        FROM person_distinct_ids GROUP BY person_id) AS ids ON ids.person_id = persons.id
         ) WHERE {" AND ".join(where) or "true"}

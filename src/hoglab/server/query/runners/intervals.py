@@ -16,15 +16,22 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ...errors import ValidationFailed
 from ...filters.dates import bucket_key_sql
 from ...filters.properties import Params
 
-__all__ = ["interval_number_sql", "interval_start_sql"]
+__all__ = ["MAX_HOURS", "interval_number_sql", "interval_start_sql"]
+
+MAX_HOURS = 366 * 24
+"""Hours are numbered through a list of their keys written into the query: past a year of them the query
+outgrows the engine's size limit (after seconds of parsing), so such a range is refused up front."""
 
 
-def interval_number_sql(interval: str, first: datetime, column: str, p: Params, *, keys: list[str]) -> str:
+def interval_number_sql(
+    interval: str, first: datetime, column: str, p: Params, *, keys: list[str], attr: str = "interval"
+) -> str:
     """HogQL numbering ``column``'s interval from ``first`` (0) on; ``keys`` (the intervals' wall-clock keys from
-    ``first`` on) number hours, where an hour outside them is -1."""
+    ``first`` on) number hours, where an hour outside them is -1. Over ``MAX_HOURS`` hours: a 400 naming ``attr``."""
     origin = p.add(first.strftime("%Y-%m-%d"))
     if interval == "day":
         return f"dateDiff('day', toDate({origin}), toDate({column}))"
@@ -32,6 +39,11 @@ def interval_number_sql(interval: str, first: datetime, column: str, p: Params, 
         return f"intDiv(dateDiff('day', toDate({origin}), toStartOfWeek({column}, 0)), 7)"
     if interval == "month":
         return f"dateDiff('month', toDate({origin}), toStartOfMonth({column}))"
+    if len(keys) > MAX_HOURS:
+        raise ValidationFailed(
+            f"{len(keys):,} hours is over the {MAX_HOURS:,} an hourly insight can number: use days or a shorter range.",
+            attr=attr,
+        )
     return f"(indexOf({p.add(keys)}, {bucket_key_sql(interval, column)}) - 1)"
 
 

@@ -100,7 +100,8 @@ def _limited(query: PathsQuery, p: Params) -> tuple[str, str, str | None]:
     """HogQL for the kept steps' items and times (over ``compact``/``ctimes``), and the condition to keep a path."""
     pf = query.pathsFilter
     limit = int(pf.stepLimit or 5)
-    start, end = pf.startPoint, pf.endPoint
+    # Items are URLs without their trailing slash, so the points are compared the same way.
+    start, end = (_target(point) if point else None for point in (pf.startPoint, pf.endPoint))
     if start and end:
         half = limit // 2
         first = f"arraySlice(compact, indexOf(compact, {p.add(start)}))"
@@ -117,10 +118,10 @@ def _limited(query: PathsQuery, p: Params) -> tuple[str, str, str | None]:
         keep = f"indexOf(compact, {p.add(start)}) > 0 AND {cut} > 0"
         return middle(path, "['...']"), middle(times, f"[arrayElement({times}, {half + 1})]"), keep
     if start:
-        at = f"indexOf(compact, {p.add(_target(start))})"
+        at = f"indexOf(compact, {p.add(start)})"
         return f"arraySlice(compact, {at}, {limit})", f"arraySlice(ctimes, {at}, {limit})", f"{at} > 0"
     if end:
-        at = f"indexOf(compact, {p.add(_target(end))})"
+        at = f"indexOf(compact, {p.add(end)})"
         path, times = f"arrayResize(compact, {at})", f"arrayResize(ctimes, {at})"
         return f"arraySlice({path}, -{limit})", f"arraySlice({times}, -{limit})", f"{at} > 0"
     return f"arraySlice(compact, 1, {limit})", f"arraySlice(ctimes, 1, {limit})", None

@@ -83,8 +83,11 @@ def retention_range(query: RetentionQuery, ctx: RunContext) -> RetentionRange:
         explicit = bool(date_range and date_range.explicitDate)
         only_to = {"date_from": to_text or "dStart", "date_to": to_text, "explicitDate": explicit}
         date_to = resolve_date_range(only_to, interval, now=ctx.now, timezone=ctx.timezone).date_to
-    end = shift(start_of_interval(date_to, interval), interval, 1)
-    first = start_of_interval(rng.date_from, interval) if given_from else shift(end, interval, -lookahead)
+    try:
+        end = shift(start_of_interval(date_to, interval), interval, 1)
+        first = start_of_interval(rng.date_from, interval) if given_from else shift(end, interval, -lookahead)
+    except OverflowError:
+        raise ValidationFailed("The cohorts would fall outside the calendar.", attr="dateRange") from None
     starts: list[datetime] = []
     while shift(first, interval, len(starts)) < end:
         starts.append(shift(first, interval, len(starts)))
@@ -142,7 +145,7 @@ def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Param
     where = series_conditions(query, None, p, project=project, attr="properties", event=False)
     first_time = rf.retentionType in ("retention_first_time", "retention_first_ever_occurrence")
     n = len(rr.starts)
-    index = interval_number_sql(rr.interval, rr.starts[0], "timestamp", p, keys=rr.keys)
+    index = interval_number_sql(rr.interval, rr.starts[0], "timestamp", p, keys=rr.keys, attr="retentionFilter.period")
     in_range = f"i BETWEEN 0 AND {n - 1}"
     where += [target if same else f"({target} OR {returning})", f"timestamp < {p.add(rr.end)}"]
     if first_time:
