@@ -79,11 +79,15 @@ class Cloud:
     """Answers POST /query like PostHog Cloud, checking each query against PostHog's OpenAPI document."""
 
     def __init__(self, method: str, failing: frozenset[str] = frozenset()) -> None:
-        self.method, self.failing, self.queries = method, failing, []  # type: list[dict[str, Any]]
+        self.method, self.failing = method, failing
+        self.queries: list[dict[str, Any]] = []
+        self.refreshes: list[Any] = []  # the request's refresh member, per query
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        query = json.loads(request.content)["query"]
+        body = json.loads(request.content)
+        query = body["query"]
         self.queries.append(query)
+        self.refreshes.append(body.get("refresh"))
         assert_valid(query, query["kind"], drop=())
         if query["kind"] == "ExperimentExposureQuery":
             assert_valid(EXPOSURES, "ExperimentExposureQueryResponse")

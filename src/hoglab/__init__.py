@@ -124,10 +124,16 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         plot_experiment as plot_experiment,
     )
     from .notebook import (
+        plot_exposures as plot_exposures,
+    )
+    from .notebook import (
         plot_funnel as plot_funnel,
     )
     from .notebook import (
         plot_lifecycle as plot_lifecycle,
+    )
+    from .notebook import (
+        plot_metric_effects as plot_metric_effects,
     )
     from .notebook import (
         plot_paths as plot_paths,

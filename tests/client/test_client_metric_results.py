@@ -18,10 +18,12 @@ import pandas as pd
 import pytest
 from clienttesting import Remote
 
+import hoglab
 from experiment_metrics_cloud import EXPOSURES, FUNNEL, MEAN, STATS, Cloud, experiment_body, metric_answer
 from hoglab.client import Client, ExperimentResult
 from hoglab.client._metric_results import METRIC_COLUMNS, MetricExperimentResult
 from hoglab.stats.posthog import experiment_results
+from posthog_openapi import assert_valid
 
 BASE = "/api/projects/2/experiments/"
 QUERY = "/api/projects/2/query/"
@@ -127,3 +129,74 @@ def test_an_answer_that_went_async_is_polled(client: Client, remote: Remote) -> 
     assert polls == [f"{QUERY}{ids[0]}/"]
     assert result.to_frame()["sum"].tolist() == [100.0, 140.0]
     assert {b["refresh"] for b in remote.json_bodies("POST", QUERY)} == {"blocking"}
+
+
+def test_shared_metrics_join_their_list_in_order(client: Client, remote: Remote) -> None:
+    """PostHog's shared metrics (``saved_metrics``, ``ExperimentToSavedMetric``) are analysed with the rest."""
+    shared = [
+        {"id": 1, "experiment": 9, "saved_metric": 4, "name": "shared revenue", "created_at": "2025-05-30T00:00:00Z",
+         "metadata": {"type": "secondary"}, "query": {**MEAN, "uuid": "s-mean", "name": None}},
+        {"id": 2, "experiment": 9, "saved_metric": 5, "name": "shared funnel", "created_at": "2025-05-30T00:00:00Z",
+         "metadata": {"type": "primary"}, "query": {**FUNNEL, "uuid": "s-funnel"}},
+    ]  # fmt: skip
+    for item in shared:
+        assert_valid(item, "ExperimentToSavedMetric", drop=())
+    experiment = experiment_body(metrics=[MEAN], metrics_secondary=[], saved_metrics=shared,
+                                 primary_metrics_ordered_uuids=["s-funnel", "m-mean"])  # fmt: skip
+    remote.add("GET", f"{BASE}9/", httpx.Response(200, json=experiment))
+    answered: list[str] = []
+
+    def cloud(request: httpx.Request) -> httpx.Response:
+        query = json.loads(request.content)["query"]
+        if query["kind"] == "ExperimentExposureQuery":
+            return httpx.Response(200, json=EXPOSURES)
+        answered.append(query["metric"]["uuid"])
+        stats_key = {"s-mean": "m-mean", "s-funnel": "m-funnel"}.get(query["metric"]["uuid"], query["metric"]["uuid"])
+        return httpx.Response(200, json=metric_answer({**query["metric"], "uuid": stats_key}, "frequentist"))
+
+    remote.add("POST", QUERY, cloud)
+    result = client.experiments.results(9)
+    assert answered == ["s-funnel", "m-mean", "s-mean"]
+    frame = result.to_frame()
+    assert frame.drop_duplicates("metric")[["metric", "role"]].values.tolist() == [
+        ["shared funnel", "primary"], ["revenue", "primary"], ["shared revenue", "secondary"]]  # fmt: skip
+
+
+def test_update_sends_builder_metrics(client: Client, remote: Remote) -> None:
+    sent: list[Any] = []
+
+    def patch(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        return httpx.Response(200, json=experiment_body(**sent[-1]))
+
+    remote.add("PATCH", f"{BASE}9/", patch)
+    metric = hoglab.mean_metric("purchase", math="sum", math_property="price", name="revenue")
+    updated = client.experiments.update(9, metrics=[metric], stats_config={"method": "frequentist"})
+    assert sent[0]["metrics"][0]["source"]["math_property"] == "price" and sent[0]["metrics"][0]["uuid"] == metric.uuid
+    assert_valid(sent[0]["metrics"][0], "ExperimentMeanMetric", drop=())
+    assert set(sent[0]) == {"metrics", "stats_config"} and updated.model_dump()["metrics"][0]["name"] == "revenue"
+
+
+def test_an_older_posthog_answer_with_variants_is_read_too(client: Client, remote: Remote) -> None:
+    """PostHog's stats-version-2 answer: counts in ``variants``, P(best) in ``probability``, one verdict."""
+    older = {
+        "kind": "ExperimentQuery", "stats_version": 2, "significant": True, "significance_code": "significant",
+        "p_value": 0.01, "probability": {"control": 0.02, "test": 0.98},
+        "credible_intervals": {"control": [0.08, 0.12], "test": [0.11, 0.16]},
+        "variants": [{"key": "test", "success_count": 135, "failure_count": 865},
+                     {"key": "control", "success_count": 100, "failure_count": 900}],
+    }  # fmt: skip
+    assert_valid(older, "ExperimentQueryResponse")
+    remote.add("GET", f"{BASE}9/", httpx.Response(200, json=experiment_body(metrics=[FUNNEL], metrics_secondary=[])))
+
+    def cloud(request: httpx.Request) -> httpx.Response:
+        kind = json.loads(request.content)["query"]["kind"]
+        return httpx.Response(200, json=older if kind == "ExperimentQuery" else EXPOSURES)
+
+    remote.add("POST", QUERY, cloud)
+    frame = client.experiments.results(9).to_frame()
+    assert frame[["variant", "number_of_samples", "sum"]].values.tolist() == [["control", 1000, 100.0],
+                                                                              ["test", 1000, 135.0]]  # fmt: skip
+    test = frame.iloc[1]
+    assert test["lift"] == pytest.approx(0.35) and test["chance_to_win"] == 0.98 and bool(test["significant"])
+    assert math.isnan(test["interval_low"])  # its intervals are of each rate, not of the lift

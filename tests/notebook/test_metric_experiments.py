@@ -82,7 +82,7 @@ def test_the_picker_shows_every_metric_its_settings_and_the_split(client: Client
     assert summary is not None
     assert summary["metric"].tolist() == ["signup → purchase", "revenue", "revenue per pageview"]
     assert summary["role"].tolist() == ["primary", "primary", "secondary"]
-    assert summary["settings"].tolist()[0] == "window 7 days · steps in ordered order · goal: increase"
+    assert summary["settings"].tolist()[0] == "window 7 days · steps in order · goal: increase"
     assert "outliers capped at the 99th percentile" in summary["settings"].tolist()[1]
     # The SRM check on the exposures the query answered, against the flag's 50/50.
     assert picker.srm is not None
@@ -93,7 +93,7 @@ def test_the_picker_shows_every_metric_its_settings_and_the_split(client: Client
     for text in ("Method:", method, "revenue per pageview", "window 7 days", "SRM check p", "2,507"):
         assert text in shown, text
     decided = "p-value" if method == "frequentist" else "chance to win"
-    assert decided in shown
+    assert decided in shown and "[–, –]" not in shown  # the baseline has no interval of its own
     assert "signup → purchase; secondary: revenue per pageview" not in picker.summary.value  # order by uuid list
     assert f"signup → purchase, revenue; secondary: revenue per pageview ({method})" in picker.summary.value
     # The figure: effects, exposures over time, SRM.
@@ -102,6 +102,14 @@ def test_the_picker_shows_every_metric_its_settings_and_the_split(client: Client
     assert [t.get_text() for t in effects.get_yticklabels()] == [
         "signup → purchase · test", "revenue · test", "revenue per pageview · test (secondary)"]  # fmt: skip
     assert picker.plot.layout.display is None and picker.plot.value[:4] == b"\x89PNG"
+    # "Refresh" asks the server to recompute every metric (PostHog's force_blocking), and shows the same.
+    asked = len(cloud.cloud.queries)
+    picker.refresh()
+    assert picker.value == experiment_id and picker.error is None and len(cloud.cloud.queries) == asked + 4
+    assert set(cloud.cloud.refreshes[:asked]) == {"blocking"} and set(cloud.cloud.refreshes[asked:]) == {
+        "force_blocking"
+    }
+    assert picker.results.value == shown
 
 
 def test_the_report_of_a_metric_experiment_is_one_page(client: Client, cloud: CloudQueries, tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 
 __all__ = ["METRIC_COLUMNS", "MetricAnswer", "MetricExperimentResult", "metric_label"]
@@ -94,6 +93,8 @@ class MetricAnswer:
             return []
         baseline = self.answer.get("baseline")
         variants = list(self.answer.get("variant_results") or [])
+        if baseline is None and not variants and self.answer.get("variants"):
+            return self._v2_rows()
         arms = ([baseline] if isinstance(baseline, Mapping) else []) + [v for v in variants if isinstance(v, Mapping)]
         base_mean = _mean(self.metric_type, baseline) if isinstance(baseline, Mapping) else math.nan
         rows = []
@@ -129,6 +130,40 @@ class MetricAnswer:
             )
         return rows
 
+    def _v2_rows(self) -> list[dict[str, Any]]:
+        # PostHog's older answer (stats version 2): counts per variant in ``variants``, the chance of each being
+        # best in ``probability`` and one verdict for the metric; its credible intervals are of each variant's own
+        # rate, not of the lift, so the interval columns stay empty.
+        answer = self.answer or {}
+        arms = sorted((v for v in answer.get("variants") or [] if isinstance(v, Mapping)),
+                      key=lambda v: v.get("key") != "control")  # fmt: skip
+        probability = answer.get("probability") or {}
+        rows = []
+        base_mean = math.nan
+        for arm in arms:
+            if "success_count" in arm:
+                n = float(arm.get("success_count") or 0) + float(arm.get("failure_count") or 0)
+                total = float(arm.get("success_count") or 0)
+            else:
+                n, total = float(arm.get("absolute_exposure") or 0), float(arm.get("count") or 0)
+            mean = total / n if n else math.nan
+            is_base = arm.get("key") == "control"
+            if is_base:
+                base_mean = mean
+            usable = not is_base and math.isfinite(base_mean) and base_mean != 0
+            rows.append({
+                "metric": self.label, "metric_uuid": self.uuid, "metric_type": self.metric_type, "role": self.role,
+                "variant": str(arm.get("key")), "number_of_samples": round(n), "sum": total, "denominator_sum": None,
+                "mean": mean, "lift": (mean - base_mean) / base_mean if usable else math.nan,
+                "interval_low": None, "interval_high": None,
+                "p_value": None if is_base else answer.get("p_value"),
+                "chance_to_win": None if is_base else probability.get(arm.get("key")),
+                "significant": None if is_base else answer.get("significant"),
+                "method": None if is_base else "bayesian", "goal": self.metric.get("goal") or "increase",
+                "validation_failures": None,
+            })  # fmt: skip
+        return rows
+
 
 def _mean(metric_type: str, arm: Mapping[str, Any]) -> float:
     # PostHog's statistic per unit: a mean per exposed unit, a conversion rate, or sum / denominator sum.
@@ -147,8 +182,8 @@ def metric_frame(answers: Sequence[MetricAnswer]) -> pd.DataFrame:
     for name in _FLOATS:
         df[name] = pd.to_numeric(df[name], errors="coerce").astype("float64")
     for name in _STRINGS:
-        df[name] = pd.array([None if v is None or v is np.nan else str(v) for v in df[name]], pd.StringDtype())
-    df["significant"] = pd.array([None if v is None or v is np.nan else bool(v) for v in df["significant"]], "boolean")
+        df[name] = pd.array([None if pd.isna(v) else str(v) for v in df[name]], pd.StringDtype())
+    df["significant"] = pd.array([None if pd.isna(v) else bool(v) for v in df["significant"]], "boolean")
     return df
 
 

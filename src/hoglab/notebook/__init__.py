@@ -41,10 +41,16 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         plot_experiment as plot_experiment,
     )
     from .plots import (
+        plot_exposures as plot_exposures,
+    )
+    from .plots import (
         plot_funnel as plot_funnel,
     )
     from .plots import (
         plot_lifecycle as plot_lifecycle,
+    )
+    from .plots import (
+        plot_metric_effects as plot_metric_effects,
     )
     from .plots import (
         plot_paths as plot_paths,

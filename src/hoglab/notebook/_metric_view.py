@@ -23,6 +23,7 @@ from ..stats import SRMResult, StatsError, srm
 __all__ = ["exposure_srm", "metric_results_html", "metric_settings", "metric_summary", "metrics_line"]
 
 _CELL = "padding:2px 8px;text-align:right"
+_ORDERS = {"ordered": "steps in order", "strict": "steps in strict order", "unordered": "steps in any order"}
 
 
 def _percentile(value: float) -> str:
@@ -53,7 +54,8 @@ def metric_settings(metric: Mapping[str, Any]) -> str:
         else:
             parts.append("no outlier capping")
     if metric.get("metric_type") == "funnel":
-        parts.append(f"steps in {metric.get('funnel_order_type') or 'ordered'} order")
+        order = metric.get("funnel_order_type") or "ordered"
+        parts.append(_ORDERS.get(str(order), f"steps {order}"))
     parts.append(f"goal: {metric.get('goal') or 'increase'}")
     return " · ".join(parts)
 
@@ -151,10 +153,11 @@ def metric_results_html(result: MetricExperimentResult, check: SRMResult | None)
         for r in rows.to_dict("records"):
             low_high = f"[{_fmt(r['interval_low'], '+.1%')}, {_fmt(r['interval_high'], '+.1%')}]"
             decided_value = r["p_value"] if result.method == "frequentist" else r["chance_to_win"]
+            baseline = pd.isna(r["method"])
             cells = [esc(str(r["variant"])), _fmt(r["number_of_samples"], ","), _fmt(r["sum"], ",.6g"),
-                     _fmt(r["mean"], ".4g"), _fmt(r["lift"], "+.2%"), low_high if r["method"] is not pd.NA else "–",
+                     _fmt(r["mean"], ".4g"), _fmt(r["lift"], "+.2%"), "–" if baseline else low_high,
                      _fmt(decided_value, ".3g" if result.method == "frequentist" else ".1%"),
-                     "–" if r["significant"] is pd.NA else ("yes" if r["significant"] else "no")]  # fmt: skip
+                     "–" if pd.isna(r["significant"]) else ("yes" if r["significant"] else "no")]  # fmt: skip
             body.append("<tr>" + "".join(f'<td style="{_CELL}">{c}</td>' for c in cells) + "</tr>")
         if body:
             lines.append(f"<table>{head}{''.join(body)}</table>")

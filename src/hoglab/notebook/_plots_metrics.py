@@ -108,13 +108,14 @@ def draw_metric_figure(result: MetricExperimentResult, check: SRMResult | None) 
 
     rows = int(result.to_frame()["method"].notna().sum())
     # A Figure of its own, not pyplot's: the inline backend would also show pyplot figures made in callbacks.
-    figure = Figure(figsize=(11, 3.2 + 0.4 * max(rows, 1)), layout="constrained")
-    axes: dict[Any, Axes] = figure.subplot_mosaic([["effects", "srm"], ["exposures", "srm"]], width_ratios=[1.7, 1],
-                                 height_ratios=[max(rows, 1), 3])  # fmt: skip
+    figure = Figure(figsize=(12, 3.8 + 0.45 * max(rows, 1)), layout="constrained")
+    axes: dict[Any, Axes] = figure.subplot_mosaic([["effects", "srm"], ["exposures", "srm"]], width_ratios=[1.8, 1],
+                                                  height_ratios=[max(rows, 2), 2.5])  # fmt: skip
     plot_metric_effects(result, ax=axes["effects"])
     plot_exposures(result, ax=axes["exposures"])
     if check is not None:
         plot_srm(check, ax=axes["srm"])
+        axes["srm"].title.set_fontsize("small")  # its title states the test in full: room beside the metrics
     else:
         axes["srm"].set_axis_off()
     return figure

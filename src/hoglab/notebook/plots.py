@@ -10,6 +10,8 @@ ticked and labelled in the data's own time zone, rates are on percent axes.
 :func:`plot_experiment`        Comparison or ExperimentResult: forest plot of effects, or posterior densities
 :func:`plot_cumulative_effect` daily sufficient statistics: cumulative effect with always-valid bounds
 :func:`plot_srm`               SRM check: observed against expected share per variant, p-value in the title
+:func:`plot_metric_effects`    MetricExperimentResult: each metric's lift with the server's interval (forest plot)
+:func:`plot_exposures`         MetricExperimentResult: exposed units per variant so far, day by day
 :func:`plot_retention`         retention frame: the cohort triangle, each cell coloured and labelled by its rate
 :func:`plot_retention_curve`   retention frame: the share back per period, cohorts pooled by size
 :func:`plot_lifecycle`         lifecycle frame: new/returning/resurrecting stacked above zero, dormant below
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 from ._plots_experiment import plot_experiment
 from ._plots_insights import plot_funnel, plot_trends
+from ._plots_metrics import plot_exposures, plot_metric_effects
 from ._plots_more import plot_lifecycle, plot_paths, plot_retention, plot_retention_curve, plot_stickiness
 from ._plots_sequential import cumulative_effect, plot_cumulative_effect
 from ._plots_srm import plot_srm
@@ -36,8 +39,10 @@ __all__ = [
     "cumulative_effect",
     "plot_cumulative_effect",
     "plot_experiment",
+    "plot_exposures",
     "plot_funnel",
     "plot_lifecycle",
+    "plot_metric_effects",
     "plot_paths",
     "plot_retention",
     "plot_retention_curve",

@@ -34,8 +34,9 @@ class ErrorBody(ResponseModel):
 
 def _loc_to_attr(loc: tuple[int | str, ...], data: Any = None) -> str | None:
     # pydantic's location mixes field names with union bookkeeping: the tag of a tagged union ("TrendsQuery",
-    # "event") and names like "list[...]" or "function-after[...]". PostHog's attr is the field path alone,
-    # joined by "__". Walk the input alongside the location so a tag is told apart from a field of that name.
+    # "event", an experiment metric's "mean") and names like "list[...]" or "function-after[...]". PostHog's attr
+    # is the field path alone, joined by "__". Walk the input alongside the location so a tag is told apart from
+    # a field of that name.
     parts: list[str] = []
     node = data
     for part in loc:
@@ -47,7 +48,7 @@ def _loc_to_attr(loc: tuple[int | str, ...], data: Any = None) -> str | None:
             if part in node:
                 parts.append(part)
                 node = node[part]
-            elif part in (node.get("kind"), node.get("type")) or "[" in part:
+            elif part in (node.get("kind"), node.get("type"), node.get("metric_type")) or "[" in part:
                 continue
             else:
                 parts.append(part)

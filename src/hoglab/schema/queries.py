@@ -205,9 +205,10 @@ class EventsQuery(QueryBase):
 class InsightActorsQuery(RequestModel):
     """The persons behind one data point of an insight.
 
-    Trends: ``series``, ``day``, ``breakdown``, ``compare``. Retention: ``interval`` (the returning period) and
-    ``breakdown``, with ``day`` picking the cohort. Lifecycle: ``status`` and ``day``. Stickiness: ``day`` is the
-    number of active intervals. Paths: the source's ``pathsFilter.pathStartKey``/``pathEndKey``/``pathDropoffKey``.
+    Trends: ``series``, ``day``, ``breakdown``, ``compare``. Retention: ``interval`` (the cohort), ``day`` (the
+    returning period, ``3`` or ``"Day 3"``) and ``breakdown``. Lifecycle: ``status`` and ``day``. Stickiness:
+    ``day`` is the number of active intervals. Paths: the source's ``pathsFilter.pathStartKey``/``pathEndKey``/
+    ``pathDropoffKey``.
     """
 
     kind: Literal["InsightActorsQuery"] = "InsightActorsQuery"

@@ -181,8 +181,8 @@ def funnel_steps(df: pd.DataFrame, exposed: pd.DataFrame, flag: str, steps: list
             while j < len(times) and depth < len(steps) and times[j] - t0 <= span:
                 if marks[j] == depth + 1:
                     depth += 1
-                elif order == "strict":
-                    break
+                elif order == "strict" and marks[j] != depth:
+                    break  # strict: only the next step, or the last one again (PostHog keeps that attempt), may follow
                 j += 1
             best = max(best, depth)
         reached[person] = best

@@ -78,11 +78,11 @@ def test_patch_changes_metric_fields_and_an_experiment_without_them_answers_empt
 
 
 BAD = [
-    ({"metrics": [{**MEAN, "source": {"kind": "ActionsNode", "id": 3}}]}, "metrics__0__mean__source", "Actions"),
+    ({"metrics": [{**MEAN, "source": {"kind": "ActionsNode", "id": 3}}]}, "metrics__0__source", "Actions"),
     ({"metrics": [{**MEAN, "metric_type": "median"}]}, "metrics__0", "metric_type"),
-    ({"metrics": [{**FUNNEL, "series": []}]}, "metrics__0__funnel__series", "at least 1"),
+    ({"metrics": [{**FUNNEL, "series": []}]}, "metrics__0__series", "at least 1"),
     ({"metrics_secondary": [{**RATIO, "denominator": {"kind": "ExperimentDataWarehouseNode"}}]},
-     "metrics_secondary__0__ratio__denominator", "warehouse"),
+     "metrics_secondary__0__denominator", "warehouse"),
     ({"metrics": [FUNNEL, FUNNEL]}, "metrics", "unique"),
     ({"exposure_criteria": {"multiple_variant_handling": "newest"}}, "exposure_criteria__multiple_variant_handling",
      "first_seen"),

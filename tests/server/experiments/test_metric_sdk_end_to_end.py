@@ -155,3 +155,24 @@ def test_the_demo_effect_shows(fed: Any) -> None:
     assert float(funnel["lift"].iloc[0]) > 0
     assert list(frame["role"].unique()) == ["primary", "secondary"]
     assert json.dumps(result.raw, default=str)  # the raw answers serialise as they came
+
+
+def test_the_picker_and_the_report_read_the_services_own_answers(fed: Any, tmp_path: Any) -> None:
+    """The views over hoglab's answers (their PostHog Cloud counterparts: tests/notebook/test_metric_experiments.py)."""
+    from hoglab.notebook import ExperimentPicker, experiment_report
+
+    client, demo, result, _ = fed
+    picker = ExperimentPicker(client)
+    picker.value = demo.experiment.id
+    assert picker.error is None, picker.error
+    assert picker.metrics is not None and picker.metrics["metric"].tolist() == [a.label for a in result.metrics]
+    assert picker.table is not None
+    pd.testing.assert_frame_equal(picker.table, result.to_frame(), check_like=False)
+    assert picker.srm is not None and picker.srm.observed == tuple(
+        result.total_exposures[v] for v in picker.srm.variants
+    )
+    report = experiment_report(demo.experiment.id, client)
+    assert report.metrics is not None and report.verdict in ("significant", "not_significant")
+    assert report.metrics.to_frame().equals(result.to_frame())
+    page = report.write(tmp_path).read_text()
+    assert "checkout → purchase" in page and page.count("data:image/png;base64,") == 3

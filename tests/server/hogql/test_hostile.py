@@ -287,6 +287,12 @@ CORPUS: list[tuple[str, str | Check, dict[str, Any] | None]] = [
     ("SELECT * FROM sessions_mv", REFUSED, None),
     ("SELECT argMinMerge(first_distinct_id) FROM sessions", REFUSED, None),
     ("SELECT * FROM raw_sessions", REFUSED, None),
+    # ---- query_log: literal rows of the caller's own runs (none here)
+    ("SELECT * FROM query_log", rows_at_most(0), None),
+    ("SELECT count() FROM query_log q JOIN events e ON q.query_id = toString(e.uuid)", count_is(lambda w: 0), None),
+    ("SELECT team_id FROM query_log", REFUSED, None),
+    ("SELECT * FROM hoglab.query_log", REFUSED, None),
+    ("SELECT * FROM system.query_log", REFUSED, None),
     (
         "SELECT count() FROM events WHERE event = 'x'' UNION ALL SELECT * FROM system.tables --'",
         count_is(lambda w: 0),

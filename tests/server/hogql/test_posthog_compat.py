@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from hoglab.local import LocalService
+from hoglab.server.query import property_types
 
 from .service import ServiceProject, new_service_project
 
@@ -137,6 +138,8 @@ def test_numeric_keys_order_as_numbers(project: ServiceProject, frame: pd.DataFr
     # amount_paid is a number in every event, so min/max/ORDER BY read it as one ("10.5" > "9")
     [[top, bottom]] = project.rows("select max(properties.amount_paid), min(properties.amount_paid) from events")
     assert (top, bottom) == (frame["amount"].max(), frame["amount"].min())
+    [[by_key]] = project.rows("select argMax(properties.amount_paid, properties.amount_paid) from events")
+    assert by_key == frame["amount"].max()
     [[first]] = project.rows("select properties.amount_paid from events order by properties.amount_paid desc limit 1")
     assert float(first) == frame["amount"].max()
     # selected on its own a property keeps its text (docs/hogql.md)
@@ -147,7 +150,8 @@ def test_numeric_keys_order_as_numbers(project: ServiceProject, frame: pd.DataFr
     assert code == max(texts)
 
 
-def test_numeric_keys_follow_new_data(hoglab_service: LocalService) -> None:
+def test_numeric_keys_follow_new_data(hoglab_service: LocalService, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(property_types, "REFRESH_SECONDS", 0.0)  # the service runs in this process
     fresh = new_service_project(hoglab_service, "property types")
     fresh.capture([{"event": "e", "distinct_id": "a", "properties": {"v": 9}, "timestamp": "2025-05-01T00:00:00Z"}])
     fresh.capture([{"event": "e", "distinct_id": "a", "properties": {"v": 10}, "timestamp": "2025-05-01T00:01:00Z"}])

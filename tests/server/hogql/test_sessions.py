@@ -225,6 +225,7 @@ def test_sessions_match_pandas(project: ServiceProject, expected: pd.DataFrame) 
     got["start"] = pd.to_datetime(got["start"], utc=True)
     got["end"] = pd.to_datetime(got["end"], utc=True)
     assert len(got) == len(CHANNELS)
+    assert project.rows("select id from sessions order by id") == [[s] for s in expected.index]
     pd.testing.assert_frame_equal(got, expected[got.columns], check_dtype=False)
 
 

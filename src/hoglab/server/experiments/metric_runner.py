@@ -18,6 +18,7 @@ from hoglab.stats.posthog import ExperimentStats, experiment_results
 
 from ..filters.params import Params
 from ..query.runners.base import RunContext, register
+from ..query.runners.funnels_sql import PERSON_ROWS_SETTINGS
 from .metric_query import funnel_sql, mean_sql, ratio_sql
 from .metric_resolve import ResolvedExperimentQuery
 
@@ -25,7 +26,13 @@ __all__ = ["run_experiment_query", "variant_stats"]
 
 
 def variant_stats(metric_type: str, key: str, row: dict[str, Any] | None, steps: int = 0) -> ExperimentStats:
-    """One variant's :class:`ExperimentStats` from its row of the metric's statement (zeros without a row)."""
+    """One variant's :class:`ExperimentStats` from its row of the metric's statement (zeros without a row).
+
+    >>> variant_stats("funnel", "test", {"n": 90, "total": 12, "s1": 40, "s2": 12}, steps=2).step_counts
+    (40, 12)
+    >>> variant_stats("mean", "control", None).number_of_samples
+    0
+    """
     row = row or {}
     n = int(row.get("n") or 0)
     total = float(row.get("total") or 0)
@@ -57,7 +64,10 @@ def run_experiment_query(resolved: ResolvedExperimentQuery, ctx: RunContext) -> 
     else:
         steps = len(metric.series)
         sql = funnel_sql(metric, experiment, p, ctx.project, end)
-    rows = {str(row["variant"]): row for row in ctx.run(sql, values=p.values).to_pylist()}
+    # One-level aggregation by person suits the funnel's replay (see funnels_sql.PERSON_ROWS_SETTINGS).
+    settings = PERSON_ROWS_SETTINGS if metric.metric_type == "funnel" else None
+    table = ctx.execute(ctx.compile(sql, values=p.values), settings=settings)
+    rows = {str(row["variant"]): row for row in table.to_pylist()}
     stats = {key: variant_stats(metric.metric_type, key, rows.get(key), steps) for key in experiment.variants}
     baseline = stats[CONTROL_VARIANT_KEY]
     others = [s for key, s in stats.items() if key != CONTROL_VARIANT_KEY]

@@ -6,9 +6,16 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from hoglab.schema import DEFAULT_VARIANTS, ExperimentCreate, ExperimentParameters, ExperimentUpdate, RequestModel
+from hoglab.schema import (
+    DEFAULT_VARIANTS,
+    ExperimentCreate,
+    ExperimentParameters,
+    ExperimentUpdate,
+    RequestModel,
+    parse_metric,
+)
 
 from ..errors import ValidationFailed
 from ..http.bodies import validate_body
@@ -27,6 +34,7 @@ __all__ = [
     "metric_fields",
     "requires_flag_implementation",
     "to_utc",
+    "usable_metric_fields",
     "variants_from",
 ]
 
@@ -124,6 +132,34 @@ def experiment_body(record: ExperimentRecord, flag: FlagRecord, user: UserRecord
         "primary_metrics_ordered_uuids": record.primary_metrics_ordered_uuids,
         "secondary_metrics_ordered_uuids": record.secondary_metrics_ordered_uuids,
     }
+
+
+def usable_metric_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` of a remote experiment without what hoglab can't keep: metrics it can't run (actions, data
+    warehouse, newer metric types) and an exposure, stats or type setting it doesn't read. For copies of
+    PostHog's experiments (``hoglab pull``), which must not fail on one metric.
+
+    >>> usable_metric_fields({"name": "x", "type": "", "metrics": [{"metric_type": "retention"}]})
+    {'name': 'x', 'metrics': []}
+    """
+    kept = dict(fields)
+    for name in ("metrics", "metrics_secondary"):
+        if isinstance(kept.get(name), list):
+            metrics = []
+            for metric in kept[name]:
+                try:
+                    parse_metric(metric)
+                except (ValidationError, TypeError):
+                    continue
+                metrics.append(metric)
+            kept[name] = metrics
+    for name in ("exposure_criteria", "stats_config", "type", "conclusion"):
+        if name in kept:
+            try:
+                ExperimentUpdate.model_validate({name: kept[name]})
+            except ValidationError:
+                del kept[name]
+    return kept
 
 
 def metric_fields(payload: ExperimentCreate | ExperimentUpdate) -> dict[str, Any]:

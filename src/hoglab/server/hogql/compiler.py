@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import zoneinfo
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +81,7 @@ def compile_hogql(
     person_overrides: bool = False,
     filters: Any = None,
     numeric_properties: Mapping[str, Collection[str]] | None = None,
+    query_log: Sequence[Mapping[str, Any]] = (),
 ) -> CompiledQuery:
     """Compile one HogQL SELECT for project ``team_id``; every refusal is a :class:`HogQLError`.
 
@@ -88,6 +89,7 @@ def compile_hogql(
     ``{filters}`` placeholder expands to (``true`` when absent). ``person_overrides`` routes
     ``events.person_id`` through the person merge table. ``numeric_properties`` (HogQL table -> property keys the
     project's data types as numbers, PostHog's property definitions) are read as numbers where order matters.
+    ``query_log`` are the records the ``query_log`` table shows: the caller's own, and nobody else's.
     """
     _validate_args(team_id, timezone, max_limit, default_limit, database)
     if not isinstance(query, str):
@@ -104,6 +106,7 @@ def compile_hogql(
             person_overrides,
             filters,
             numeric_properties,
+            query_log,
         )
     except HogQLError as e:
         raise e.locate(query) from None
@@ -137,6 +140,7 @@ def _compile(
     person_overrides: bool,
     filters: Any,
     numeric_properties: Mapping[str, Collection[str]] | None,
+    query_log: Sequence[Mapping[str, Any]],
 ) -> CompiledQuery:
     tree = parse_hogql(query)
     bound = bind_placeholders(tree, values, timezone=timezone, special={"filters": _filters_builder(filters, timezone)})
@@ -151,6 +155,7 @@ def _compile(
         timezone=timezone,
         person_overrides=person_overrides,
         numeric_properties=numeric_properties,
+        query_log=query_log,
     )
     resolver.resolve_query(top, Env())
     columns = name_columns(top, resolver.scopes)

@@ -164,8 +164,8 @@ def _needs_number(prop: exp.Expr, numeric_key: bool) -> bool:
     if isinstance(parent, _AGG_NODES) and not _is_condition_arg(parent, prop):
         if _aggregate_base(parent.name, _NUMERIC_AGGREGATES):
             return True
-        if numeric_key and _aggregate_base(parent.name, _ORDERING_AGGREGATES) and parent.expressions[0] is prop:
-            return True
+        if numeric_key and _aggregate_base(parent.name, _ORDERING_AGGREGATES):
+            return True  # min(x), max(x), and both the value and the key of argMin(x, key)/argMax
     return numeric_key and isinstance(parent, exp.Ordered)
 
 

@@ -19,8 +19,9 @@ it is left for ClickHouse to report. Correlated references to an outer query are
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlglot import exp
 
@@ -39,6 +40,7 @@ from .props import (
     type_comparisons,
     type_numeric_contexts,
 )
+from .query_log import query_log_view
 from .scope import Columns, Scope, Source, collect_sources, expand_stars, output_columns, scope_nodes, walk_scope
 from .tables import TABLES, ViewOptions, build_view
 from .values import escape_identifier
@@ -73,8 +75,10 @@ class Resolver:
         timezone: str,
         person_overrides: bool,
         numeric_properties: Mapping[str, Collection[str]] | None = None,
+        query_log: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.team_id = team_id
+        self.query_log = query_log
         self.numeric_properties = numeric_properties or {}
         self.database = database
         self.timezone = timezone
@@ -181,12 +185,20 @@ class Resolver:
             return
         top = chain_top(column)
         parts = top.parts
-        if not all(isinstance(p, exp.Identifier) for p in parts):
-            return  # tuple element access such as t.1: ClickHouse's business
+        indexes: list[exp.Expr] = []
+        while parts and isinstance(parts[-1], exp.Literal) and parts[-1].is_int:
+            indexes.insert(0, parts[-1])  # a tuple element: person_display_name.1
+            parts = parts[:-1]
+        if not parts or not all(isinstance(p, exp.Identifier) for p in parts):
+            return  # another element access: ClickHouse's business
         names = [p.name for p in parts]
         if scope.is_lambda_param(column, names[0]):
             return
         replacement = self._resolve_names(names, column, scope)
+        if replacement is not None and indexes and (replacement.meta.get(PROP_META) or replacement.meta.get(JSON_META)):
+            return  # properties.a.1: a number as a JSON key is not supported (as before)
+        for index in indexes if replacement is not None else ():
+            replacement = exp.Anonymous(this="tupleElement", expressions=[replacement, exp.Literal.number(index.this)])
         if replacement is not None:
             replacement.meta["hq_done"] = True
             top.replace(replacement)
@@ -320,6 +332,8 @@ class Resolver:
     def _view(self, source: Source) -> exp.Select:
         assert source.schema is not None
         self.views += 1
+        if source.schema.name == "query_log":
+            return query_log_view(self.query_log, self.timezone)
         opts = ViewOptions(
             team_id=self.team_id,
             database=self.database,

@@ -26,6 +26,7 @@ from .dialect import HogQLDialect
 __all__ = [
     "CHANNEL_TYPES",
     "ORGANIC_MEDIUMS",
+    "OTHER_NAMES",
     "PAID_MEDIUMS",
     "PAID_MEDIUM_PREFIXES",
     "SESSION_FIELDS",
@@ -71,6 +72,7 @@ CHANNEL_TYPES = frozenset(
 )  # fmt: skip
 
 SESSION_FIELDS: tuple[str, ...] = (
+    "id",
     "session_id",
     "distinct_id",
     "$start_timestamp",
@@ -91,7 +93,9 @@ SESSION_FIELDS: tuple[str, ...] = (
     "$channel_type",
     *(f"$entry_{key.lstrip('$')}" for key in ATTRIBUTION_KEYS),
 )
-"""Field names of HogQL's ``sessions`` (``duration`` and ``$end_*`` are PostHog's older names)."""
+"""Field names of HogQL's ``sessions`` (``id``, ``duration`` and ``$end_*`` are PostHog's other names)."""
+OTHER_NAMES = frozenset({"id", "duration", "$end_current_url", "$end_pathname"})
+"""Fields left out of ``*``: PostHog's aliases of other fields."""
 
 
 def _array(values: tuple[str, ...]) -> str:
@@ -113,7 +117,8 @@ def _channel_type_sql() -> str:
     src, med, camp = "__hq_source", "__hq_medium", "__hq_campaign"
     ref, gad = "`$entry_referring_domain`", "__hq_gad_source"
     has_gclid, has_fbclid = "(`$entry_gclid` != '')", "(`$entry_fbclid` != '')"
-    paid_medium = f"({med} IN {_array(PAID_MEDIUMS).replace('[', '(').replace(']', ')')} OR startsWith({med}, 'paid'))"
+    prefixes = " OR ".join(f"startsWith({med}, '{prefix}')" for prefix in PAID_MEDIUM_PREFIXES)
+    paid_medium = f"(has({_array(PAID_MEDIUMS)}, {med}) OR {prefixes})"
     shop = "'^(.*(([^a-df-z]|^)shop|shopping).*)$'"
     source_type = f"if({src} IS NULL, NULL, {_lookup(SOURCE_CATEGORIES, _name(src), '{kind} ')})"
     referrer_type = (
@@ -151,7 +156,8 @@ def _items_sql(raw: str, zone: str | None) -> list[str]:
     def in_zone(sql: str) -> str:
         return sql if zone is None else f"toTimeZone({sql}, '{zone}')"
 
-    attribution = f"argMinMerge({raw}.entry_attribution)"
+    wanted = ", ".join(f"`{key}` String" for key in ATTRIBUTION_KEYS)
+    attribution = f"JSONExtract(argMinMerge({raw}.first_properties), 'Tuple({wanted})')"
     entry = [
         f"tupleElement(__hq_attribution, {i + 1}) AS `$entry_{key.lstrip('$')}`"
         for i, key in enumerate(ATTRIBUTION_KEYS)
@@ -159,6 +165,7 @@ def _items_sql(raw: str, zone: str | None) -> list[str]:
     start, end = f"min({raw}.min_timestamp)", f"max({raw}.max_timestamp)"
     return [
         f"{raw}.session_id AS session_id",
+        "session_id AS id",
         f"argMinMerge({raw}.first_distinct_id) AS distinct_id",
         f"{in_zone(start)} AS `$start_timestamp`",
         f"{in_zone(end)} AS `$end_timestamp`",

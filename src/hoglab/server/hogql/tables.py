@@ -20,7 +20,8 @@ from typing import Literal
 from sqlglot import exp
 
 from ..engine.materialized import materialized_columns, registry_version
-from .sessions import SESSION_FIELDS, session_view_items
+from .query_log import QUERY_LOG_FIELDS
+from .sessions import OTHER_NAMES, SESSION_FIELDS, session_view_items
 
 __all__ = [
     "GUARD_META",
@@ -143,13 +144,21 @@ TABLES: dict[str, TableSchema] = {
             "session": LazyJoin(target="sessions", from_field="$session_id", to_field="session_id"),
         },
     ),
+    "query_log": TableSchema(
+        name="query_log",
+        fields=tuple(
+            Field(name, "datetime" if name in ("query_start_time", "event_time") else "plain")
+            for name in QUERY_LOG_FIELDS
+        ),
+        star=QUERY_LOG_FIELDS,
+    ),
     "sessions": TableSchema(
         name="sessions",
         fields=tuple(
             Field(name, "datetime" if name in ("$start_timestamp", "$end_timestamp") else "plain")
             for name in SESSION_FIELDS
         ),
-        star=tuple(name for name in SESSION_FIELDS if name not in ("duration", "$end_current_url", "$end_pathname")),
+        star=tuple(name for name in SESSION_FIELDS if name not in OTHER_NAMES),
     ),
     "persons": TableSchema(
         name="persons",

@@ -23,7 +23,7 @@ from hoglab.schema import ExperimentCreate
 
 from ..engine.base import Engine
 from ..engine.settings import quote_string
-from ..experiments.rules import create_with_flag, to_utc
+from ..experiments.rules import create_with_flag, to_utc, usable_metric_fields
 from ..ingest.person_store import PersonStore
 from ..ingest.persons import PersonRows, next_version
 from ..ingest.rows import events_table, person_tables
@@ -186,7 +186,8 @@ class Mirror:
         remote_id = int(remote["id"])
         local_id = self.store.pulls.local_id(self.source.id, "experiment", remote_id)
         if local_id is None or self.store.experiments.get(self.project.id, local_id) is None:
-            fields = {k: remote[k] for k in ExperimentCreate.model_fields if remote.get(k) is not None}
+            given = {k: remote[k] for k in ExperimentCreate.model_fields if remote.get(k) is not None}
+            fields = usable_metric_fields(given)  # a metric hoglab can't run must not stop the copy
             fields.setdefault("feature_flag_key", (remote.get("feature_flag") or {}).get("key"))
             if self.store.flags.get_by_key(self.project.id, str(fields["feature_flag_key"])) is not None:
                 raise MirrorError(

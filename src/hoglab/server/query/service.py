@@ -31,6 +31,7 @@ from .answers import answer_members, cache_members, dumps, join_members
 from .cache import LAZY_TARGET_AGE, TARGET_AGE, QueryCache, data_version
 from .failures import api_error
 from .jobs import QueryJobs
+from .query_log import is_refusal, log_run
 from .request import ASYNC_MODES, Prepared, prepare, resolve
 from .runners import RUNNERS, RunContext, has_person_overrides
 
@@ -141,16 +142,23 @@ class QueryService:
         overrides = self.cache.person_overrides(
             project.id, version, lambda: has_person_overrides(self.engine, project.id)
         )
-        return compute(
-            prepared,
-            project=project,
-            engine=self.engine,
-            limits=self.limits,
-            tag=tag,
-            now=now,
-            person_overrides=overrides,
-            cancelled=cancelled,
-        )
+        started, clock = time.time(), time.perf_counter()
+        try:
+            members = compute(
+                prepared,
+                project=project,
+                engine=self.engine,
+                limits=self.limits,
+                tag=tag,
+                now=now,
+                person_overrides=overrides,
+                cancelled=cancelled,
+            )
+        except Exception as exc:
+            log_run(project.id, prepared, started, clock, error=api_error(exc).detail, before_start=is_refusal(exc))
+            raise
+        log_run(project.id, prepared, started, clock, result_bytes=len(members))
+        return members
 
     def _store(self, project: ProjectRecord, prepared: Prepared, members: bytes, *, version: int) -> bytes:
         done = utcnow()

@@ -66,3 +66,14 @@ def test_weekly_with_property_filter_and_toggles(world):
     expected = lifecycle(chosen, tz=tz, interval="week", keys=keys, before="2025-06-01", event="$pageview",
                          created=_created(df, tz, "week"))  # fmt: skip
     _check(answer, expected, keys, statuses=("new", "dormant"))
+
+
+def test_hourly(world):
+    w, df, tz = world
+    answer = w.run({"kind": "LifecycleQuery", "series": [{"kind": "EventsNode", "event": None}], "interval": "hour",
+                    "dateRange": {"date_from": "2025-06-05T00:00:00", "date_to": "2025-06-06T23:00:00"}})  # fmt: skip
+    keys = [d.strftime("%Y-%m-%d %H:00:00") for d in pd.date_range("2025-06-05", periods=48, freq="h")]
+    expected = lifecycle(df, tz=tz, interval="hour", keys=keys, before="2025-06-04 23:00:00", event=None,
+                         created=_created(df, tz, "hour"))  # fmt: skip
+    _check(answer, expected, keys)
+    assert any(answer["results"][0]["data"]) and any(answer["results"][3]["data"])

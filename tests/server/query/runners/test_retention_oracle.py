@@ -188,3 +188,15 @@ def test_hourly_labels(world):
         df, tz=tz, interval="hour", keys=keys, lookahead=3, target="$pageview", returning="$pageview", first_time=False
     )
     _check(answer, expected, keys, 3)
+
+
+def test_monthly_cohorts(make_world):
+    df = generate(seed=33, persons=30, days=80, events_per_person=20)
+    w = make_world(to_events(df), timezone="Asia/Kolkata", now=NOW)
+    answer = _run(w, period="Month", totalIntervals=3, retentionType="retention_first_time",
+                  dateRange={"date_from": "2025-06-01", "date_to": "2025-08-31"})  # fmt: skip
+    keys = ["2025-06-01", "2025-07-01", "2025-08-01"]
+    expected = retention(df, tz="Asia/Kolkata", interval="month", keys=keys, lookahead=3, target="$pageview",
+                         returning="$pageview", first_time=True)  # fmt: skip
+    _check(answer, expected, keys, 3)
+    assert answer["results"][0]["values"][2]["count"] > 0

@@ -11,8 +11,8 @@ For example (a sketch of a call and its answer, not run)::
 * ``person`` is ``{id, distinct_ids (at most 101), properties, created_at, is_identified}``.
 * ``search`` matches the id, any distinct id or the properties text (case-insensitive substring).
 * ``source``: ``InsightActorsQuery`` (trends: ``series`` index, ``day`` as the answer's ``days`` entry, ``breakdown``,
-  ``compare``) or ``FunnelsActorsQuery`` (``funnelStep`` n > 0: reached step n; -n: reached step n-1 but not n;
-  ``funnelStepBreakdown``).
+  ``compare``; retention, lifecycle, stickiness and paths: see ``insight_actors.py``) or ``FunnelsActorsQuery``
+  (``funnelStep`` n > 0: reached step n; -n: reached step n-1 but not n; ``funnelStepBreakdown``).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .breakdowns import BREAKDOWN_NULL, breakdown_value_sql, has_breakdown
 from .common import first_event_time
 from .events import strip_alias
 from .funnels import funnel_person_rows
+from .insight_actors import INSIGHT_ACTOR_KINDS, insight_actors_sql
 from .trends import previous_range
 from .trends_sql import effective_math
 
@@ -119,7 +120,9 @@ def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
         columns.append(f"{_PERSON if text == 'person' else '(' + text + ')'} AS c{i}")
     where: list[str] = []
     source_sql = None
-    if isinstance(query.source, InsightActorsQuery):
+    if isinstance(query.source, InsightActorsQuery) and query.source.source.kind in INSIGHT_ACTOR_KINDS:
+        source_sql = insight_actors_sql(query.source, ctx, p)
+    elif isinstance(query.source, InsightActorsQuery):
         source_sql = _trend_actors(query.source, ctx, p)
     elif isinstance(query.source, FunnelsActorsQuery):
         source_sql = _funnel_actors(query.source, ctx, p)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -145,6 +145,7 @@ class RunContext:
         max_limit: int | None = None,
         filters: Any = None,
         numeric_properties: Mapping[str, frozenset[str]] | None = None,
+        query_log: Sequence[Mapping[str, Any]] = (),
     ) -> CompiledQuery:
         """HogQL → guarded ClickHouse SQL for this project (raises ``HogQLError`` on a mistake), kept in ``COMPILED``.
 
@@ -156,7 +157,7 @@ class RunContext:
             # those compile to other literals (or fail to compile); repr of the values compile accepts keeps them
             # apart, and is faster to take than any walk over them.
             numeric = sorted((table, sorted(keys)) for table, keys in (numeric_properties or {}).items())
-            inputs = (repr(values), repr(filters), repr(numeric))
+            inputs = (repr(values), repr(filters), repr(numeric), repr(query_log))
             key = (self.team_id, self.timezone, self.person_overrides, hogql, inputs, default_limit, max_limit,
                    registry_version())  # a newly materialized property compiles to its column  # fmt: skip
             compiled = COMPILED.get(key)
@@ -171,6 +172,7 @@ class RunContext:
                     person_overrides=self.person_overrides,
                     filters=filters,
                     numeric_properties=numeric_properties,
+                    query_log=query_log,
                 )
                 COMPILED.put(key, compiled)
             return compiled

@@ -21,6 +21,7 @@ from hoglab.schema import DEFAULT_RETURNED_ROWS, MAX_SELECT_RETURNED_ROWS, HogQL
 from ...hogql import HogQLError
 from ...hogql.values import VARIABLE_PREFIX
 from ..property_types import numeric_properties
+from ..query_log import QUERY_LOG
 from .base import RawAnswer, RunContext, register
 
 __all__ = ["MODIFIERS", "drop_last_row", "run_hogql", "variable_values"]
@@ -68,6 +69,8 @@ def run_hogql(query: HogQLQuery, ctx: RunContext) -> RawAnswer:
         max_limit=MAX_SELECT_RETURNED_ROWS,
         filters=query.filters.model_dump(mode="json") if query.filters else None,
         numeric_properties=numeric_properties(ctx.engine, ctx.team_id),
+        # only the caller's own records, and only when the statement reads them
+        query_log=QUERY_LOG.rows(ctx.team_id) if "query_log" in query.query.lower() else (),
     )
     result = ctx.execute_json(compiled)
     data = result.data

@@ -10,7 +10,7 @@ PostHog's semantics (``LifecycleQueryRunner``), restated for a person and the in
 (looking one interval before the range too):
 
 * ``new``: the person's first active interval is the one they were created in. A hoglab person is created at
-  their first event of any kind (``person.created_at``), so "new" is the interval of the first event ever, as long as
+  their first event of any kind (``persons.created_at``), so "new" is the interval of the first event ever, as long as
   that event is the series' event; PostHog reads the same column.
 * ``returning``: active in this interval and in the one before.
 * ``resurrecting``: active in this interval, not in the one before, and not new.
@@ -26,10 +26,11 @@ from typing import Any
 
 from hoglab.schema import LifecycleQuery
 
-from ...filters.dates import QueryDateRange, bucket_key_sql, resolve_date_range, shift
+from ...filters.dates import QueryDateRange, resolve_date_range, shift
 from ...filters.properties import Params
 from .base import RunContext, register
 from .common import first_event_time, series_conditions, series_label
+from .intervals import interval_number_sql
 
 __all__ = ["STATUSES", "lifecycle_actor_rows_sql", "lifecycle_range", "run_lifecycle"]
 
@@ -47,11 +48,11 @@ def lifecycle_range(query: LifecycleQuery, ctx: RunContext) -> QueryDateRange:
 
 
 def lifecycle_actor_rows_sql(query: LifecycleQuery, rng: QueryDateRange, p: Params, *, project: Any) -> str:
-    """HogQL with one row per (person, interval key, status) within the range."""
+    """HogQL with one row per (person, interval, status) within the range: ``actor_id, day, status``, ``day`` the
+    interval's number (1 for the first of the range). A person has at most one status per interval."""
     buckets = rng.buckets()
     before = shift(buckets[0], rng.interval, -1)
     window = [rng.key(before), *(rng.key(b) for b in buckets)]
-    keys = p.add(window)
     series = query.series[0]
     where = series_conditions(query, series, p, project=project, attr="series.0")
     where += [
@@ -59,21 +60,27 @@ def lifecycle_actor_rows_sql(query: LifecycleQuery, rng: QueryDateRange, p: Para
         f"timestamp >= {p.add(before)}",
         f"timestamp < {p.add(shift(buckets[-1], rng.interval, 1))}",
     ]
-    index = f"(indexOf({keys}, {bucket_key_sql(rng.interval)}) - 1)"
-    created = f"(indexOf({keys}, {bucket_key_sql(rng.interval, 'min(person.created_at)')}) - 1)"
-    # Indexes count intervals from the one before the range (0); the range is 1..n. A person created before the
-    # window has created = -1, which no active interval equals.
+    index = interval_number_sql(rng.interval, before, "timestamp", p, keys=window)
+    created = interval_number_sql(rng.interval, before, "persons.created_at", p, keys=window)
+    # Interval numbers count from the one before the range (0); the range is 1..n. A person created before the
+    # window has a negative number (-1 for hours), which no active interval has; one without a row, NULL.
     statuses = (
         "arrayMap((a, i) -> if(i = 1, if(a = created, 'new', 'resurrecting'), "
         "if(active[i - 1] = a - 1, 'returning', 'resurrecting')), active, arrayEnumerate(active))"
     )
     dormant = "arrayMap(a -> (a + 1, 'dormant'), arrayFilter(a -> NOT has(active, a + 1), active))"
+    # Persons are joined once per active person, after the events are grouped (not once per event).
     return f"""
-        SELECT actor_id, arrayElement({keys}, tupleElement(pair, 1) + 1) AS day, tupleElement(pair, 2) AS status FROM (
+        SELECT actor_id, tupleElement(pair, 1) AS day, tupleElement(pair, 2) AS status
+        FROM (
             SELECT actor_id, arrayConcat(arrayZip(active, {statuses}), {dormant}) AS pairs FROM (
-                SELECT person_id AS actor_id, arraySort(groupUniqArray({index})) AS active, {created} AS created
-                FROM events WHERE {" AND ".join(where)}
-                GROUP BY actor_id
+                SELECT activity.actor_id AS actor_id, activity.active AS active, {created} AS created
+                FROM (
+                    SELECT person_id AS actor_id, arraySort(groupUniqArray({index})) AS active
+                    FROM events WHERE {" AND ".join(where)}
+                    GROUP BY actor_id
+                ) AS activity
+                LEFT JOIN persons ON persons.id = activity.actor_id
             )
         ) ARRAY JOIN pairs AS pair
         WHERE tupleElement(pair, 1) BETWEEN 1 AND {len(buckets)}"""
@@ -85,10 +92,10 @@ def run_lifecycle(query: LifecycleQuery, ctx: RunContext) -> dict[str, Any]:
     rng = lifecycle_range(query, ctx)
     p = Params()
     rows = lifecycle_actor_rows_sql(query, rng, p, project=ctx.project)
-    hogql = f"SELECT day, status, count(DISTINCT actor_id) AS n FROM ({rows}) GROUP BY day, status"
+    hogql = f"SELECT day, status, count() AS n FROM ({rows}) GROUP BY day, status"
     buckets = rng.buckets()
     compiled = ctx.compile(hogql, values=p.values, max_limit=4 * len(buckets) + 1)
-    counts = {(r["day"], r["status"]): int(r["n"]) for r in ctx.execute(compiled).to_pylist()}
+    counts = {(int(r["day"]), r["status"]): int(r["n"]) for r in ctx.execute(compiled).to_pylist()}
     series = query.series[0]
     event = series.event
     name = series_label(series)
@@ -101,7 +108,7 @@ def run_lifecycle(query: LifecycleQuery, ctx: RunContext) -> dict[str, Any]:
         if toggled is not None and status not in toggled:
             continue
         sign = -1.0 if status == "dormant" else 1.0
-        data = [sign * counts.get((rng.key(b), status), 0) for b in buckets]
+        data = [sign * counts.get((i, status), 0) for i in range(1, len(buckets) + 1)]
         results.append({
             "action": action,
             "data": data,

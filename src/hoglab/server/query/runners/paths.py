@@ -34,12 +34,12 @@ from typing import Any
 
 from hoglab.schema import PathsQuery
 
-from ...filters.dates import resolve_date_range
+from ...filters.dates import QueryDateRange, resolve_date_range
 from ...filters.properties import Params, hogql_expression
 from .base import RunContext, register
 from .common import first_event_time, series_conditions
 
-__all__ = ["SESSION_GAP_SECONDS", "grouping_regex", "path_steps_sql", "reachable_edges", "run_paths"]
+__all__ = ["SESSION_GAP_SECONDS", "grouping_regex", "path_steps_sql", "paths_range", "reachable_edges", "run_paths"]
 
 SESSION_GAP_SECONDS = 30 * 60
 
@@ -126,13 +126,16 @@ def _limited(query: PathsQuery, p: Params) -> tuple[str, str, str | None]:
     return f"arraySlice(compact, 1, {limit})", f"arraySlice(ctimes, 1, {limit})", None
 
 
+def paths_range(query: PathsQuery, ctx: RunContext) -> QueryDateRange:
+    return resolve_date_range(
+        query.dateRange, "day", now=ctx.now, timezone=ctx.timezone, first_event=lambda: first_event_time(ctx)
+    )
+
+
 def path_steps_sql(query: PathsQuery, ctx: RunContext, p: Params) -> str:
     """HogQL with one row per step of every kept session path: ``actor_id, path_key, last_path_key (NULL for the
     first step), conversion_time (seconds), dropoff_key`` (the path's last step)."""
-    rng = resolve_date_range(
-        query.dateRange, "day", now=ctx.now, timezone=ctx.timezone, first_event=lambda: first_event_time(ctx)
-    )
-    start, end = rng.bounds_utc()
+    start, end = paths_range(query, ctx).bounds_utc()
     where = series_conditions(query, None, p, project=ctx.project, attr="properties", event=False)
     where += [f"timestamp >= {p.add(start)}", f"timestamp <= {p.add(end)}"]
     kinds = _event_type_condition(query)
@@ -226,6 +229,7 @@ def run_paths(query: PathsQuery, ctx: RunContext) -> dict[str, Any]:
     return {
         "results": reachable_edges(rows),
         "timezone": ctx.timezone,
+        "resolved_date_range": paths_range(query, ctx).to_json(),
         "hogql": compiled.hogql,
         "timings": ctx.timings.to_list(),
     }

@@ -33,11 +33,12 @@ from typing import Any
 from hoglab.schema import RetentionEntity, RetentionQuery
 
 from ...errors import ValidationFailed
-from ...filters.dates import bucket_key_sql, resolve_date_range, shift, start_of_interval
+from ...filters.dates import resolve_date_range, shift, start_of_interval
 from ...filters.properties import Params, hogql_expression, property_access, property_filters_to_hogql
 from .base import RunContext, register
 from .breakdowns import BREAKDOWN_OTHER, breakdown_items, breakdown_limit
 from .common import first_event_time, series_conditions
+from .intervals import interval_number_sql
 
 __all__ = ["RetentionRange", "retention_actor_rows_sql", "retention_range", "run_retention"]
 
@@ -132,25 +133,41 @@ def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Param
             "Rolling 24-hour retention windows are not supported by hoglab.", attr="retentionFilter.timeWindowMode"
         )
     timezone = getattr(project, "timezone", None) or "UTC"
-    target = _entity_condition(rf.targetEntity or DEFAULT_ENTITY, p, "retentionFilter.targetEntity", timezone)
-    returning = _entity_condition(rf.returningEntity or DEFAULT_ENTITY, p, "retentionFilter.returningEntity", timezone)
+    target_entity, returning_entity = rf.targetEntity or DEFAULT_ENTITY, rf.returningEntity or DEFAULT_ENTITY
+    target = _entity_condition(target_entity, p, "retentionFilter.targetEntity", timezone)
+    same = (target_entity.event, target_entity.properties) == (returning_entity.event, returning_entity.properties)
+    returning = target if same else _entity_condition(
+        returning_entity, p, "retentionFilter.returningEntity", timezone
+    )
     where = series_conditions(query, None, p, project=project, attr="properties", event=False)
     first_time = rf.retentionType in ("retention_first_time", "retention_first_ever_occurrence")
-    keys = p.add(rr.keys)
-    index = f"(indexOf({keys}, {bucket_key_sql(rr.interval)}) - 1)"
-    where += [f"({target} OR {returning})", f"timestamp < {p.add(rr.end)}"]
+    n = len(rr.starts)
+    index = interval_number_sql(rr.interval, rr.starts[0], "timestamp", p, keys=rr.keys)
+    in_range = f"i BETWEEN 0 AND {n - 1}"
+    where += [target if same else f"({target} OR {returning})", f"timestamp < {p.add(rr.end)}"]
     if first_time:
-        first = bucket_key_sql(rr.interval, f"minIf(timestamp, {target})")
-        starts = f"if(indexOf({keys}, {first}) > 0, [indexOf({keys}, {first}) - 1], [])"
+        first = interval_number_sql(rr.interval, rr.starts[0], "minIf(timestamp, is_target)", p, keys=rr.keys)
+        starts = f"if({first} BETWEEN 0 AND {n - 1}, [{first}], [])"
     else:
         where.append(f"timestamp >= {p.add(rr.starts[0])}")
-        starts = f"groupUniqArrayIf({index}, {target} AND {index} >= 0)"
+        # The WHERE keeps the range's events, and only target events when both entities are the same events.
+        starts = "groupUniqArray(i)" if same else f"groupUniqArrayIf(i, is_target AND {in_range})"
     bv = _breakdown_sql(query) or "''"
     minimum = rf.minimumOccurrences or 1
-    returns = f"groupArrayIf({index}, {returning} AND {index} >= 0)"
-    qualified = "arrayDistinct(all_returns)"
+    # The periods a person came back in: with a minimum of events per period, every event's period is kept and
+    # counted; otherwise each period once, and when the entities are the same events, the cohorts' own periods.
     if minimum > 1:
-        qualified = f"arrayFilter(i -> countEqual(all_returns, i) >= {int(minimum)}, {qualified})"
+        returns = f"groupArrayIf(i, is_return AND {in_range})"
+        qualified = f"arrayFilter(i -> countEqual(all_returns, i) >= {int(minimum)}, arrayDistinct(all_returns))"
+    elif same and not first_time:
+        returns, qualified = "[]", "starts"
+    else:
+        returns, qualified = f"groupUniqArrayIf(i, is_return AND {in_range})", "all_returns"
+    # Each event's interval number and entity tests are computed once, below the aggregation.
+    events = f"""
+        SELECT person_id AS actor_id, {bv} AS bv, timestamp, {index} AS i, {target} AS is_target,
+               {"is_target" if same else returning} AS is_return
+        FROM events WHERE {" AND ".join(where)}"""
     offsets = (
         f"arrayConcat([0], arrayFilter(d -> d > 0 AND d < {int(rr.lookahead)}, "
         f"arrayMap(r -> r - start_index, returned)))"
@@ -161,8 +178,8 @@ def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Param
         SELECT actor_id, bv, start_index, period FROM (
             SELECT actor_id, bv, start_index, {offsets} AS periods FROM (
                 SELECT actor_id, bv, starts, {qualified} AS returned FROM (
-                    SELECT person_id AS actor_id, {bv} AS bv, {starts} AS starts, {returns} AS all_returns
-                    FROM events WHERE {" AND ".join(where)}
+                    SELECT actor_id, bv, {starts} AS starts, {returns} AS all_returns
+                    FROM ({events})
                     GROUP BY actor_id, bv
                 )
             ) ARRAY JOIN starts AS start_index
@@ -184,8 +201,9 @@ def run_retention(query: RetentionQuery, ctx: RunContext) -> dict[str, Any]:
     rr = retention_range(query, ctx)
     p = Params()
     rows_sql = retention_actor_rows_sql(query, rr, p, project=ctx.project)
+    # A person has one row per (breakdown value, cohort, period): count() counts people.
     hogql = f"""
-        SELECT bv, start_index, period, count(DISTINCT actor_id) AS n FROM ({rows_sql})
+        SELECT bv, start_index, period, count() AS n FROM ({rows_sql})
         GROUP BY bv, start_index, period"""
     broken_down = _breakdown_sql(query) is not None
     cap = MAX_CELLS * (20 if broken_down else 1) + 1

@@ -25,10 +25,11 @@ from typing import Any
 
 from hoglab.schema import EventsNode, StickinessQuery
 
-from ...filters.dates import QueryDateRange, bucket_key_sql, resolve_date_range
+from ...filters.dates import QueryDateRange, resolve_date_range
 from ...filters.properties import Params, hogql_expression
 from .base import RunContext, register
 from .common import first_event_time, series_conditions, series_label
+from .intervals import interval_start_sql
 from .trends import previous_range
 
 __all__ = ["run_stickiness", "stickiness_actor_rows_sql", "stickiness_periods", "stickiness_ranges"]
@@ -63,7 +64,7 @@ def stickiness_actor_rows_sql(
     where = series_conditions(query, series, p, project=project, attr=f"series.{index}")
     where += [f"timestamp >= {p.add(start)}", f"timestamp <= {p.add(end)}"]
     if query.intervalCount is None:
-        period = bucket_key_sql(rng.interval)
+        period = interval_start_sql(rng.interval)
     else:
         # Whole intervals on the project's wall clock (the zone given, or ClickHouse would count them in UTC).
         age = f"age({p.add(rng.interval)}, timestamp, {p.add(end)}, {p.add(rng.timezone)})"
@@ -72,7 +73,13 @@ def stickiness_actor_rows_sql(
     if series.math == "hogql" and series.math_hogql:
         actor = hogql_expression(series.math_hogql, f"series.{index}.math_hogql")
     criteria = query.stickinessFilter.stickinessCriteria if query.stickinessFilter else None
-    having = f"count() {_OPERATORS[criteria.operator]} {p.add(criteria.value)}" if criteria else "count() > 0"
+    if criteria is None:
+        # Any event makes the period active: count each actor's distinct periods in one pass.
+        return f"""
+        SELECT {actor} AS actor_id, uniqExact({period}) AS active FROM events
+        WHERE {" AND ".join(where)}
+        GROUP BY actor_id"""
+    having = f"count() {_OPERATORS[criteria.operator]} {p.add(criteria.value)}"
     return f"""
         SELECT actor_id, count() AS active FROM (
             SELECT {actor} AS actor_id, {period} AS period FROM events

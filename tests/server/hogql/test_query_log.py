@@ -1,0 +1,47 @@
+"""HogQL's ``query_log``: the project's own recent queries (text, duration, status), never another project's."""
+
+from __future__ import annotations
+
+import pytest
+
+from hoglab.local import LocalService
+
+from .service import new_service_project
+
+pytestmark = pytest.mark.xdist_group("hogql_service")
+
+
+def test_query_log_shows_the_projects_own_queries(hoglab_service: LocalService) -> None:
+    mine = new_service_project(hoglab_service, "query log A")
+    other = new_service_project(hoglab_service, "query log B")
+    mine.capture([{"event": "e", "distinct_id": "a", "timestamp": "2025-05-01T00:00:00Z"}])
+    assert mine.rows("select 'mine-1', count() from events") == [["mine-1", 1]]
+    mine.post({"kind": "HogQLQuery", "query": "select throwIf(1) from events"})  # refused by the compiler: 400
+    engine_failure = mine.post({"kind": "HogQLQuery", "query": "select toInt64('mine-bad') from events"})
+    assert engine_failure.status_code >= 400
+    other.rows("select 'other-1'")
+
+    rows = mine.rows(
+        "select query, kind, status, query_duration_ms, exception_message, event_date, query_start_time <= event_time "
+        "from query_log order by query_start_time"
+    )
+    texts = [r[0] for r in rows]
+    assert texts == [
+        "select 'mine-1', count() from events",
+        "select throwIf(1) from events",
+        "select toInt64('mine-bad') from events",
+    ]
+    ok, refused, failed = rows
+    assert (ok[2], ok[4], ok[6]) == ("QueryFinish", "", True)
+    assert isinstance(ok[3], int) and ok[3] >= 0 and len(ok[5]) == 10
+    assert refused[2] == "ExceptionBeforeStart" and "throwIf" in refused[4]
+    assert failed[2] == "ExceptionWhileProcessing" and failed[4]
+    # the other project's log has only its own query, and the team guard holds in joins too
+    assert [r[0] for r in other.rows("select query from query_log")] == ["select 'other-1'"]
+    assert other.rows("select count() from query_log where query like '%mine%'") == [[0]]
+    # every kind is logged, by its JSON
+    mine.answer({"kind": "EventsQuery", "select": ["event"], "after": "all"})
+    [[kind, text]] = mine.rows("select kind, query from query_log where kind = 'EventsQuery'")
+    assert kind == "EventsQuery" and '"select":["event"]' in text
+    mine.http.close()
+    other.http.close()
