@@ -90,13 +90,18 @@ def main() -> None:
     parser.add_argument("--load-files", type=int, default=2, help="files loaded with load_file (the rest: INSERT)")
     parser.add_argument("--resume", action="store_true", help="go on with the files a stopped run left")
     parser.add_argument("--keep", action="store_true", help="keep the data dir afterwards")
+    parser.add_argument("--runs", type=int, default=2, help="times each question is asked")
+    parser.add_argument("--max-execution-time", type=int, default=None, help="seconds (default: the service's 60)")
     args = parser.parse_args()
 
     files_dir = args.data_dir / "files"
     if not args.resume:
         shutil.rmtree(args.data_dir, ignore_errors=True)
         files_dir.mkdir(parents=True)
-    service = start_local_service(args.data_dir / "service", config_overrides={"rate_limits_enabled": False})
+    overrides: dict[str, Any] = {"rate_limits_enabled": False}
+    if args.max_execution_time:
+        overrides["max_execution_time"] = args.max_execution_time
+    service = start_local_service(args.data_dir / "service", config_overrides=overrides)
     store = service.state.store
     existing = [p for p in store.projects.list() if p.name == "scale"] if args.resume else []
     team = existing[0].id if existing else store.projects.create("scale").id
@@ -148,7 +153,7 @@ def main() -> None:
         http = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"}, timeout=3600)
 
         def ask(name: str, query: dict[str, Any]) -> None:
-            for attempt in (1, 2):
+            for attempt in range(1, args.runs + 1):
                 begun = time.perf_counter()
                 answer = http.post(f"/api/projects/{team}/query/", json={"query": query, "refresh": "force_blocking"})
                 seconds = time.perf_counter() - begun

@@ -34,6 +34,10 @@ settings.register_profile("stable", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "stable"))
 
+# The automatic materialization job writes usage counts every few minutes, and any write refreshes the result
+# caches some tests check; tests that want it run it by hand (tests/server/engine/test_engine_materialized.py).
+os.environ.setdefault("HOGLAB_AUTO_MATERIALIZE", "0")
+
 # Generous limits: tests share nothing but the service, and rate limiting has its own tests and services.
 SESSION_LIMITS = {
     "rate_limit_burst": "1000000/minute",

@@ -47,6 +47,7 @@ class AutoMaterializer:
         self.max_columns = max_columns
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._created = False
 
     def pick(self, uses: Mapping[str, int], *, materialized: Mapping[str, str]) -> list[str]:
         """The keys to materialize now: used ``min_uses`` times or more, most used first, within ``max_columns``."""
@@ -56,7 +57,10 @@ class AutoMaterializer:
 
     def record(self) -> dict[str, int]:
         """Add the uses counted since the last round to the engine's table; every key's total uses."""
-        self.engine.command(_CREATE)
+        # Every write counts as a data change for the result caches (query/cache.py): write only when needed.
+        if not self._created:
+            self.engine.command(_CREATE)
+            self._created = True
         taken = materialized.take_usage()
         if taken:
             rows = ", ".join(f"({quote_string(k)}, {int(n)})" for k, n in taken.items())
