@@ -20,54 +20,24 @@ from .._lazy import lazy_exports
 if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_exports reads it at run time
     from ._magic import (
         HogQLMagics as HogQLMagics,
-    )
-    from ._magic import (
         load_ipython_extension as load_ipython_extension,
-    )
-    from ._magic import (
         unload_ipython_extension as unload_ipython_extension,
     )
-    from ._picker import ExperimentPicker as ExperimentPicker
-    from ._picker import pick_experiment as pick_experiment
-    from ._report import ExperimentReport as ExperimentReport
-    from ._report import experiment_report as experiment_report
+    from ._picker import ExperimentPicker as ExperimentPicker, pick_experiment as pick_experiment
+    from ._report import ExperimentReport as ExperimentReport, experiment_report as experiment_report
     from .plots import (
         cumulative_effect as cumulative_effect,
-    )
-    from .plots import (
         plot_cumulative_effect as plot_cumulative_effect,
-    )
-    from .plots import (
         plot_experiment as plot_experiment,
-    )
-    from .plots import (
         plot_exposures as plot_exposures,
-    )
-    from .plots import (
         plot_funnel as plot_funnel,
-    )
-    from .plots import (
         plot_lifecycle as plot_lifecycle,
-    )
-    from .plots import (
         plot_metric_effects as plot_metric_effects,
-    )
-    from .plots import (
         plot_paths as plot_paths,
-    )
-    from .plots import (
         plot_retention as plot_retention,
-    )
-    from .plots import (
         plot_retention_curve as plot_retention_curve,
-    )
-    from .plots import (
         plot_srm as plot_srm,
-    )
-    from .plots import (
         plot_stickiness as plot_stickiness,
-    )
-    from .plots import (
         plot_trends as plot_trends,
     )
 

@@ -8,8 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 if TYPE_CHECKING:  # the session conftest's type; tests/ is not a package, so only for readers and checkers
     from conftest import TestProject

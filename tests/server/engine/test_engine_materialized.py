@@ -10,8 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hoglab.server.engine import materialized
 from hoglab.server.ingest import Ingestor

@@ -9,8 +9,7 @@ import re
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 # A number literal written as is into the body: 1e400 is valid JSON that Python reads as infinity.
 RAW = "__raw_number__"

@@ -9,8 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hoglab.server.hogql import CompiledQuery, HogQLError, compile_hogql
 

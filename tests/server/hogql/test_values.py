@@ -7,8 +7,7 @@ import uuid
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from sqlglot import exp
 
 from hoglab.server.hogql import HogQLError, compile_hogql, escape_identifier, escape_literal, parse_hogql

@@ -7,8 +7,7 @@ import threading
 
 import pytest
 
-from hoglab.server.store import DuplicateFlagKey, Store, StoreError
-from hoglab.server.store import migrations as migrations_module
+from hoglab.server.store import DuplicateFlagKey, Store, StoreError, migrations as migrations_module
 from hoglab.server.store.migrations import Migration, available_migrations
 
 

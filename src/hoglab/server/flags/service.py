@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ingest import PersonStore
 from ..store import CohortRecord, FlagRecord, ProjectRecord
-from . import cohorts as cohort_membership
-from . import continuity
+from . import cohorts as cohort_membership, continuity
 from .evaluate import FlagMatch, FlagSpec, Person, evaluate_flag, filter_kind
 from .request import FlagsRequest
 

@@ -25,8 +25,7 @@ import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_futures
+from concurrent.futures import Future, ThreadPoolExecutor, wait as wait_futures
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
