@@ -37,6 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -240,6 +241,40 @@ def timed(fn: Any) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def time_against_hand(
+    name: str,
+    ask: Callable[[dict[str, Any]], dict[str, Any]],
+    query: dict[str, Any],
+    raw_rows: Callable[[], Any],
+    check: Callable[[dict[str, Any], Any], None],
+    runs: int,
+    compile_ms: float,
+) -> None:
+    """One table row: the endpoint's answer and the hand-written SQL's rows agree (before and after timing), then
+    the medians of both, alternating, and the endpoint's own execute time."""
+    held: dict[str, Any] = {}
+
+    def http() -> None:
+        held["answer"] = ask(query)
+
+    def raw() -> None:
+        held["rows"] = raw_rows()
+
+    http()
+    raw()
+    check(held["answer"], held["rows"])
+    raw_ms, http_ms, execute_ms = [], [], []
+    for _ in range(runs):
+        raw_ms.append(timed(raw))
+        http_ms.append(timed(http))
+        execute_ms.append(sum(t["t"] for t in held["answer"]["timings"] if t["k"] == "./execute") * 1000)
+    check(held["answer"], held["rows"])
+    r, h = statistics.median(raw_ms), statistics.median(http_ms)
+    print(f"| {name} | {r:.0f} ({min(raw_ms):.0f}-{max(raw_ms):.0f}) | {h:.0f} ({min(http_ms):.0f}-"
+          f"{max(http_ms):.0f}) | **{h / r:.2f}x** | {statistics.median(execute_ms):.0f} | "
+          f"{compile_ms:.0f} |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=10_000_000)
@@ -277,29 +312,13 @@ def main() -> None:
         print("| question | raw engine ms | end to end ms | ratio | endpoint's execute ms | compile ms (first) |")
         print("|---|---:|---:|---:|---:|---:|")
         for name, query, sql, settings, check in questions:
-            held: dict[str, Any] = {}
-
-            def http(query: dict[str, Any] = query, held: dict[str, Any] = held) -> None:
-                held["answer"] = ask(query)
-
-            def raw(sql: str = sql, settings: dict[str, Any] = settings, held: dict[str, Any] = held) -> None:
-                held["rows"] = orjson.loads(engine.execute_json(sql, settings={"join_use_nulls": 1, **settings}).data)
-
             first = ask(query) if query is not TREND else first  # the first request compiles; later ones don't
             compile_ms = sum(t["t"] for t in first["timings"] if t["k"] == "./compile") * 1000
-            http()
-            raw()
-            check(held["answer"], held["rows"])
-            raw_ms, http_ms, execute_ms = [], [], []
-            for _ in range(args.runs):
-                raw_ms.append(timed(raw))
-                http_ms.append(timed(http))
-                execute_ms.append(sum(t["t"] for t in held["answer"]["timings"] if t["k"] == "./execute") * 1000)
-            check(held["answer"], held["rows"])
-            r, h = statistics.median(raw_ms), statistics.median(http_ms)
-            print(f"| {name} | {r:.0f} ({min(raw_ms):.0f}-{max(raw_ms):.0f}) | {h:.0f} ({min(http_ms):.0f}-"
-                  f"{max(http_ms):.0f}) | **{h / r:.2f}x** | {statistics.median(execute_ms):.0f} | "
-                  f"{compile_ms:.0f} |")  # fmt: skip
+
+            def raw(sql: str = sql, settings: dict[str, Any] = settings) -> Any:
+                return orjson.loads(engine.execute_json(sql, settings={"join_use_nulls": 1, **settings}).data)
+
+            time_against_hand(name, ask, query, raw, check, args.runs, compile_ms)
         reference = window_funnel(team, since, until)
         engine.execute_json(reference)
         wf = statistics.median(timed(lambda: engine.execute_json(reference)) for _ in range(args.runs))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ from typing import Any
 
 import httpx
 import orjson
-from bench_insights import events_of, generate, timed  # the same data set (this script runs from bench/)
+from bench_insights import events_of, generate, time_against_hand  # the same data set (this script runs from bench/)
 from bench_query import bench_service
 
 from hoglab.server.engine.ddl import DATABASE
@@ -194,27 +193,10 @@ def main() -> None:
             first = ask(query)
             compile_ms = sum(t["t"] for t in first["timings"] if t["k"] == "./compile") * 1000
             sql = hand(first)
-            held: dict[str, Any] = {}
+            def raw(sql: str = sql) -> Any:
+                return orjson.loads(engine.execute_json(sql, settings={"join_use_nulls": 1}).data)
 
-            def http(query: dict[str, Any] = query, held: dict[str, Any] = held) -> None:
-                held["answer"] = ask(query)
-
-            def raw(sql: str = sql, held: dict[str, Any] = held) -> None:
-                held["rows"] = orjson.loads(engine.execute_json(sql, settings={"join_use_nulls": 1}).data)
-
-            http()
-            raw()
-            check(held["answer"], held["rows"])
-            raw_ms, http_ms, execute_ms = [], [], []
-            for _ in range(args.runs):
-                raw_ms.append(timed(raw))
-                http_ms.append(timed(http))
-                execute_ms.append(sum(t["t"] for t in held["answer"]["timings"] if t["k"] == "./execute") * 1000)
-            check(held["answer"], held["rows"])
-            r, h = statistics.median(raw_ms), statistics.median(http_ms)
-            print(f"| {name} | {r:.0f} ({min(raw_ms):.0f}-{max(raw_ms):.0f}) | {h:.0f} ({min(http_ms):.0f}-"
-                  f"{max(http_ms):.0f}) | **{h / r:.2f}x** | {statistics.median(execute_ms):.0f} | "
-                  f"{compile_ms:.0f} |")  # fmt: skip
+            time_against_hand(name, ask, query, raw, check, args.runs, compile_ms)
         client.close()
     finally:
         service.stop()

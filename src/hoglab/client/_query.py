@@ -20,27 +20,20 @@ from ..schema import (
     ActorsQueryResponse,
     EventsQuery,
     EventsQueryResponse,
-    ExperimentExposureQuery,
     ExperimentExposureQueryResponse,
-    ExperimentQuery,
     ExperimentQueryResponse,
-    FunnelsQuery,
     FunnelsQueryResponse,
     HogQLQuery,
     HogQLQueryResponse,
-    LifecycleQuery,
     LifecycleQueryResponse,
-    PathsQuery,
     PathsQueryResponse,
     QueryRequest,
-    RetentionQuery,
     RetentionQueryResponse,
-    StickinessQuery,
     StickinessQueryResponse,
-    TrendsQuery,
     TrendsQueryResponse,
     parse_query,
 )
+from ..schema.queries import AnyQueryType
 from ._values import encode_values
 
 if TYPE_CHECKING:
@@ -48,19 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["all_hogql_rows", "as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query"]
 
-AnyQueryModel = (
-    HogQLQuery
-    | TrendsQuery
-    | FunnelsQuery
-    | EventsQuery
-    | ActorsQuery
-    | RetentionQuery
-    | LifecycleQuery
-    | StickinessQuery
-    | PathsQuery
-    | ExperimentQuery
-    | ExperimentExposureQuery
-)
+AnyQueryModel = AnyQueryType
+"""Every query model the client sends: the schema's own union of the kinds ``POST /query`` runs."""
 RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "HogQLQuery": HogQLQueryResponse,
     "TrendsQuery": TrendsQueryResponse,
