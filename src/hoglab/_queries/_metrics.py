@@ -39,7 +39,9 @@ Goal = Literal["increase", "decrease"]
 
 
 def _node(argument: str, value: Any, math: str | None = None, math_property: str | None = None,
-          where: Any = None, person_where: Any = None) -> EventsNode:  # fmt: skip
+          where: Any = None, person_where: Any = None, math_hogql: str | None = None) -> EventsNode:  # fmt: skip
+    if math_hogql is not None and math is None:
+        math = "hogql"
     if isinstance(value, EventsNode):
         if math is not None or where is not None or person_where is not None:
             raise InvalidArgument(
@@ -53,7 +55,8 @@ def _node(argument: str, value: Any, math: str | None = None, math_property: str
         filters = property_filters("where", where) + property_filters("person_where", person_where, scope="person")
         with model_errors(argument):
             node = EventsNode(
-                event=value, name=value, math=math, math_property=math_property, properties=filters or None
+                event=value, name=value, math=math, math_property=math_property, math_hogql=math_hogql,
+                properties=filters or None,
             )
     else:
         raise InvalidArgumentType(
@@ -83,6 +86,7 @@ def mean_metric(
     *,
     math: str | None = None,
     math_property: str | None = None,
+    math_hogql: str | None = None,
     where: Any = None,
     person_where: Any = None,
     name: str | None = None,
@@ -96,7 +100,10 @@ def mean_metric(
     """A mean metric: a value per exposed person, averaged per variant.
 
     ``math`` says which value: ``"total"`` (the count of ``event``, the default), ``"sum"``/``"avg"``/``"min"``/
-    ``"max"`` of ``math_property``, ``"unique_session"`` (sessions with the event) or ``"dau"``. ``where`` filters
+    ``"max"`` of ``math_property``, ``"unique_session"`` (sessions with the event), ``"dau"``, or ``"hogql"`` with
+    ``math_hogql`` (giving ``math_hogql`` alone implies it): a value per event summed per person
+    (``"toFloat(properties.price) * 2"``), or one aggregate of one (``"avg(toFloat(properties.price))"``), whose
+    function then aggregates per person, as PostHog reads it. ``where`` filters
     the events (a dict, a HogQL condition string or a list, as :func:`hoglab.trends`). ``window`` is the
     conversion window after exposure (``"7d"``, ``"12h"``, days as an int; none: the whole experiment). Outliers
     are capped at the ``lower_bound_percentile``/``upper_bound_percentile`` (fractions, ``0.99`` = the 99th
@@ -107,14 +114,17 @@ def mean_metric(
     ('$pageview', 'Chrome', 'increase', True)
     >>> mean_metric("purchase", math="median", math_property="price")
     Traceback (most recent call last):
-    hoglab.errors.InvalidArgument: math: 'median' is not one of 'avg', 'dau', 'max', 'min', 'sum', 'total', \
-'unique_session'.
+    hoglab.errors.InvalidArgument: math: 'median' is not one of 'avg', 'dau', 'hogql', 'max', 'min', 'sum', \
+'total', 'unique_session'.
+    >>> mean_metric("purchase", math_hogql="sum(toFloat(properties.price))").source.math
+    'hogql'
+
     """
     if math in ("sum", "avg", "min", "max") and not math_property:
         raise InvalidArgument(
             f"math_property: math={math!r} needs the property to aggregate.", argument="math_property"
         )
-    source = _node("event", event, math, math_property, where, person_where)
+    source = _node("event", event, math, math_property, where, person_where, math_hogql)
     for argument, value in (("lower_bound_percentile", lower_bound_percentile),
                             ("upper_bound_percentile", upper_bound_percentile)):  # fmt: skip
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1):

@@ -46,9 +46,12 @@ MetricGoal = Literal["increase", "decrease"]
 FunnelOrderType = Literal["strict", "unordered", "ordered"]
 MultipleVariantHandling = Literal["exclude", "first_seen"]
 
-EXPERIMENT_METRIC_MATH: frozenset[str] = frozenset({"total", "sum", "avg", "min", "max", "unique_session", "dau"})
+EXPERIMENT_METRIC_MATH: frozenset[str] = frozenset(
+    {"total", "sum", "avg", "min", "max", "unique_session", "dau", "hogql"}
+)
 """The ``math`` of a metric source hoglab computes per person (PostHog's ``ExperimentMetricMathType`` less
-``unique_group`` and ``hogql``)."""
+``unique_group``). ``hogql``: ``math_hogql`` is a value per event (summed per person) or one aggregate of one
+(``sum``/``avg``/``min``/``max``/``count``), whose function then aggregates per person, as PostHog reads it."""
 
 _LARGEST_ID = 2**63 - 1
 """Ids are SQLite integers: a larger one names no experiment and is refused before any lookup."""

@@ -135,6 +135,38 @@ def test_mean_metric_sums_equal_the_pandas_restatement(setup, flag, source, extr
     _check_method(answer, "mean", "frequentist" if flag == "mx-first" else "bayesian")
 
 
+HOGQL_MATHS = [
+    # (math_hogql, the oracle's math on price it restates, a factor on each person's value)
+    ("sum(toFloat(properties.price) * 2)", "sum", 2.0),
+    ("toFloat(properties.price)", "sum", 1.0),
+    ("avg(toFloat(properties.price))", "avg", 1.0),
+    ("max(toFloat(properties.price))", "max", 1.0),
+    ("count()", "total", 1.0),
+]
+
+
+@pytest.mark.parametrize(("math_hogql", "math", "factor"), HOGQL_MATHS, ids=[m[0] for m in HOGQL_MATHS])
+def test_hogql_math_is_an_aggregate_of_a_value_per_event_as_posthog_reads_it(setup, math_hogql, math, factor):
+    """One aggregate around an expression: its argument per event, its function per person; a bare expression is
+    summed per person. Restated with the oracle's own maths on ``price``."""
+    source = {"kind": "EventsNode", "event": "purchase", "math": "hogql", "math_hogql": math_hogql}
+    answer = _query(setup, "mx-exclude", {"kind": "ExperimentMetric", "metric_type": "mean", "source": source})
+    exposed = _exposed(setup, "mx-exclude")
+    values = oracle.person_values(setup["events"], exposed, "purchase", math, None if math == "total" else "price",
+                                  None) * factor  # fmt: skip
+    _check_stats(answer, oracle.sums(exposed, values))
+
+
+@pytest.mark.parametrize("math_hogql", ["sum(toFloat(properties.price)", "", "uniq(person_id) + 1"])
+def test_hogql_math_that_cannot_run_is_a_400_naming_it(setup, math_hogql):
+    source = {"kind": "EventsNode", "event": "purchase", "math": "hogql", "math_hogql": math_hogql}
+    body = {"query": {"kind": "ExperimentQuery", "experiment_id": setup["ids"]["mx-exclude"],
+                      "metric": {"kind": "ExperimentMetric", "metric_type": "mean", "source": source}}}  # fmt: skip
+    response = setup["project"].http.post(f"/api/projects/{setup['project'].id}/query/", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["type"] == "validation_error"
+
+
 FUNNELS = [
     ("mx-exclude", "ordered", {}),
     ("mx-exclude", "strict", {}),

@@ -24,14 +24,18 @@ values and a random sample above; hoglab stays exact (and deterministic) at ever
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from sqlglot import exp
+
 from hoglab.schema import EventsNode, ExperimentFunnelMetric, ExperimentMeanMetric, ExperimentRatioMetric
 
 from ..filters.params import Params
-from ..filters.properties import property_access, property_filters_to_hogql, test_account_filters
+from ..filters.properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
+from ..hogql.parse import parse_hogql_expr
 from ..query.runners.common import series_conditions
 from ..query.runners.funnel_replay import fold_expr
 from ..query.runners.funnels_sql import unordered_expr
@@ -110,9 +114,42 @@ def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: 
     """
 
 
-def _value_expr(node: EventsNode) -> str:
+_AGGREGATES = frozenset({"sum", "avg", "min", "max", "count"})
+_ONE_CALL = re.compile(r"^\s*[A-Za-z_]\w*\s*\((?P<inner>.*)\)\s*$", re.S)
+
+
+def hogql_math(text: str | None, attr: str) -> tuple[str, str]:
+    """``math_hogql`` as PostHog's experiments read it: ``(value per event, aggregate per person)``.
+
+    One aggregate call around an expression (``sum(toFloat(properties.price) * 2)``) gives its argument per event
+    and its function per person; anything else is the value per event, summed per person.
+
+    >>> hogql_math("avg(toFloat(properties.price))", "metric.source.math_hogql")
+    ('toFloat(properties.price)', 'avg')
+    >>> hogql_math("toFloat(properties.price) * 2", "metric.source.math_hogql")
+    ('toFloat(properties.price) * 2', 'sum')
+    """
+    hogql_expression(text, attr)  # a syntax error (or no text) is a 400 naming the field
+    assert isinstance(text, str)
+    tree = parse_hogql_expr(text)
+    function = tree.name.lower() if isinstance(tree, exp.Func) else ""
+    arguments = tree.expressions if isinstance(tree, exp.Func) else []
+    call = _ONE_CALL.match(text)
+    plain = len(arguments) <= 1 and not any(isinstance(a, exp.Distinct) for a in arguments)
+    if function not in _AGGREGATES or call is None or not plain:
+        return text.strip(), "sum"
+    inner = call.group("inner").strip()
+    if function == "count":
+        return ("1" if inner in ("", "*") else f"({inner}) IS NOT NULL"), "sum"
+    return inner, function
+
+
+def _value_expr(node: EventsNode, attr: str) -> str:
     if node.math in ("sum", "avg", "min", "max"):
         return f"coalesce(toFloat({property_access(str(node.math_property))}), 0)"
+    if node.math == "hogql":
+        value, _ = hogql_math(node.math_hogql, f"{attr}.math_hogql")
+        return f"coalesce(toFloat({hogql_expression(value, f'{attr}.math_hogql')}), 0)"
     return "toFloat(1)"
 
 
@@ -121,19 +158,21 @@ def _per_person(node: EventsNode, window: int) -> str:
     inside = "m.timestamp >= x.first_exposure_time"
     if window:
         inside += f" AND m.timestamp < x.last_exposure_time + toIntervalSecond({int(window)})"
-    if node.math == "unique_session":
+    math = hogql_math(node.math_hogql, "math_hogql")[1] if node.math == "hogql" else node.math
+    if math == "unique_session":
         return f"toFloat(uniqExactIf(m.session_id, {inside} AND m.session_id != ''))"
-    if node.math == "dau":
+    if math == "dau":
         return f"toFloat(countIf({inside}) > 0)"
-    if node.math in ("avg", "min", "max"):
-        return f"if(countIf({inside}) > 0, {node.math}If(m.value, {inside}), 0)"
+    if math in ("avg", "min", "max"):
+        return f"if(countIf({inside}) > 0, {math}If(m.value, {inside}), 0)"
     return f"coalesce(sumIf(m.value, {inside}), 0)"
 
 
 def _events_of(node: EventsNode, p: Params, project: Any, attr: str, start: datetime, stop: str) -> str:
     conditions = series_conditions(None, node, p, project=project, attr=attr)
     where = " AND ".join([f"timestamp >= {p.add(start)}", f"timestamp < {stop}", *conditions])
-    return (f"SELECT person_id AS entity_id, timestamp, {_value_expr(node)} AS value, `$session_id` AS session_id "
+    value = _value_expr(node, attr)
+    return (f"SELECT person_id AS entity_id, timestamp, {value} AS value, `$session_id` AS session_id "
             f"FROM events WHERE {where}")  # fmt: skip
 
 
