@@ -93,8 +93,8 @@ def test_a_draft_is_a_400_saying_it_has_not_started(project):
 
 BAD = [
     ({**METRIC, "source": {"kind": "ActionsNode", "id": 1}}, "query__metric__source", "Actions"),
-    ({**METRIC, "source": {"kind": "EventsNode", "event": "x", "math": "hogql", "math_hogql": "sum(1)"}},
-     "query__metric__source", "hogql"),
+    ({**METRIC, "source": {"kind": "EventsNode", "event": "x", "math": "weekly_active"}},
+     "query__metric__source", "weekly_active"),
     ({**METRIC, "upper_bound_percentile": 1.5}, "query__metric__upper_bound_percentile", "1"),
     ({"kind": "ExperimentMetric", "metric_type": "funnel", "series": []}, "query__metric__series", "1"),
     ({"kind": "ExperimentMetric", "metric_type": "ratio", "numerator": METRIC["source"]},
