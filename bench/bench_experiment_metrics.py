@@ -22,7 +22,6 @@ HTTP side also computes the statistics and the verdict).
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import statistics
 import sys
@@ -35,7 +34,7 @@ from typing import Any
 import httpx
 import orjson
 from bench_insights import events_of, generate, timed  # the same data (this script runs from bench/)
-from bench_query import bench_service
+from bench_query import bench_arguments, bench_service
 
 FLAG = "new-checkout"
 PRICE = {"kind": "EventsNode", "event": "purchase", "math": "sum", "math_property": "price"}
@@ -106,9 +105,7 @@ def same(answer: dict[str, Any], rows: list[list[Any]], name: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=10_000_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser = bench_arguments(__doc__, runs=3)
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="hoglab-bench-metrics-"))

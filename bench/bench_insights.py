@@ -30,7 +30,6 @@ end / raw. ``windowFunnel`` (step counts only, and ClickHouse's semantics) is ti
 
 from __future__ import annotations
 
-import argparse
 import math
 import shutil
 import statistics
@@ -44,7 +43,7 @@ from typing import Any
 
 import httpx
 import orjson
-from bench_query import bench_service  # the same service set-up (this script runs from bench/)
+from bench_query import bench_arguments, bench_service  # the same service set-up (this script runs from bench/)
 
 from hoglab.server.engine.ddl import DATABASE
 from hoglab.server.query.runners.funnels_sql import PERSON_ROWS_SETTINGS
@@ -276,9 +275,7 @@ def time_against_hand(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=10_000_000)
-    parser.add_argument("--runs", type=int, default=5)
+    parser = bench_arguments(__doc__, runs=5)
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="hoglab-bench-insights-"))

@@ -31,7 +31,6 @@ faster). The machine is shared: compare ratios of one run, not times across runs
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -49,7 +48,7 @@ import orjson
 
 os.environ.setdefault("HOGLAB_AUTO_MATERIALIZE", "0")  # this run materializes by hand, between its two passes
 
-from bench_query import bench_service
+from bench_query import bench_arguments, bench_service
 
 from hoglab.client import Client
 from hoglab.server.engine import materialized
@@ -182,9 +181,7 @@ def compare(name: str, runs: int, ours: Callable[[], Any], theirs: Callable[[], 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=10_000_000)
-    parser.add_argument("--runs", type=int, default=5)
+    parser = bench_arguments(__doc__, runs=5)
     parser.add_argument("--skip-paged", action="store_true", help="do not time the 100 keyset pages once")
     args = parser.parse_args()
 

@@ -18,7 +18,6 @@ two paths alternate, medians of ``--runs`` after one warm-up; the ratio is end t
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from typing import Any
 import httpx
 import orjson
 from bench_insights import events_of, generate, time_against_hand  # the same data set (this script runs from bench/)
-from bench_query import bench_service
+from bench_query import bench_arguments, bench_service
 
 from hoglab.server.engine.ddl import DATABASE
 from hoglab.server.query.runners.paths import reachable_edges
@@ -158,9 +157,7 @@ def check_paths(answer: dict[str, Any], rows: list[list[Any]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=10_000_000)
-    parser.add_argument("--runs", type=int, default=5)
+    parser = bench_arguments(__doc__, runs=5)
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="hoglab-bench-product-"))

@@ -97,10 +97,16 @@ def bench_service(data_dir: Path) -> tuple[Any, int, int, str]:
     return service, team, other, key
 
 
+def bench_arguments(doc: str | None, *, runs: int, events: int = 10_000_000) -> argparse.ArgumentParser:
+    """The options every end-to-end bench takes (``--events``, ``--runs``); a script adds its own to the parser."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=events)
+    parser.add_argument("--runs", type=int, default=runs)
+    return parser
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=10_000_000)
-    parser.add_argument("--runs", type=int, default=7)
+    parser = bench_arguments(__doc__, runs=7)
     parser.add_argument("--keep", type=Path, help="data directory to use and keep (default: a temporary one)")
     args = parser.parse_args()
 
