@@ -26,7 +26,7 @@ from ...errors import ValidationFailed
 from ...filters.properties import Params
 from .base import RunContext
 from .lifecycle import STATUSES, lifecycle_actor_rows_sql, lifecycle_range
-from .paths import path_steps_sql
+from .paths import path_steps_sql, paths_range
 from .retention import retention_actor_rows_sql, retention_range
 from .stickiness import stickiness_actor_rows_sql, stickiness_periods, stickiness_ranges
 
@@ -110,7 +110,7 @@ def _paths(query: PathsQuery, ctx: RunContext, p: Params) -> str:
             where.append(f"last_path_key = {p.add(pf.pathStartKey)}")
         if pf.pathEndKey:
             where.append(f"path_key = {p.add(pf.pathEndKey)}")
-    rows = path_steps_sql(query, ctx, p)
+    rows = path_steps_sql(query, paths_range(query, ctx), p, project=ctx.project)
     return f"SELECT DISTINCT actor_id FROM ({rows}) WHERE {' AND '.join(where) or 'true'}"
 
 
