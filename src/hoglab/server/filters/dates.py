@@ -42,6 +42,7 @@ __all__ = [
     "INTERVALS",
     "LAST_YEAR",
     "QueryDateRange",
+    "bucket_key",
     "bucket_key_sql",
     "date_hogql",
     "moment_before",
@@ -222,6 +223,21 @@ def bucket_key_sql(interval: str, column: str = "timestamp") -> str:
     return f"formatDateTime(toStartOfMonth({column}), '%Y-%m-%d')"
 
 
+def bucket_key(interval: str, bucket: datetime) -> str:
+    """The text key :func:`bucket_key_sql` gives for the interval starting at ``bucket``.
+
+    >>> bucket_key("hour", datetime(2025, 6, 1, 13))
+    '2025-06-01 13:00:00'
+    >>> bucket_key("week", datetime(2025, 6, 1))
+    '2025-06-01'
+    """
+    if interval == "minute":
+        return bucket.strftime("%Y-%m-%d %H:%M:00")
+    if interval == "hour":
+        return bucket.strftime("%Y-%m-%d %H:00:00")
+    return bucket.strftime("%Y-%m-%d")
+
+
 @dataclass(frozen=True)
 class QueryDateRange:
     """A resolved range: ``date_from``/``date_to`` are aware datetimes in the project's zone, both inclusive."""
@@ -253,9 +269,7 @@ class QueryDateRange:
 
     def key(self, bucket: datetime) -> str:
         """The text key :func:`bucket_key_sql` gives for the interval starting at ``bucket``."""
-        if self.interval in ("minute", "hour"):
-            return bucket.strftime("%Y-%m-%d %H:%M:00" if self.interval == "minute" else "%Y-%m-%d %H:00:00")
-        return bucket.strftime("%Y-%m-%d")
+        return bucket_key(self.interval, bucket)
 
     def day_text(self, bucket: datetime) -> str:
         """PostHog's ``days`` entry: ``%Y-%m-%d`` (with `` %H:%M:%S`` for hour and minute intervals)."""

@@ -22,15 +22,12 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .props import PROP_META
+from .values import call
 
 __all__ = ["NULLABLE_META", "apply_null_rules"]
 
 NULLABLE_META = "hq_nullable"
 """Set on a resolved column that may be NULL although its name is not a property (joined or derived fields)."""
-
-
-def _fn(name: str, *args: exp.Expr) -> exp.Anonymous:
-    return exp.Anonymous(this=name, expressions=list(args))
 
 
 def _may_be_null(node: exp.Expr) -> bool:
@@ -48,7 +45,7 @@ def _null_comparison(node: exp.EQ | exp.NEQ) -> exp.Expr | None:
     other = right if isinstance(left, exp.Null) else left if isinstance(right, exp.Null) else None
     if other is None:
         return None
-    return _fn("isNull" if isinstance(node, exp.EQ) else "isNotNull", other)
+    return call("isNull" if isinstance(node, exp.EQ) else "isNotNull", other)
 
 
 def _concat_arguments(node: exp.Anonymous) -> None:
@@ -57,7 +54,7 @@ def _concat_arguments(node: exp.Anonymous) -> None:
         if isinstance(arg, exp.Literal) and arg.is_string:
             args.append(arg)
         else:
-            args.append(_fn("ifNull", _fn("toString", arg), exp.Literal.string("")))
+            args.append(call("ifNull", call("toString", arg), exp.Literal.string("")))
     node.set("expressions", args)
 
 
@@ -99,7 +96,7 @@ def apply_null_rules(nodes: list[exp.Expr]) -> None:
         if operands is None or not any(o is not None and _may_be_null(o) for o in operands):
             continue
         paren = exp.Paren()
-        node.replace(_fn("ifNull", paren, exp.Literal.number(default)))
+        node.replace(call("ifNull", paren, exp.Literal.number(default)))
         paren.set("this", node)
 
 

@@ -18,6 +18,7 @@ from .dialect import ClickHouseOutput, HogQLDialect
 from .errors import HogQLError, node_span
 from .props import NAME_META
 from .scope import Scope
+from .values import call
 
 __all__ = ["LimitInfo", "apply_limit", "name_columns", "print_clickhouse", "print_hogql"]
 
@@ -34,10 +35,6 @@ class LimitInfo:
 def _err(message: str, node: exp.Expr | None) -> HogQLError:
     start, end = node_span(node)
     return HogQLError(message, start=start, end=end)
-
-
-def _fn(name: str, *args: exp.Expr) -> exp.Anonymous:
-    return exp.Anonymous(this=name, expressions=list(args))
 
 
 def _int_constant(node: exp.Expr, what: str) -> int | None:
@@ -93,8 +90,9 @@ def apply_limit(tree: exp.Query, *, default_limit: int | None, max_limit: int) -
             limit_node.set("expression", exp.Literal.number(limit))
         else:
             limit = None
-            cap = _fn("toUInt64", exp.Literal.number(max_limit))
-            bounded = _fn("least", cap, _fn("toUInt64", _fn("greatest", exp.Literal.number(0), limit_node.expression)))
+            cap = call("toUInt64", exp.Literal.number(max_limit))
+            asked = call("toUInt64", call("greatest", exp.Literal.number(0), limit_node.expression))
+            bounded = call("least", cap, asked)
             limit_node.set("expression", bounded)
     return top, LimitInfo(limit=limit, offset=offset if offset >= 0 else None, has_implicit_limit=implicit)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from .values import value_to_node
+from .values import call, value_to_node
 
 __all__ = ["QUERY_LOG_FIELDS", "query_log_view"]
 
@@ -36,10 +36,6 @@ QUERY_LOG_FIELDS: tuple[str, ...] = (*_STORED, "event_time", "event_date", "endp
 """Fields of ``query_log`` (PostHog's names where it has them)."""
 
 
-def _fn(name: str, *args: exp.Expr) -> exp.Anonymous:
-    return exp.Anonymous(this=name, expressions=list(args))
-
-
 def _value(name: str, value: Any) -> exp.Expr:
     if name == "query_start_time":
         moment = dt.datetime.fromtimestamp(float(value), tz=dt.UTC)
@@ -51,23 +47,23 @@ def query_log_view(rows: Sequence[Mapping[str, Any]], timezone: str) -> exp.Sele
     """``SELECT <fields> FROM (SELECT arrayJoin(CAST([tuple(..), ..], 'Array(Tuple(..))')) AS r)``."""
     tuples = [exp.Tuple(expressions=[_value(k, row[k]) for k in _STORED]) for row in rows]
     array_type = f"Array(Tuple({', '.join(f'{k} {t}' for k, t in _STORED.items())}))"
-    records = _fn("CAST", exp.Array(expressions=tuples), exp.Literal.string(array_type))
-    inner = exp.Select(expressions=[exp.alias_(_fn("arrayJoin", records), "__hq_r")])
+    records = call("CAST", exp.Array(expressions=tuples), exp.Literal.string(array_type))
+    inner = exp.Select(expressions=[exp.alias_(call("arrayJoin", records), "__hq_r")])
 
     def field(i: int) -> exp.Expr:
-        return _fn("tupleElement", exp.column("__hq_r"), exp.Literal.number(i + 1))
+        return call("tupleElement", exp.column("__hq_r"), exp.Literal.number(i + 1))
 
     items: list[exp.Expr] = []
     for i, name in enumerate(_STORED):
         value = field(i)
         if name == "query_start_time":
-            value = _fn("toTimeZone", value, exp.Literal.string(timezone))
+            value = call("toTimeZone", value, exp.Literal.string(timezone))
         items.append(exp.alias_(value, name, quoted=True))
     start = field(list(_STORED).index("query_start_time"))
-    finish = _fn("addMilliseconds", start, field(list(_STORED).index("query_duration_ms")))
+    finish = call("addMilliseconds", start, field(list(_STORED).index("query_duration_ms")))
     items += [
-        exp.alias_(_fn("toTimeZone", finish, exp.Literal.string(timezone)), "event_time", quoted=True),
-        exp.alias_(_fn("toDate", _fn("toTimeZone", finish, exp.Literal.string(timezone))), "event_date", quoted=True),
+        exp.alias_(call("toTimeZone", finish, exp.Literal.string(timezone)), "event_time", quoted=True),
+        exp.alias_(call("toDate", call("toTimeZone", finish, exp.Literal.string(timezone))), "event_date", quoted=True),
         exp.alias_(exp.Literal.string("/api/projects/query"), "endpoint", quoted=True),
         exp.alias_(exp.Literal.number(1), "is_personal_api_key_request", quoted=True),
     ]

@@ -22,6 +22,7 @@ from sqlglot import exp
 from ..engine.materialized import materialized_columns, registry_version
 from .query_log import QUERY_LOG_FIELDS
 from .sessions import OTHER_NAMES, SESSION_FIELDS, session_view_items
+from .values import call
 
 __all__ = [
     "GUARD_META",
@@ -207,17 +208,13 @@ def _col(table: str, name: str) -> exp.Column:
     return exp.column(exp.to_identifier(name, quoted=True), table=exp.to_identifier(table))
 
 
-def _fn(name: str, *args: exp.Expr) -> exp.Anonymous:
-    return exp.Anonymous(this=name, expressions=list(args))
-
-
 def _lit(value: str | int) -> exp.Literal:
     return exp.Literal.string(value) if isinstance(value, str) else exp.Literal.number(value)
 
 
 def guard(alias: str, team_id: int) -> exp.Anonymous:
     """``equals(<alias>.team_id, <team_id>)``: the team isolation predicate."""
-    return _fn("equals", _col(alias, "team_id"), _lit(team_id))
+    return call("equals", _col(alias, "team_id"), _lit(team_id))
 
 
 def _in_zone(node: exp.Expr, opts: ViewOptions) -> exp.Expr:
@@ -225,7 +222,7 @@ def _in_zone(node: exp.Expr, opts: ViewOptions) -> exp.Expr:
     # path (no conversion, full use of the toDate(timestamp) sort key).
     if opts.timezone == "UTC":
         return node
-    return _fn("toTimeZone", node, _lit(opts.timezone))
+    return call("toTimeZone", node, _lit(opts.timezone))
 
 
 def _select(raw: str, table: str, opts: ViewOptions, items: list[exp.Expr]) -> exp.Select:
@@ -240,11 +237,11 @@ def _select(raw: str, table: str, opts: ViewOptions, items: list[exp.Expr]) -> e
 
 
 def _argmax(raw: str, name: str) -> exp.Expr:
-    return _fn("argMax", _col(raw, name), _col(raw, "version"))
+    return call("argMax", _col(raw, name), _col(raw, "version"))
 
 
 def _not_deleted(raw: str) -> exp.Expr:
-    return _fn("equals", _argmax(raw, "is_deleted"), _lit(0))
+    return call("equals", _argmax(raw, "is_deleted"), _lit(0))
 
 
 def _events_view(opts: ViewOptions) -> exp.Select:
@@ -252,10 +249,10 @@ def _events_view(opts: ViewOptions) -> exp.Select:
     person_id: exp.Expr = _col(raw, "person_id")
     if opts.person_overrides and opts.needs_person_id:
         # if() over a "matched" marker instead of coalesce(): correct whatever join_use_nulls is set to.
-        person_id = _fn(
+        person_id = call(
             "if",
-            _fn("equals", _col("__hq_o", "matched"), _lit(1)),
-            _fn("assumeNotNull", _col("__hq_o", "override_person_id")),
+            call("equals", _col("__hq_o", "matched"), _lit(1)),
+            call("assumeNotNull", _col("__hq_o", "override_person_id")),
             person_id,
         )
     items = [
@@ -267,7 +264,7 @@ def _events_view(opts: ViewOptions) -> exp.Select:
         exp.alias_(_col(raw, "elements_chain"), "elements_chain", quoted=True),
         exp.alias_(_in_zone(_col(raw, "created_at"), opts), "created_at", quoted=True),
         exp.alias_(_col(raw, "$session_id"), "$session_id", quoted=True),
-        exp.alias_(_fn("JSONExtractString", _col(raw, "properties"), _lit("$window_id")), "$window_id", quoted=True),
+        exp.alias_(call("JSONExtractString", _col(raw, "properties"), _lit("$window_id")), "$window_id", quoted=True),
         exp.alias_(person_id, "person_id", quoted=True),
         # materialized properties (engine/materialized.py): read only where props.use_materialized puts them
         *(exp.alias_(_col(raw, c), c, quoted=True) for c in materialized_columns(opts.database).values()),
@@ -278,7 +275,7 @@ def _events_view(opts: ViewOptions) -> exp.Select:
         overrides.select(exp.alias_(_lit(1), "matched", quoted=True), copy=False)
         select.join(
             exp.Subquery(this=overrides, alias=exp.TableAlias(this=exp.to_identifier("__hq_o"))),
-            on=_fn("equals", _col("__hq_o", "old_person_id"), _col(raw, "person_id")),
+            on=call("equals", _col("__hq_o", "old_person_id"), _col(raw, "person_id")),
             join_type="LEFT",
             copy=False,
         )
@@ -287,7 +284,7 @@ def _events_view(opts: ViewOptions) -> exp.Select:
         cut = max(1, round(opts.sample * buckets))
         # PostHog samples by cityHash64(distinct_id); the events table here has no SAMPLE BY, so filter instead.
         select.where(
-            _fn("less", _fn("modulo", _fn("cityHash64", _col(raw, "distinct_id")), _lit(buckets)), _lit(cut)),
+            call("less", call("modulo", call("cityHash64", _col(raw, "distinct_id")), _lit(buckets)), _lit(cut)),
             copy=False,
         )
     return select
@@ -318,7 +315,7 @@ def _pdi_view(opts: ViewOptions) -> exp.Select:
 def _cohort_view(opts: ViewOptions) -> exp.Select:
     # Rows of a cohort's newest calculation (its highest version) are its members; older versions are history.
     raw, inner = "__hq_c", "__hq_cv"
-    latest = _select(inner, "cohort_people", opts, [_col(inner, "cohort_id"), _fn("max", _col(inner, "version"))])
+    latest = _select(inner, "cohort_people", opts, [_col(inner, "cohort_id"), call("max", _col(inner, "version"))])
     latest.group_by(_col(inner, "cohort_id"), copy=False)
     items = [
         exp.alias_(_col(raw, "cohort_id"), "cohort_id", quoted=True),

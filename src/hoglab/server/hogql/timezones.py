@@ -24,14 +24,11 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .functions import TZ_FUNCTIONS
+from .values import call
 
 __all__ = ["apply_timezone"]
 
 _CASTS = {"toint": "Int64", "tofloat": "Float64", "todecimal": "Decimal64(10)"}
-
-
-def _fn(name: str, *args: exp.Expr) -> exp.Anonymous:
-    return exp.Anonymous(this=name, expressions=list(args))
 
 
 def _rewrite(node: exp.Anonymous, zone: str) -> exp.Expr | None:
@@ -43,13 +40,13 @@ def _rewrite(node: exp.Anonymous, zone: str) -> exp.Expr | None:
         return None
     if name == "now64" and len(args) <= 1:
         precision = args[0] if args else exp.Literal.number(3)
-        return _fn(node.name, precision, tz)
+        return call(node.name, precision, tz)
     if name == "today" and not args:
-        return _fn("toDate", _fn("now", tz))
+        return call("toDate", call("now", tz))
     if name == "yesterday" and not args:
-        return _fn("subtractDays", _fn("toDate", _fn("now", tz)), exp.Literal.number(1))
+        return call("subtractDays", call("toDate", call("now", tz)), exp.Literal.number(1))
     if name in _CASTS and len(args) == 1:
-        return _fn("accurateCastOrNull", args[0], exp.Literal.string(_CASTS[name]))
+        return call("accurateCastOrNull", args[0], exp.Literal.string(_CASTS[name]))
     return None
 
 

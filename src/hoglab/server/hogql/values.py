@@ -24,13 +24,22 @@ from sqlglot import exp
 from .dialect import HOGQL_PLACEHOLDER, HogQLDialect
 from .errors import HogQLError, node_span
 
-__all__ = ["VARIABLE_PREFIX", "bind_placeholders", "escape_identifier", "escape_literal", "value_to_node"]
+__all__ = ["VARIABLE_PREFIX", "bind_placeholders", "call", "escape_identifier", "escape_literal", "value_to_node"]
 
 VARIABLE_PREFIX = "variables."
 """``{variables.x}`` (PostHog's insight variables) is the placeholder named ``variables.x``."""
 
 _MAX_DEPTH = 8
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def call(name: str, *args: exp.Expr) -> exp.Anonymous:
+    """A call of the ClickHouse function ``name`` on ``args``, as the printer writes it.
+
+    >>> call("ifNull", exp.column("a"), exp.Literal.number(0)).sql("clickhouse")
+    'ifNull(a, 0)'
+    """
+    return exp.Anonymous(this=name, expressions=list(args))
 
 
 def _datetime_node(value: dt.datetime, timezone: str) -> exp.Expr:

@@ -26,9 +26,9 @@ from ...errors import ValidationFailed
 from ...filters.properties import Params
 from .base import RunContext
 from .lifecycle import STATUSES, lifecycle_actor_rows_sql, lifecycle_range
-from .paths import path_steps_sql
+from .paths import path_steps_sql, paths_range
 from .retention import retention_actor_rows_sql, retention_range
-from .stickiness import stickiness_actor_rows_sql, stickiness_periods, stickiness_ranges
+from .stickiness import is_cumulative, stickiness_actor_rows_sql, stickiness_periods, stickiness_ranges
 
 __all__ = ["INSIGHT_ACTOR_KINDS", "insight_actors_sql"]
 
@@ -95,8 +95,8 @@ def _stickiness(source: InsightActorsQuery, query: StickinessQuery, ctx: RunCont
         raise ValidationFailed("day must be a number of active intervals.", attr="source.day") from None
     if not 1 <= active <= stickiness_periods(query, rng):
         raise ValidationFailed("day is outside the answer's days.", attr="source.day")
-    cumulative = bool(query.stickinessFilter and query.stickinessFilter.computedAs == "cumulative")
-    return f"SELECT DISTINCT actor_id FROM ({rows}) WHERE active {'>=' if cumulative else '='} {p.add(active)}"
+    compare = ">=" if is_cumulative(query) else "="
+    return f"SELECT DISTINCT actor_id FROM ({rows}) WHERE active {compare} {p.add(active)}"
 
 
 def _paths(query: PathsQuery, ctx: RunContext, p: Params) -> str:
@@ -110,7 +110,7 @@ def _paths(query: PathsQuery, ctx: RunContext, p: Params) -> str:
             where.append(f"last_path_key = {p.add(pf.pathStartKey)}")
         if pf.pathEndKey:
             where.append(f"path_key = {p.add(pf.pathEndKey)}")
-    rows = path_steps_sql(query, ctx, p)
+    rows = path_steps_sql(query, paths_range(query, ctx), p, project=ctx.project)
     return f"SELECT DISTINCT actor_id FROM ({rows}) WHERE {' AND '.join(where) or 'true'}"
 
 

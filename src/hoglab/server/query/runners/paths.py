@@ -133,11 +133,11 @@ def paths_range(query: PathsQuery, ctx: RunContext) -> QueryDateRange:
     )
 
 
-def path_steps_sql(query: PathsQuery, ctx: RunContext, p: Params) -> str:
+def path_steps_sql(query: PathsQuery, rng: QueryDateRange, p: Params, *, project: Any) -> str:
     """HogQL with one row per step of every kept session path: ``actor_id, path_key, last_path_key (NULL for the
     first step), conversion_time (seconds), dropoff_key`` (the path's last step)."""
-    start, end = paths_range(query, ctx).bounds_utc()
-    where = series_conditions(query, None, p, project=ctx.project, attr="properties", event=False)
+    start, end = rng.bounds_utc()
+    where = series_conditions(query, None, p, project=project, attr="properties", event=False)
     where += [f"timestamp >= {p.add(start)}", f"timestamp <= {p.add(end)}"]
     kinds = _event_type_condition(query)
     if kinds:
@@ -208,8 +208,9 @@ def reachable_edges(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def run_paths(query: PathsQuery, ctx: RunContext) -> dict[str, Any]:
     """Answer a PathsQuery as PostHog does: edges ``{source, target, value, average_conversion_time}``."""
     pf = query.pathsFilter
+    rng = paths_range(query, ctx)
     p = Params()
-    steps = path_steps_sql(query, ctx, p)
+    steps = path_steps_sql(query, rng, p, project=ctx.project)
     having = []
     if pf.minEdgeWeight:
         having.append(f"value >= {p.add(pf.minEdgeWeight)}")
@@ -230,7 +231,7 @@ def run_paths(query: PathsQuery, ctx: RunContext) -> dict[str, Any]:
     return {
         "results": reachable_edges(rows),
         "timezone": ctx.timezone,
-        "resolved_date_range": paths_range(query, ctx).to_json(),
+        "resolved_date_range": rng.to_json(),
         "hogql": compiled.hogql,
         "timings": ctx.timings.to_list(),
     }

@@ -33,7 +33,7 @@ from typing import Any
 from hoglab.schema import RetentionEntity, RetentionQuery
 
 from ...errors import ValidationFailed
-from ...filters.dates import resolve_date_range, shift, start_of_interval
+from ...filters.dates import bucket_key, resolve_date_range, shift, start_of_interval
 from ...filters.properties import Params, hogql_expression, property_access, property_filters_to_hogql
 from .base import RunContext, register
 from .breakdowns import BREAKDOWN_OTHER, breakdown_items, breakdown_limit
@@ -58,8 +58,7 @@ class RetentionRange:
 
     @property
     def keys(self) -> list[str]:
-        fmt = "%Y-%m-%d %H:00:00" if self.interval == "hour" else "%Y-%m-%d"
-        return [s.strftime(fmt) for s in self.starts]
+        return [bucket_key(self.interval, s) for s in self.starts]
 
     def label(self, index: int) -> str:
         return f"{self.interval.title()} {index}"

@@ -32,7 +32,13 @@ from .common import first_event_time, series_conditions, series_label
 from .intervals import interval_start_sql
 from .trends import previous_range
 
-__all__ = ["run_stickiness", "stickiness_actor_rows_sql", "stickiness_periods", "stickiness_ranges"]
+__all__ = [
+    "is_cumulative",
+    "run_stickiness",
+    "stickiness_actor_rows_sql",
+    "stickiness_periods",
+    "stickiness_ranges",
+]
 
 _OPERATORS = {"gte": ">=", "lte": "<=", "exact": "="}
 
@@ -49,6 +55,11 @@ def stickiness_ranges(query: StickinessQuery, ctx: RunContext) -> list[tuple[Que
     if not (query.compareFilter and query.compareFilter.compare):
         return [(rng, None)]
     return [(rng, "current"), (previous_range(rng, query.compareFilter.compare_to), "previous")]
+
+
+def is_cumulative(query: StickinessQuery) -> bool:
+    """Whether ``data[i]`` counts people active in ``i + 1`` intervals or more (``computedAs: cumulative``)."""
+    return bool(query.stickinessFilter and query.stickinessFilter.computedAs == "cumulative")
 
 
 def stickiness_periods(query: StickinessQuery, rng: QueryDateRange) -> int:
@@ -96,7 +107,7 @@ def _interval_label(n: int, interval: str, cumulative: bool) -> str:
 @register("StickinessQuery")
 def run_stickiness(query: StickinessQuery, ctx: RunContext) -> dict[str, Any]:
     """Answer a StickinessQuery as PostHog does: one item per series (and per compared period)."""
-    cumulative = bool(query.stickinessFilter and query.stickinessFilter.computedAs == "cumulative")
+    cumulative = is_cumulative(query)
     ranges = stickiness_ranges(query, ctx)
     results: list[dict[str, Any]] = []
     hogql: list[str] = []
