@@ -5,12 +5,13 @@ touches into ``sessions`` (an ``AggregatingMergeTree``); readers merge them (the
 ``hogql/sessions.py``), so a session that spans several batches is still one session. The same statements run
 on chDB and on a ClickHouse server.
 
-A data dir made before the table existed is backfilled once when the engine opens it: the materialized view is
-created first, then every event with a ``$session_id`` is aggregated into ``sessions`` *if ``sessions`` is empty*
-(which is the case exactly when it was just created over old events, or when no event has a session).
+A data dir made before the table existed is backfilled once when the engine opens it: every event with a
+``$session_id`` is aggregated into ``sessions`` *if the materialized view does not exist yet*, then the view is
+created. Engines open before they take inserts, so no event falls between the two; and a later open reads nothing
+(a condition on ``sessions`` being empty would scan ``events`` at every start of a data dir without sessions).
 
 >>> [" ".join(s.split()[:2]) for s in session_statements("hoglab")]
-['CREATE TABLE', 'CREATE MATERIALIZED', 'INSERT INTO']
+['CREATE TABLE', 'INSERT INTO', 'CREATE MATERIALIZED']
 """
 
 from __future__ import annotations
@@ -82,10 +83,10 @@ GROUP BY team_id, session_id
 
 
 def session_statements(db: str) -> list[str]:
-    """The table, the materialized view that feeds it, and the one-time backfill; each idempotent."""
+    """The table, the one-time backfill and the materialized view that feeds the table; each idempotent."""
     select = _aggregate_select(db)
     view = f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.sessions_mv TO {db}.sessions AS {select}"
-    # The backfill's condition is read once, before any row is written (a scalar subquery).
-    only_if_empty = f"WHERE (SELECT count() FROM {db}.sessions) = 0 AND "
-    backfill = f"INSERT INTO {db}.sessions {select.replace('WHERE ', only_if_empty, 1)}"
-    return [" ".join(sql.split()) for sql in (_TABLE.format(db=db), view, backfill)]
+    # The backfill's condition is a constant (a scalar subquery read first): once the view exists, nothing is read.
+    no_view_yet = f"WHERE (SELECT count() FROM system.tables WHERE database = '{db}' AND name = 'sessions_mv') = 0 AND "
+    backfill = f"INSERT INTO {db}.sessions {select.replace('WHERE ', no_view_yet, 1)}"
+    return [" ".join(sql.split()) for sql in (_TABLE.format(db=db), backfill, view)]
