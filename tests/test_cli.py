@@ -82,6 +82,7 @@ def test_data_dir_defaults_to_the_environment(capsys, tmp_path, monkeypatch):
         (["key", "create", "--project", "42", "--scopes", "query:read"], 2, "no project with id 42"),
         (["key", "create", "--project", "one", "--scopes", "query:read"], 2, "positive integer"),
         (["key", "create", "--scopes", "query:read"], 2, "--project"),
+        (["key", "create", "--project", "1", "--scopes", "query:read", "--expires-in", "999999w"], 2, "1000 years"),
         (["project", "create", "X", "--timezone", "Mars/Olympus"], 2, "unknown time zone"),
         (["project", "create", "  "], 2, "1 to 200 characters"),
         (["project", "delete", "1"], 2, "invalid choice"),
