@@ -87,6 +87,7 @@ def test_data_dir_defaults_to_the_environment(capsys, tmp_path, monkeypatch):
         (["project", "create", "  "], 2, "1 to 200 characters"),
         (["project", "delete", "1"], 2, "invalid choice"),
         (["serve", "--port", "70000"], 2, "between 0 and 65535"),
+        (["serve", "--max-execution-time", "0"], 2, "a time limit in seconds is a positive integer, got '0'"),
         (["serve", "--port", "0", "--clickhouse-url", "notaurl"], 1, "not a ClickHouse URL"),
         (["serve", "--port", "0", "--clickhouse-url", "http://127.0.0.1:1"], 1, "cannot reach ClickHouse"),
         (["load", "--project", "1", "/no/such/file.jsonl"], 2, "no such file"),

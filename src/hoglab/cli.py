@@ -62,13 +62,17 @@ def _port(text: str) -> int:
     return value
 
 
-def _positive_id(what: str) -> Callable[[str], int]:
+def _positive_int(what: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
         if not (text.isascii() and text.isdigit()) or int(text) == 0 or int(text) >= 2**63:
-            raise argparse.ArgumentTypeError(f"{what} id is a positive integer, got {text!r}")
+            raise argparse.ArgumentTypeError(f"{what} is a positive integer, got {text!r}")
         return int(text)
 
     return parse
+
+
+def _positive_id(what: str) -> Callable[[str], int]:
+    return _positive_int(f"{what} id")
 
 
 _project_id = _positive_id("a project")
@@ -105,7 +109,7 @@ def _build_parser() -> _Parser:
         help="per query, e.g. 8GiB (default: $HOGLAB_MAX_MEMORY_USAGE, else 4GiB); GROUP BY/ORDER BY spill past half",
     )  # fmt: skip
     serve.add_argument(
-        "--max-execution-time", type=_positive_id("a time limit in seconds is"), default=None, metavar="SECONDS",
+        "--max-execution-time", type=_positive_int("a time limit in seconds"), default=None, metavar="SECONDS",
         help="per query (default: $HOGLAB_MAX_EXECUTION_TIME, else 60)",
     )  # fmt: skip
     serve.add_argument(
