@@ -17,6 +17,8 @@ __all__ = ["add_key_command", "parse_duration", "run_key"]
 
 _DURATION = re.compile(r"^([0-9]{1,6})([mhdw])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+# Past this, now + the span may fall beyond the year 9999, which Python's datetime cannot hold.
+_MAX_SPAN = timedelta(days=1000 * 365)
 
 
 def parse_duration(text: str) -> timedelta:
@@ -28,7 +30,10 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.match(text.strip())
     if not match or int(match.group(1)) == 0:
         raise argparse.ArgumentTypeError(f"a duration is a positive number and m, h, d or w (e.g. 30d), got {text!r}")
-    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    span = timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    if span > _MAX_SPAN:
+        raise argparse.ArgumentTypeError(f"a key expires within 1000 years, got {text!r}")
+    return span
 
 
 def add_key_command(

@@ -62,34 +62,32 @@ def _port(text: str) -> int:
     return value
 
 
-def _positive_id(what: str) -> Callable[[str], int]:
+def _positive_int(what: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
         if not (text.isascii() and text.isdigit()) or int(text) == 0 or int(text) >= 2**63:
-            raise argparse.ArgumentTypeError(f"{what} id is a positive integer, got {text!r}")
+            raise argparse.ArgumentTypeError(f"{what} is a positive integer, got {text!r}")
         return int(text)
 
     return parse
 
 
+def _positive_id(what: str) -> Callable[[str], int]:
+    return _positive_int(f"{what} id")
+
+
 _project_id = _positive_id("a project")
 
 
-def _result_size(text: str) -> int:
-    from hoglab.server.config import parse_bytes
+def _byte_size(flag: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        from hoglab.server.config import parse_bytes
 
-    try:
-        return parse_bytes(text, "--max-result-bytes")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        try:
+            return parse_bytes(text, flag)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
-
-def _byte_size(text: str) -> int:
-    from hoglab.server.config import parse_bytes
-
-    try:
-        return parse_bytes(text, "--max-memory-usage")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
 
 
 def _build_parser() -> _Parser:
@@ -107,15 +105,15 @@ def _build_parser() -> _Parser:
     serve.add_argument("--demo", action="store_true", help="make sure a demo project and a * key exist; print them")
     serve.add_argument("--clickhouse-url", default=None, metavar="URL", help="use a ClickHouse server for events")
     serve.add_argument(
-        "--max-memory-usage", type=_byte_size, default=None, metavar="SIZE",
+        "--max-memory-usage", type=_byte_size("--max-memory-usage"), default=None, metavar="SIZE",
         help="per query, e.g. 8GiB (default: $HOGLAB_MAX_MEMORY_USAGE, else 4GiB); GROUP BY/ORDER BY spill past half",
     )  # fmt: skip
     serve.add_argument(
-        "--max-execution-time", type=_positive_id("a time limit in seconds is"), default=None, metavar="SECONDS",
+        "--max-execution-time", type=_positive_int("a time limit in seconds"), default=None, metavar="SECONDS",
         help="per query (default: $HOGLAB_MAX_EXECUTION_TIME, else 60)",
     )  # fmt: skip
     serve.add_argument(
-        "--max-result-bytes", type=_result_size, default=None, metavar="SIZE",
+        "--max-result-bytes", type=_byte_size("--max-result-bytes"), default=None, metavar="SIZE",
         help="largest answer, e.g. 64MiB (default: $HOGLAB_MAX_RESULT_BYTES, else 64MiB); over it a 400",
     )  # fmt: skip
 

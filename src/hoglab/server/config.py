@@ -37,6 +37,11 @@ def _env_int(name: str, default: int) -> int:
     return value
 
 
+def _env_off(name: str) -> bool:
+    """Whether the switch ``name`` is set to ``0``, ``off``, ``false`` or ``no`` (any case); unset means on."""
+    return os.environ.get(name, "").lower() in {"0", "off", "false", "no"}
+
+
 _BYTE_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
                "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}  # fmt: skip
 
@@ -105,10 +110,10 @@ class ServerConfig:
         ):
             if value := os.environ.get(name):
                 env[key] = value
-        if os.environ.get("HOGLAB_RATE_LIMITS", "").lower() in {"0", "off", "false", "no"}:
+        if _env_off("HOGLAB_RATE_LIMITS"):
             env["rate_limits_enabled"] = False
         env["max_execution_time"] = _env_int("HOGLAB_MAX_EXECUTION_TIME", cls.max_execution_time)
-        if os.environ.get("HOGLAB_AUTO_MATERIALIZE", "").lower() in {"0", "off", "false", "no"}:
+        if _env_off("HOGLAB_AUTO_MATERIALIZE"):
             env["auto_materialize"] = False
         if memory := os.environ.get("HOGLAB_MAX_MEMORY_USAGE"):
             env["max_memory_usage"] = parse_bytes(memory, "HOGLAB_MAX_MEMORY_USAGE")
@@ -119,7 +124,7 @@ class ServerConfig:
         env["query_workers"] = _env_int("HOGLAB_QUERY_WORKERS", cls.query_workers)
         env["project_query_slots"] = _env_int("HOGLAB_PROJECT_QUERY_SLOTS", cls.project_query_slots)
         env["project_async_queue"] = _env_int("HOGLAB_PROJECT_ASYNC_QUEUE", cls.project_async_queue)
-        if os.environ.get("HOGLAB_FAIR_SHARE", "").lower() in {"0", "off", "false", "no"}:
+        if _env_off("HOGLAB_FAIR_SHARE"):
             env["fair_share"] = False
         config = cls(**env)
         given = {k: v for k, v in overrides.items() if v is not None}

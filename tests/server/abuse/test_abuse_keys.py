@@ -128,6 +128,9 @@ def test_keys_over_http(make_project) -> None:
     assert bad.status_code == 400 and bad.json()["attr"] == "scopes"
     past = http.post("/api/personal_api_keys/", json={"scopes": ["*"], "expires_at": "2001-01-01T00:00:00Z"})
     assert past.status_code == 400 and past.json()["attr"] == "expires_at"
+    for team in (2**70, 0, -1):  # beyond SQLite's 64-bit integers, or never a project id
+        huge = http.post("/api/personal_api_keys/", json={"scopes": ["*"], "scoped_teams": [team]})
+        assert huge.status_code == 400 and huge.json()["attr"].startswith("scoped_teams"), huge.text
 
 
 def test_key_create_with_an_expiry_and_list(capsys, tmp_path: Path) -> None:

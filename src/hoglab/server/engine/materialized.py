@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .ddl import DATABASE
-from .settings import quote_string
+from .settings import quote_identifier, quote_string
 
 __all__ = [
     "COMMENT_PREFIX",
@@ -72,10 +72,6 @@ def column_name(key: str) -> str:
         return f"mat_{key}"
     readable = re.sub(r"[^A-Za-z0-9_$]+", "_", key)[:60]
     return f"mat_{readable}_{hashlib.sha1(key.encode()).hexdigest()[:8]}"
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
 
 
 def extraction(key: str) -> str:
@@ -164,11 +160,12 @@ def materialize(engine: Any, keys: Iterable[str]) -> dict[str, str]:
         column = known.get(key) or column_name(key)
         if key not in known:
             engine.command(
-                f"ALTER TABLE {DATABASE}.events ADD COLUMN IF NOT EXISTS {_quoted(column)} Nullable(String) "
+                f"ALTER TABLE {DATABASE}.events ADD COLUMN IF NOT EXISTS {quote_identifier(column)} Nullable(String) "
                 f"MATERIALIZED {extraction(key)} COMMENT {quote_string(COMMENT_PREFIX + key)}"
             )
             engine.command(
-                f"ALTER TABLE {DATABASE}.events MATERIALIZE COLUMN {_quoted(column)}", settings={"mutations_sync": 0}
+                f"ALTER TABLE {DATABASE}.events MATERIALIZE COLUMN {quote_identifier(column)}",
+                settings={"mutations_sync": 0},
             )
         made[key] = column
     _register(made)
@@ -195,7 +192,7 @@ def fill_status(engine: Any) -> list[FillStatus]:
     )
     out = []
     for key, column in sorted(columns.items()):
-        mine = [r for r in rows if str(r["command"]).rstrip().endswith((column, _quoted(column)))]
+        mine = [r for r in rows if str(r["command"]).rstrip().endswith((column, quote_identifier(column)))]
         out.append(
             FillStatus(key, column, all(bool(r["is_done"]) for r in mine), sum(int(r["parts_to_do"]) for r in mine))
         )

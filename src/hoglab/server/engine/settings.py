@@ -24,6 +24,7 @@ __all__ = [
     "JSON_OUTPUT_SETTINGS",
     "QueryLimits",
     "internal_settings",
+    "quote_identifier",
     "quote_string",
     "settings_clause",
     "spill_settings",
@@ -114,6 +115,15 @@ def quote_string(value: str) -> str:
     "'a\\\\'b\\\\\\\\c'"
     """
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def quote_identifier(name: str) -> str:
+    """A ClickHouse name in backticks (backslash and backtick escaped), safe for any text.
+
+    >>> quote_identifier("mat_$browser"), quote_identifier("a`b")
+    ('`mat_$browser`', '`a\\\\`b`')
+    """
+    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
 
 
 def _literal(value: Any) -> str:

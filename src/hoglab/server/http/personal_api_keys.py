@@ -42,7 +42,7 @@ KeyId = Annotated[int, Path(ge=1, le=MAX_ID, description="The key's id.")]
 class KeyCreate(RequestModel):
     label: str = Field(default="", max_length=400)
     scopes: list[str] = Field(min_length=1, max_length=20)
-    scoped_teams: list[int] | None = Field(default=None, max_length=1000)
+    scoped_teams: list[Annotated[int, Field(ge=1, le=MAX_ID)]] | None = Field(default=None, max_length=1000)
     expires_at: datetime | None = None
 
     @field_validator("scopes")

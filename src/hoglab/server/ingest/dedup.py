@@ -65,18 +65,17 @@ def _stored_uuids(engine: Engine, team_id: int, events: Sequence[CapturedEvent])
 def drop_duplicates(engine: Engine, batches: Iterable[tuple[int, list[CapturedEvent]]]) -> list[list[CapturedEvent]]:
     """Each batch without the events already stored or already earlier in ``batches`` (same project and uuid)."""
     batches = list(batches)
-    seen: dict[int, set[str]] = {}
+    by_team: dict[int, list[CapturedEvent]] = {}
     for team_id, events in batches:
-        if events:
-            seen.setdefault(team_id, set())
-    stored = {team_id: _stored_uuids(engine, team_id, [e for t, ev in batches if t == team_id for e in ev])
-              for team_id in seen}  # fmt: skip
+        by_team.setdefault(team_id, []).extend(events)
+    stored = {team_id: _stored_uuids(engine, team_id, events) for team_id, events in by_team.items() if events}
+    seen: dict[int, set[str]] = {}
     kept: list[list[CapturedEvent]] = []
     for team_id, events in batches:
-        known = seen.setdefault(team_id, set())
+        known, already_stored = seen.setdefault(team_id, set()), stored.get(team_id, set())
         fresh: list[CapturedEvent] = []
         for event in events:
-            if event.uuid in known or event.uuid in stored.get(team_id, ()):
+            if event.uuid in known or event.uuid in already_stored:
                 continue
             known.add(event.uuid)
             fresh.append(event)

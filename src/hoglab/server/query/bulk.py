@@ -23,6 +23,7 @@ import pyarrow as pa
 from hoglab.schema import HogQLQuery
 
 from ..engine.limits import LimitedEngine, release_memory
+from ..engine.settings import quote_identifier
 from ..errors import ValidationFailed
 from ..hogql import HogQLError
 from ..store.db import utcnow
@@ -83,7 +84,7 @@ def _wrapped(sql: str, types: list[list[str]]) -> str:
         return sql
     columns, changed = [], False
     for name, type_text in types:
-        quoted = "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
+        quoted = quote_identifier(name)
         base = _base_type(type_text)
         if base in _NATIVE:
             columns.append(quoted)
