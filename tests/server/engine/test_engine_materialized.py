@@ -158,6 +158,9 @@ def test_hot_properties_are_materialized_automatically(make_project: Any, hoglab
         ask(f"select count() from events where properties.auto_hot = 'x' and {n} = {n}")
     before = ask("select properties.auto_hot as h, count() as c from events group by h order by h")
     ask("select properties.auto_cold from events")
+    version = engine.write_count
+    assert job.record()["auto_hot"] >= 4
+    assert engine.write_count == version  # counting uses is bookkeeping: every cached answer stays valid
     assert "auto_hot" in job.run_once()
     columns = materialized.materialized_columns()
     assert "auto_hot" in columns and "auto_cold" not in columns

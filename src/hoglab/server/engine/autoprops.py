@@ -23,14 +23,13 @@ from typing import Any
 
 from . import materialized
 from .base import EngineError
-from .ddl import DATABASE
+from .ddl import DATABASE, USAGE_TABLE
 from .settings import quote_string
 
 __all__ = ["USAGE_TABLE", "AutoMaterializer"]
 
 log = logging.getLogger("hoglab.engine")
 
-USAGE_TABLE = "property_usage"
 _CREATE = (
     f"CREATE TABLE IF NOT EXISTS {DATABASE}.{USAGE_TABLE} (key String, uses UInt64) "
     "ENGINE = SummingMergeTree ORDER BY key"
@@ -57,14 +56,14 @@ class AutoMaterializer:
 
     def record(self) -> dict[str, int]:
         """Add the uses counted since the last round to the engine's table; every key's total uses."""
-        # Every write counts as a data change for the result caches (query/cache.py): write only when needed.
+        # Bookkeeping writes: the counts are no data any query reads, so result caches stay valid.
         if not self._created:
-            self.engine.command(_CREATE)
+            self.engine.command(_CREATE, bookkeeping=True)
             self._created = True
         taken = materialized.take_usage()
         if taken:
             rows = ", ".join(f"({quote_string(k)}, {int(n)})" for k, n in taken.items())
-            self.engine.command(f"INSERT INTO {DATABASE}.{USAGE_TABLE} (key, uses) VALUES {rows}")
+            self.engine.command(f"INSERT INTO {DATABASE}.{USAGE_TABLE} (key, uses) VALUES {rows}", bookkeeping=True)
         table = self.engine.execute(
             f"SELECT key, sum(uses) AS uses FROM {DATABASE}.{USAGE_TABLE} GROUP BY key", settings={"max_result_rows": 0}
         )

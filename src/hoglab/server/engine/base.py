@@ -93,8 +93,9 @@ class Engine(Protocol):
         """Run one read query and return its rows as JSON (ISO 8601 datetimes, 64-bit integers unquoted)."""
         ...
 
-    def command(self, sql: str, *, settings: Mapping[str, Any] | None = None) -> None:
-        """Run DDL or a write (never user input)."""
+    def command(self, sql: str, *, settings: Mapping[str, Any] | None = None, bookkeeping: bool = False) -> None:
+        """Run DDL or a write (never user input). ``bookkeeping``: the write touches only the service's own tables
+        (``BOOKKEEPING_TABLES``), which no query reads, so it is not a data change for the result caches."""
         ...
 
     def insert_arrow(self, table: str, data: pa.Table) -> None:

@@ -245,7 +245,7 @@ class ChdbEngine:
 
     def _run(self, pool: str, sql: str, fmt: str, settings: Mapping[str, Any]) -> bytes:
         core = self._live()
-        with (core.reads if pool == "read" else core.writes).session() as session:
+        with (core.reads if pool == "read" else core.writes).session() as session:  # bookkeeping writes too
             try:
                 return session.run(sql, fmt, settings)
             except RuntimeError as exc:  # chdb.ChdbError is a RuntimeError
@@ -274,9 +274,9 @@ class ChdbEngine:
         wanted = user_query_settings(self.limits, tag=tag, overrides=overrides)
         return split_json_compact(self._run("read", sql, "JSONCompact", wanted))
 
-    def command(self, sql: str, *, settings: Mapping[str, Any] | None = None) -> None:
-        """Run DDL or a write (never user input)."""
-        self._run("write", sql, "CSV", internal_settings(settings))
+    def command(self, sql: str, *, settings: Mapping[str, Any] | None = None, bookkeeping: bool = False) -> None:
+        """Run DDL or a write (never user input); a ``bookkeeping`` one leaves ``write_count`` as it is."""
+        self._run("bookkeeping" if bookkeeping else "write", sql, "CSV", internal_settings(settings))
 
     def query_bytes(self, sql: str, fmt: str = "TabSeparated", *, settings: Mapping[str, Any] | None = None) -> bytes:
         """Internal statements in any ClickHouse format, without the user-query limits (loaders, tools, tests)."""

@@ -155,7 +155,7 @@ class ClickHouseEngine:
                 raise _engine_error(exc) from None
         return split_json_compact(bytes(raw))
 
-    def command(self, sql: str, *, settings: Mapping[str, Any] | None = None) -> None:
+    def command(self, sql: str, *, settings: Mapping[str, Any] | None = None, bookkeeping: bool = False) -> None:
         with self._client() as client:
             try:
                 client.command(sql, settings=internal_settings(settings))

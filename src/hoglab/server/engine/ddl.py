@@ -17,12 +17,25 @@ import re
 
 from .sessions_ddl import session_statements
 
-__all__ = ["DATABASE", "STAGING_PREFIX", "TABLES", "create_statements", "is_insertable"]
+__all__ = [
+    "BOOKKEEPING_TABLES",
+    "DATABASE",
+    "STAGING_PREFIX",
+    "TABLES",
+    "USAGE_TABLE",
+    "create_statements",
+    "is_insertable",
+]
 
 DATABASE = "hoglab"
 # File loads stage rows in short-lived tables named "_load_<hex>[_suffix]" (ingest/files.py), dropped afterwards.
 STAGING_PREFIX = "_load_"
 _STAGING = re.compile(r"^_load_[0-9a-f]{32}(_[a-z]+)?$")
+
+USAGE_TABLE = "property_usage"
+"""How often queries read each property (``autoprops.py``): the service's own, no query reads it."""
+BOOKKEEPING_TABLES = (USAGE_TABLE,)
+"""Tables whose writes are not data changes: result caches ignore them (``query/cache.py``'s ``data_version``)."""
 
 TABLES: dict[str, str] = {
     "events": """

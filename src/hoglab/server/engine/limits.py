@@ -87,7 +87,7 @@ class LimitedEngine:
     def execute_json(self, sql: str, *, settings: Mapping[str, Any] | None = None, tag: str | None = None) -> Any:
         return self._engine.execute_json(sql, settings=self._settings(settings), tag=tag)
 
-    def command(self, sql: str, *, settings: Mapping[str, Any] | None = None) -> None:
+    def command(self, sql: str, *, settings: Mapping[str, Any] | None = None, bookkeeping: bool = False) -> None:
         raise EngineError("query runners only read")
 
     def insert_arrow(self, table: str, data: Any) -> None:

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..engine.ddl import BOOKKEEPING_TABLES
+
 if TYPE_CHECKING:
     from ..engine.base import Engine
 
@@ -55,7 +57,8 @@ NEXT_CLIENT_REFRESH = timedelta(minutes=1)
 # block numbers that only grow), so the XOR of their names' hashes changes whenever the data may have changed.
 _VERSION_SQL = (
     "SELECT groupBitXor(cityHash64(database, table, name)) AS version "
-    "FROM system.parts WHERE database = currentDatabase() AND active"
+    "FROM system.parts WHERE database = currentDatabase() AND active "
+    f"AND table NOT IN ({', '.join(repr(t) for t in BOOKKEEPING_TABLES)})"
 )
 
 
