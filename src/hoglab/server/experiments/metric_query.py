@@ -40,9 +40,9 @@ from ..query.runners.common import series_conditions
 from ..query.runners.funnel_replay import fold_expr
 from ..query.runners.funnels_sql import unordered_expr
 from .metric_resolve import ResolvedExperiment
+from .rules import FEATURE_FLAG_CALLED
 
 __all__ = [
-    "FEATURE_FLAG_CALLED",
     "MULTIPLE_VARIANT_KEY",
     "NO_WINDOW_SECONDS",
     "exposures_sql",
@@ -52,7 +52,6 @@ __all__ = [
     "window_seconds",
 ]
 
-FEATURE_FLAG_CALLED = "$feature_flag_called"
 MULTIPLE_VARIANT_KEY = "$multiple"
 NO_WINDOW_SECONDS = 3 * 365 * 24 * 3600
 """A funnel without a conversion window: PostHog's "all events" stand-in, three years."""
