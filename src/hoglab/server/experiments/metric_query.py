@@ -98,12 +98,12 @@ def _exposure_parts(experiment: ResolvedExperiment, p: Params, project: Any) -> 
 
 
 def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: datetime,
-                  parts: tuple[list[str], str] | None = None) -> str:  # fmt: skip
+                  exposure: tuple[list[str], str] | None = None) -> str:  # fmt: skip
     """One row per exposed person: ``entity_id, variant, first_exposure_time, last_exposure_time``.
 
-    ``parts``: the :func:`_exposure_parts` the caller already bound to ``p`` (the funnel needs them too).
+    ``exposure``: the :func:`_exposure_parts` the caller already bound to ``p`` (the funnel needs them too).
     """
-    parts, variant = parts or _exposure_parts(experiment, p, project)
+    parts, variant = exposure or _exposure_parts(experiment, p, project)
     if experiment.exposure_criteria.multiple_variant_handling == "first_seen":
         chosen = f"argMin({variant}, timestamp)"
     else:
@@ -265,7 +265,7 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
         replay = fold_expr(n, micros, strict=order == "strict", attribution_step=None, exclusions=False)
         per_person = f"{replay.fold} AS f, {replay.step_reached} AS step_reached"
         since = ""
-    exposures = exposures_sql(experiment, p, project, end, parts=(exposure_parts, variant))
+    exposures = exposures_sql(experiment, p, project, end, exposure=(exposure_parts, variant))
     relevant = f"""
         SELECT person_id AS entity_id, timestamp, toInt64({mask}) AS m0 FROM events
         WHERE timestamp >= {p.add(experiment.start)} AND timestamp <= {_stop(p, end, window)} AND m0 != 0
