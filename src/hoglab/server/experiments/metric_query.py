@@ -33,6 +33,7 @@ from sqlglot import exp
 
 from hoglab.schema import EventsNode, ExperimentFunnelMetric, ExperimentMeanMetric, ExperimentRatioMetric
 
+from ..errors import ValidationFailed
 from ..filters.params import Params
 from ..filters.properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
 from ..hogql.parse import parse_hogql_expr
@@ -140,11 +141,20 @@ def hogql_math(text: str | None, attr: str) -> tuple[str, str]:
     call = _ONE_CALL.match(text)
     plain = len(arguments) <= 1 and not any(isinstance(a, exp.Distinct) for a in arguments)
     if function not in _AGGREGATES or call is None or not plain:
-        return text.strip(), "sum"
-    inner = call.group("inner").strip()
-    if function == "count":
-        return ("1" if inner in ("", "*") else f"({inner}) IS NOT NULL"), "sum"
-    return inner, function
+        value, aggregate = text.strip(), "sum"
+    elif function == "count":
+        inner = call.group("inner").strip()
+        value, aggregate = ("1" if inner in ("", "*") else f"({inner}) IS NOT NULL"), "sum"
+    else:
+        value, aggregate = call.group("inner").strip(), function
+    if parse_hogql_expr(value).find(exp.AggFunc) is not None:
+        # Else the engine refuses it, quoting SQL the user never wrote and naming no field.
+        raise ValidationFailed(
+            f"{text[:80]!r} can't be read as a value per event: use one sum, avg, min, max or count around a "
+            "per-event expression (sum(toFloat(properties.price))), or the per-event expression alone.",
+            attr=attr,
+        )
+    return value, aggregate
 
 
 def _value_expr(node: EventsNode, attr: str) -> str:
