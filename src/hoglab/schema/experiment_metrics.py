@@ -261,7 +261,7 @@ class ExperimentQueryResponse(ResponseModel):
 
 
 class ExperimentExposureTimeSeries(ResponseModel):
-    """One variant's exposures per day (new exposed persons that day)."""
+    """One variant's exposures per day: running totals of exposed persons up to each day (as PostHog's chart)."""
 
     variant: str
     days: list[str]

@@ -33,6 +33,7 @@ from sqlglot import exp
 
 from hoglab.schema import EventsNode, ExperimentFunnelMetric, ExperimentMeanMetric, ExperimentRatioMetric
 
+from ..errors import ValidationFailed
 from ..filters.params import Params
 from ..filters.properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
 from ..hogql.parse import parse_hogql_expr
@@ -40,9 +41,9 @@ from ..query.runners.common import series_conditions
 from ..query.runners.funnel_replay import fold_expr
 from ..query.runners.funnels_sql import unordered_expr
 from .metric_resolve import ResolvedExperiment
+from .rules import FEATURE_FLAG_CALLED
 
 __all__ = [
-    "FEATURE_FLAG_CALLED",
     "MULTIPLE_VARIANT_KEY",
     "NO_WINDOW_SECONDS",
     "exposures_sql",
@@ -52,7 +53,6 @@ __all__ = [
     "window_seconds",
 ]
 
-FEATURE_FLAG_CALLED = "$feature_flag_called"
 MULTIPLE_VARIANT_KEY = "$multiple"
 NO_WINDOW_SECONDS = 3 * 365 * 24 * 3600
 """A funnel without a conversion window: PostHog's "all events" stand-in, three years."""
@@ -98,9 +98,13 @@ def _exposure_parts(experiment: ResolvedExperiment, p: Params, project: Any) -> 
     return parts, variant
 
 
-def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: datetime) -> str:
-    """One row per exposed person: ``entity_id, variant, first_exposure_time, last_exposure_time``."""
-    parts, variant = _exposure_parts(experiment, p, project)
+def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: datetime,
+                  exposure: tuple[list[str], str] | None = None) -> str:  # fmt: skip
+    """One row per exposed person: ``entity_id, variant, first_exposure_time, last_exposure_time``.
+
+    ``exposure``: the :func:`_exposure_parts` the caller already bound to ``p`` (the funnel needs them too).
+    """
+    parts, variant = exposure or _exposure_parts(experiment, p, project)
     if experiment.exposure_criteria.multiple_variant_handling == "first_seen":
         chosen = f"argMin({variant}, timestamp)"
     else:
@@ -137,11 +141,20 @@ def hogql_math(text: str | None, attr: str) -> tuple[str, str]:
     call = _ONE_CALL.match(text)
     plain = len(arguments) <= 1 and not any(isinstance(a, exp.Distinct) for a in arguments)
     if function not in _AGGREGATES or call is None or not plain:
-        return text.strip(), "sum"
-    inner = call.group("inner").strip()
-    if function == "count":
-        return ("1" if inner in ("", "*") else f"({inner}) IS NOT NULL"), "sum"
-    return inner, function
+        value, aggregate = text.strip(), "sum"
+    elif function == "count":
+        inner = call.group("inner").strip()
+        value, aggregate = ("1" if inner in ("", "*") else f"({inner}) IS NOT NULL"), "sum"
+    else:
+        value, aggregate = call.group("inner").strip(), function
+    if parse_hogql_expr(value).find(exp.AggFunc) is not None:
+        # Else the engine refuses it, quoting SQL the user never wrote and naming no field.
+        raise ValidationFailed(
+            f"{text[:80]!r} can't be read as a value per event: use one sum, avg, min, max or count around a "
+            "per-event expression (sum(toFloat(properties.price))), or the per-event expression alone.",
+            attr=attr,
+        )
+    return value, aggregate
 
 
 def _value_expr(node: EventsNode, attr: str) -> str:
@@ -245,7 +258,7 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
     window = window_seconds(metric)
     steps: Sequence[EventsNode] = metric.series
     n = len(steps) + 1  # step 0 is the exposure
-    exposure_parts, _ = _exposure_parts(experiment, p, project)
+    exposure_parts, variant = _exposure_parts(experiment, p, project)
     exposure_cond = " AND ".join([f"timestamp <= {p.add(end)}", *exposure_parts])
     conds = [exposure_cond] + [
         " AND ".join(series_conditions(None, step, p, project=project, attr=f"metric.series.{i}")) or "true"
@@ -262,7 +275,7 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
         replay = fold_expr(n, micros, strict=order == "strict", attribution_step=None, exclusions=False)
         per_person = f"{replay.fold} AS f, {replay.step_reached} AS step_reached"
         since = ""
-    exposures = exposures_sql(experiment, p, project, end)
+    exposures = exposures_sql(experiment, p, project, end, exposure=(exposure_parts, variant))
     relevant = f"""
         SELECT person_id AS entity_id, timestamp, toInt64({mask}) AS m0 FROM events
         WHERE timestamp >= {p.add(experiment.start)} AND timestamp <= {_stop(p, end, window)} AND m0 != 0
