@@ -169,3 +169,20 @@ def test_the_exposure_srm_leaves_persons_seen_in_several_variants_out(rollout, t
     check = exposure_srm(MetricExperimentResult(1, {}, (), answer), rollout)
     assert check is not None
     assert check.p_value == pytest.approx(srm(totals, rollout).p_value) and not check.mismatch
+
+
+def test_the_summary_keeps_two_metrics_of_the_same_name_apart() -> None:
+    """Each metric's samples and significance come from its own answer, not from rows sharing its label."""
+    from hoglab.client._metric_results import MetricAnswer
+    from hoglab.notebook._metric_view import metric_summary
+
+    def answer(n: int, significant: bool) -> dict[str, Any]:
+        arm = {"number_of_samples": n, "sum": n // 10, "sum_squares": n // 10}
+        return {"baseline": {"key": "control", **arm}, "variant_results": [
+            {"key": "test", **arm, "method": "frequentist", "p_value": 0.5, "significant": significant}]}  # fmt: skip
+
+    metric = {"metric_type": "funnel", "name": "conversion", "series": []}
+    answers = (MetricAnswer(metric, "primary", answer(100, True)), MetricAnswer(metric, "primary", answer(300, False)))
+    summary = metric_summary(MetricExperimentResult(1, {}, answers))
+    assert summary["samples"].tolist() == ["control 100 · test 100", "control 300 · test 300"]
+    assert summary["significant"].tolist() == [True, False]
