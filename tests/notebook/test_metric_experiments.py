@@ -186,3 +186,19 @@ def test_the_summary_keeps_two_metrics_of_the_same_name_apart() -> None:
     summary = metric_summary(MetricExperimentResult(1, {}, answers))
     assert summary["samples"].tolist() == ["control 100 · test 100", "control 300 · test 300"]
     assert summary["significant"].tolist() == [True, False]
+
+
+def test_the_results_page_shows_each_metric_of_a_shared_name_once() -> None:
+    from hoglab.client._metric_results import MetricAnswer
+    from hoglab.notebook._metric_view import metric_results_html
+
+    def answer(n: int) -> dict[str, Any]:
+        arm = {"number_of_samples": n, "sum": n // 10, "sum_squares": n // 10}
+        return {"baseline": {"key": "control", **arm},
+                "variant_results": [{"key": "test", **arm, "method": "frequentist", "p_value": 0.5}]}  # fmt: skip
+
+    metric = {"metric_type": "funnel", "name": "conversion", "series": []}
+    answers = (MetricAnswer(metric, "primary", answer(100)), MetricAnswer(metric, "primary", answer(300)))
+    page = metric_results_html(MetricExperimentResult(1, {}, answers), None)
+    assert page.count("<table>") == 2
+    assert page.count(">100<") == 2 and page.count(">300<") == 2  # control and test of each metric, once

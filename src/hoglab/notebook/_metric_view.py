@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..client._metric_results import MetricExperimentResult
+from ..client._metric_results import MetricExperimentResult, metric_frame
 from ..stats import SRMResult, StatsError, srm
 
 __all__ = ["exposure_srm", "metric_results_html", "metric_settings", "metric_summary", "metrics_line"]
@@ -141,10 +141,9 @@ def metric_results_html(result: MetricExperimentResult, check: SRMResult | None)
              _srm_html(check, result.exposures_error)]  # fmt: skip
     head = (f"<tr><th>variant</th><th>samples</th><th>sum</th><th>mean</th><th>lift</th><th>{interval}</th>"
             f"<th>{decided}</th><th>significant</th></tr>")  # fmt: skip
-    frame = result.to_frame()
     for answer in result.metrics:
         colour = "#57606a"
-        rows = frame[(frame["metric"] == answer.label) & (frame["role"] == answer.role)]
+        rows = metric_frame((answer,))  # this metric's rows alone, even when another metric shares its name
         if bool(rows["significant"].fillna(False).any()):
             colour = "#1a7f37"
         title = f"{esc(answer.label)} <small>({answer.role}, {esc(answer.metric_type)})</small>"
