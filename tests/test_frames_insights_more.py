@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hoglab.errors import InvalidArgument
 from hoglab.frames import (
     LIFECYCLE_STATUSES,
     lifecycle_frame,
@@ -223,7 +224,7 @@ def test_to_frame_knows_the_four_kinds(kind: str, answer: dict[str, Any], first_
 
 
 def test_retention_table_refuses_other_frames() -> None:
-    with pytest.raises(ValueError, match="retention_frame"):
+    with pytest.raises(InvalidArgument, match="retention_frame"):
         retention_table(pd.DataFrame({"a": [1]}))
 
 

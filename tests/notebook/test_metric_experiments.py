@@ -169,3 +169,36 @@ def test_the_exposure_srm_leaves_persons_seen_in_several_variants_out(rollout, t
     check = exposure_srm(MetricExperimentResult(1, {}, (), answer), rollout)
     assert check is not None
     assert check.p_value == pytest.approx(srm(totals, rollout).p_value) and not check.mismatch
+
+
+def test_the_summary_keeps_two_metrics_of_the_same_name_apart() -> None:
+    """Each metric's samples and significance come from its own answer, not from rows sharing its label."""
+    from hoglab.client._metric_results import MetricAnswer
+    from hoglab.notebook._metric_view import metric_summary
+
+    def answer(n: int, significant: bool) -> dict[str, Any]:
+        arm = {"number_of_samples": n, "sum": n // 10, "sum_squares": n // 10}
+        return {"baseline": {"key": "control", **arm}, "variant_results": [
+            {"key": "test", **arm, "method": "frequentist", "p_value": 0.5, "significant": significant}]}  # fmt: skip
+
+    metric = {"metric_type": "funnel", "name": "conversion", "series": []}
+    answers = (MetricAnswer(metric, "primary", answer(100, True)), MetricAnswer(metric, "primary", answer(300, False)))
+    summary = metric_summary(MetricExperimentResult(1, {}, answers))
+    assert summary["samples"].tolist() == ["control 100 · test 100", "control 300 · test 300"]
+    assert summary["significant"].tolist() == [True, False]
+
+
+def test_the_results_page_shows_each_metric_of_a_shared_name_once() -> None:
+    from hoglab.client._metric_results import MetricAnswer
+    from hoglab.notebook._metric_view import metric_results_html
+
+    def answer(n: int) -> dict[str, Any]:
+        arm = {"number_of_samples": n, "sum": n // 10, "sum_squares": n // 10}
+        return {"baseline": {"key": "control", **arm},
+                "variant_results": [{"key": "test", **arm, "method": "frequentist", "p_value": 0.5}]}  # fmt: skip
+
+    metric = {"metric_type": "funnel", "name": "conversion", "series": []}
+    answers = (MetricAnswer(metric, "primary", answer(100)), MetricAnswer(metric, "primary", answer(300)))
+    page = metric_results_html(MetricExperimentResult(1, {}, answers), None)
+    assert page.count("<table>") == 2
+    assert page.count(">100<") == 2 and page.count(">300<") == 2  # control and test of each metric, once

@@ -14,6 +14,7 @@ from matplotlib.patches import PathPatch, Rectangle
 from matplotlib.ticker import PercentFormatter
 
 import hoglab
+from hoglab.errors import InvalidArgument
 from hoglab.frames import lifecycle_frame, paths_frame, retention_frame, stickiness_frame
 from hoglab.notebook import plot_lifecycle, plot_paths, plot_retention, plot_retention_curve, plot_stickiness
 from hoglab.notebook._plots_more import LIFECYCLE_COLOURS
@@ -56,7 +57,7 @@ def test_retention_triangle_adds_breakdowns_up_or_shows_one() -> None:
     one = plot_retention(df, breakdown="Safari", annotate=False)
     assert one.images[0].get_array()[0, 1] == pytest.approx(1 / 6) and not one.texts
     assert one.get_title() == "Retention: Safari"
-    with pytest.raises(ValueError, match="Firefox"):
+    with pytest.raises(InvalidArgument, match="Firefox"):
         plot_retention(df, breakdown="Firefox")
 
 
@@ -81,9 +82,9 @@ def test_retention_relative_to_the_previous_period_and_the_simple_mean() -> None
     simple = plot_retention_curve(df, mean="simple").get_lines()[0].get_ydata()
     rates = [[c / row[0] for c in row] for row in COHORTS]
     assert np.allclose(simple, [np.mean([r[p] for r in rates if len(r) > p]) for p in range(4)])
-    with pytest.raises(ValueError, match="reference"):
+    with pytest.raises(InvalidArgument, match="reference"):
         plot_retention(df, reference="first")
-    with pytest.raises(ValueError, match="mean"):
+    with pytest.raises(InvalidArgument, match="mean"):
         plot_retention_curve(df, mean="median")
 
 
@@ -162,7 +163,7 @@ def test_paths_sankey_draws_a_ribbon_per_edge_and_a_block_per_item(tmp_path: Pat
     ],
 )
 def test_bad_frames_raise_naming_the_problem(plot: Any, frame: pd.DataFrame, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidArgument, match=message):
         plot(frame)
 
 

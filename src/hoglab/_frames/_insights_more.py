@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from ..errors import InvalidArgument
 from ._insights import _dates, _series_index, _tidy_breakdown
 from ._tables import as_dict, frame_metadata
 
@@ -163,7 +164,7 @@ def retention_table(df: pd.DataFrame, values: str = "rate") -> pd.DataFrame:
     """
     missing = [c for c in ("cohort_date", "period", values) if c not in df.columns]
     if missing:
-        raise ValueError(f"retention_table needs a retention_frame; the frame lacks {missing}")
+        raise InvalidArgument(f"retention_table needs a retention_frame; the frame lacks {missing}", argument="df")
     index = ["breakdown_value", "cohort_date"] if "breakdown_value" in df.columns else ["cohort_date"]
     table = df.pivot(index=index, columns="period", values=values)
     table.columns.name = "period"

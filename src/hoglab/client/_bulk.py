@@ -124,7 +124,7 @@ def bulk_frame(
 
     from ..schema import HogQLQuery, QueryRequest
 
-    if getattr(client, "_bulk_rows", None) is False:
+    if client._bulk_rows is False:
         return None
     body = QueryRequest(query=HogQLQuery(query=sql, values=encode_values(client, values) or None)).to_json_dict()
     try:

@@ -284,10 +284,7 @@ class Experiments:
         (``filters``) gives an :class:`~hoglab.ExperimentResult` from ``/results/``. ``experiment`` saves the
         request that reads the experiment when the caller already has it.
         """
-        if experiment is None:  # read as sent: metrics go back to /query as the server wrote them
-            body = self._client.get_json(self._path(f"{int(experiment_id)}/")) or {}
-        else:
-            body = experiment.model_dump(mode="json", by_alias=True)
+        body = self._json(experiment if experiment is not None else experiment_id)
         if is_metric_experiment(body):
             return metric_experiment_results(self._client, body, refresh=refresh)
         return self.legacy_results(experiment_id, refresh)
@@ -297,11 +294,14 @@ class Experiments:
     ) -> MetricExperimentResult:
         """A metric experiment's results: an ``ExperimentQuery`` per metric (and the exposures unless
         ``exposures=False``), whatever the experiment holds; see :meth:`results`."""
+        return metric_experiment_results(self._client, self._json(experiment), refresh=refresh, exposures=exposures)
+
+    def _json(self, experiment: int | Experiment) -> dict[str, Any]:
+        """The experiment as JSON: the given model, else read as sent (its metrics go back to ``/query`` as the
+        server wrote them)."""
         if isinstance(experiment, Experiment):
-            body = experiment.model_dump(mode="json", by_alias=True)
-        else:
-            body = self._client.get_json(self._path(f"{int(experiment)}/")) or {}
-        return metric_experiment_results(self._client, body, refresh=refresh, exposures=exposures)
+            return experiment.model_dump(mode="json", by_alias=True)
+        return self._client.get_json(self._path(f"{int(experiment)}/")) or {}
 
     def legacy_results(self, experiment_id: int, refresh: bool = False) -> ExperimentResult:
         """A legacy experiment's primary metric from ``GET /experiments/:id/results/`` (see :meth:`results`)."""

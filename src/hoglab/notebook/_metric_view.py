@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..client._metric_results import MetricExperimentResult
+from ..client._metric_results import MetricExperimentResult, metric_frame
 from ..stats import SRMResult, StatsError, srm
 
 __all__ = ["exposure_srm", "metric_results_html", "metric_settings", "metric_summary", "metrics_line"]
@@ -63,15 +63,16 @@ def metric_settings(metric: Mapping[str, Any]) -> str:
 def metric_summary(result: MetricExperimentResult) -> pd.DataFrame:
     """One row per metric: its name, role, type, method, settings, samples per variant and verdict in words."""
     rows = []
-    frame = result.to_frame()
     for answer in result.metrics:
-        mine = frame[(frame["metric"] == answer.label) & (frame["role"] == answer.role)]
-        samples = " · ".join(f"{v} {int(n):,}" for v, n in zip(mine["variant"], mine["number_of_samples"], strict=True)
-                             if not pd.isna(n))  # fmt: skip
+        # Each answer's own rows: two metrics may share a name (and so a label) and must not share samples.
+        variants = answer.rows()
+        samples = " · ".join(f"{r['variant']} {int(r['number_of_samples']):,}" for r in variants
+                             if not pd.isna(r["number_of_samples"]))  # fmt: skip
+        significant = any(not pd.isna(r["significant"]) and bool(r["significant"]) for r in variants)
         rows.append({
             "metric": answer.label, "role": answer.role, "metric_type": answer.metric_type, "method": result.method,
             "settings": metric_settings(answer.metric), "samples": samples or "–",
-            "significant": bool(mine["significant"].fillna(False).any()), "verdict": result.metric_verdict(answer),
+            "significant": significant, "verdict": result.metric_verdict(answer),
         })  # fmt: skip
     columns = ["metric", "role", "metric_type", "method", "settings", "samples", "significant", "verdict"]
     return pd.DataFrame(rows, columns=columns).astype({c: "string" for c in columns if c != "significant"})
@@ -140,10 +141,9 @@ def metric_results_html(result: MetricExperimentResult, check: SRMResult | None)
              _srm_html(check, result.exposures_error)]  # fmt: skip
     head = (f"<tr><th>variant</th><th>samples</th><th>sum</th><th>mean</th><th>lift</th><th>{interval}</th>"
             f"<th>{decided}</th><th>significant</th></tr>")  # fmt: skip
-    frame = result.to_frame()
     for answer in result.metrics:
         colour = "#57606a"
-        rows = frame[(frame["metric"] == answer.label) & (frame["role"] == answer.role)]
+        rows = metric_frame((answer,))  # this metric's rows alone, even when another metric shares its name
         if bool(rows["significant"].fillna(False).any()):
             colour = "#1a7f37"
         title = f"{esc(answer.label)} <small>({answer.role}, {esc(answer.metric_type)})</small>"

@@ -12,6 +12,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import PercentFormatter
 
+from ..errors import InvalidArgument, InvalidArgumentType
+
 __all__ = [
     "CONTROL_COLOUR",
     "HIGHER_COLOUR",
@@ -62,14 +64,16 @@ def new_axes(ax: Axes | None, figsize: tuple[float, float] | None = None) -> Axe
 
 
 def require_frame(df: Any, required: Iterable[str], what: str) -> pd.DataFrame:
-    """``df`` if it is a non-empty DataFrame with every ``required`` column; a ValueError naming the gap otherwise."""
+    """``df`` if it is a non-empty DataFrame with every ``required`` column; otherwise an
+    :class:`~hoglab.errors.InvalidArgument` (a ``ValueError``; ``InvalidArgumentType`` for a non-frame)
+    naming the gap."""
     if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"{what} must be a pandas DataFrame, got {type(df).__name__}")
+        raise InvalidArgumentType(f"{what} must be a pandas DataFrame, got {type(df).__name__}")
     missing = [c for c in required if c not in df.columns]
     if missing:
-        raise ValueError(f"{what} is missing column(s) {missing}; it has {list(df.columns)}")
+        raise InvalidArgument(f"{what} is missing column(s) {missing}; it has {list(df.columns)}")
     if df.empty:
-        raise ValueError(f"{what} is empty: there is nothing to plot")
+        raise InvalidArgument(f"{what} is empty: there is nothing to plot")
     return df
 
 

@@ -11,6 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.patches import PathPatch, Rectangle
 from matplotlib.path import Path
 
+from ..errors import InvalidArgument
 from ._plots_common import PALETTE, display_name, new_axes, percent_axis, plain, require_frame
 
 __all__ = ["plot_lifecycle", "plot_paths", "plot_retention", "plot_retention_curve", "plot_stickiness"]
@@ -26,12 +27,16 @@ def _retention_counts(df: pd.DataFrame, breakdown: Any) -> pd.DataFrame:
         if breakdown is not None:
             frame = frame[frame["breakdown_value"] == breakdown]
             if frame.empty:
-                raise ValueError(f"breakdown {breakdown!r} is not in the frame's breakdown_value column")
+                raise InvalidArgument(
+                    f"breakdown {breakdown!r} is not in the frame's breakdown_value column", argument="breakdown"
+                )
         frame = frame.groupby(["cohort_date", "period"], as_index=False).agg(
             count=("count", lambda c: c.sum(min_count=1))
         )
     elif breakdown is not None:
-        raise ValueError("breakdown= needs a frame broken down (with a breakdown_value column)")
+        raise InvalidArgument(
+            "breakdown= needs a frame broken down (with a breakdown_value column)", argument="breakdown"
+        )
     return frame[["cohort_date", "period", "count"]]
 
 
@@ -68,7 +73,7 @@ def plot_retention(
     counts = _retention_counts(df, breakdown)
     table = counts.pivot(index="cohort_date", columns="period", values="count").astype("Float64")
     if reference not in ("total", "previous"):
-        raise ValueError(f"reference must be 'total' or 'previous', got {reference!r}")
+        raise InvalidArgument(f"reference must be 'total' or 'previous', got {reference!r}", argument="reference")
     sizes = table.iloc[:, 0]
     if reference == "previous":
         base = table.shift(1, axis=1)
@@ -138,7 +143,7 @@ def plot_retention_curve(
     """
     frame = require_frame(df, ["cohort_date", "period", "count"], "the retention frame")
     if mean not in ("weighted", "simple"):
-        raise ValueError(f"mean must be 'weighted' or 'simple', got {mean!r}")
+        raise InvalidArgument(f"mean must be 'weighted' or 'simple', got {mean!r}", argument="mean")
     ax = new_axes(ax, figsize)
     groups: list[Any] = list(dict.fromkeys(frame["breakdown_value"])) if "breakdown_value" in frame else [None]
     for i, group in enumerate(groups):

@@ -201,10 +201,11 @@ def write_report(report: ExperimentReport, directory: str | Path) -> Path:
         primary.analysis.table.to_csv(out / "variants.csv", index=False)
     if report.over_time is not None:
         report.over_time.to_csv(out / "over_time.csv", index=False)
-    answers: dict[str, Any] = {"primary": primary.result.raw if primary.result is not None else None}
-    answers |= {o.name: o.result.raw if o.result is not None else None for o in report.secondary}
     if report.metrics is not None:
         answers = report.metrics.raw
+    else:
+        answers = {"primary": primary.result.raw if primary.result is not None else None}
+        answers |= {o.name: o.result.raw if o.result is not None else None for o in report.secondary}
     (out / "results.json").write_text(json.dumps(answers, indent=2, default=str) + "\n", encoding="utf-8")
     path = out / "report.html"
     path.write_text(report_html(report, pngs=pngs), encoding="utf-8")
