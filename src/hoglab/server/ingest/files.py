@@ -36,7 +36,6 @@ from ..engine.settings import quote_string
 from .errors import MAX_LISTED_PROBLEMS, IngestError, LoadError
 from .file_persons import resolve_file_persons
 from .person_store import PersonStore
-from .persons import next_version
 from .sources import Source, describe_source, detect_format, exact_source, read_locally, row_filter, row_select
 
 __all__ = ["LoadReport", "load_file"]
@@ -165,13 +164,10 @@ def load_file(
         if total == 0:
             return LoadReport(str(file), source.format, 0, 0, time.perf_counter() - started)
         with store.lock:
-            state = store.state(team)
             try:
-                persons = resolve_file_persons(
-                    engine, state, stage, staging.create, staging.insert, next_version(state.max_version)
-                )
+                persons = resolve_file_persons(engine, store, team, stage, staging.create, staging.insert)
             finally:
-                # Bulk-made persons are in the tables, not in the cache: reload on next use (also after a failure).
+                # Capture's cached state (if any) does not hold what the load wrote: reload on next use.
                 store.invalidate(team)
         mapping_table, created = persons.mapping_table, persons.created
         engine.command(f"""

@@ -2,16 +2,26 @@
 
 One :class:`PersonStore` per engine (``PersonStore.for_engine``) is shared by the capture writer and file loads,
 so both see the same persons; its ``lock`` serialises person changes and their writes.
+
+Capture keeps a project's whole state cached (``state``): each request is small and must not wait for lookups.
+A file load asks instead for the few persons its merges touch (``partial_state``): a project of millions of
+persons is never held in Python for it, and the cached state is left alone (the load drops it afterwards).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import uuid
 import weakref
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..engine.base import Engine
-from .persons import Person, PersonRows, PersonState
+import pyarrow as pa
+
+from ..engine.base import Engine, EngineError
+from ..engine.ddl import DATABASE
+from .persons import Person, PersonRows, PersonState, person_uuid
 from .rows import person_tables
 
 __all__ = ["PersonStore"]
@@ -28,6 +38,7 @@ class PersonStore:
         self.engine = engine
         self.lock = threading.RLock()
         self._states: dict[int, PersonState] = {}
+        self.persons_read = 0  # persons ever read into Python (tests check a load reads only the few it needs)
 
     @classmethod
     def for_engine(cls, engine: Engine) -> PersonStore:
@@ -43,6 +54,113 @@ class PersonStore:
         if state is None:
             state = self._states[team_id] = self._load(team_id)
         return state
+
+    def is_cached(self, team_id: int) -> bool:
+        """Whether the project's whole state is held in memory."""
+        return team_id in self._states
+
+    def partial_state(self, team_id: int, distinct_ids: Iterable[str], person_ids: Iterable[str] = ()) -> PersonState:
+        """A state holding only what PostHog's rules need for these distinct ids (call with ``lock`` held).
+
+        That is: their persons, every distinct id of those persons (a merge moves them all), the persons
+        ``person_ids`` names (a file's given ids), the persons and overrides the ids' derived person ids would
+        collide with, and the overrides pointing at any loaded person (kept flat on a merge). Not cached.
+        """
+        team = int(team_id)
+        ids = sorted(set(distinct_ids))
+        state = PersonState(team, max_version=self._max_version(team))
+        pdi = self._pdi(team, ids)
+        candidates = {person_uuid(team, d) for d in ids} | set(person_ids)
+        self.extend(state, {pid for pid, deleted in pdi.values() if not deleted} | candidates)
+        for distinct_id, (pid, deleted) in pdi.items():
+            if not deleted:
+                state.pdi[distinct_id] = pid
+                if pid in state.persons:
+                    state.persons[pid].distinct_ids.add(distinct_id)
+        return state
+
+    def extend(self, state: PersonState, person_ids: Iterable[str]) -> None:
+        """Add these persons (those live and not yet held), their distinct ids and the overrides into them."""
+        team = state.team_id
+        wanted = sorted({str(p) for p in person_ids} - set(state.persons))
+        if not wanted:
+            return
+        with self._id_table(wanted) as table:
+            persons = self.engine.execute(
+                f"""SELECT toString(id) AS id, argMax(created_at, version) AS created_at,
+                           argMax(properties, version) AS properties, argMax(is_identified, version) AS identified,
+                           argMax(is_deleted, version) AS deleted
+                    FROM {DATABASE}.persons
+                    WHERE team_id = {team} AND id IN (SELECT toUUID(v) FROM {table}) GROUP BY id""",
+                settings=_LOAD_SETTINGS,
+            ).to_pydict()
+            pdi = self.engine.execute(
+                f"""SELECT distinct_id, toString(argMax(person_id, version)) AS person_id,
+                           argMax(is_deleted, version) AS deleted
+                    FROM {DATABASE}.person_distinct_ids
+                    WHERE team_id = {team} AND distinct_id IN (
+                        SELECT distinct_id FROM {DATABASE}.person_distinct_ids
+                        WHERE team_id = {team} AND person_id IN (SELECT toUUID(v) FROM {table}))
+                    GROUP BY distinct_id""",
+                settings=_LOAD_SETTINGS,
+            ).to_pydict()
+            overrides = self.engine.execute(
+                f"""SELECT toString(old_person_id) AS old, toString(argMax(override_person_id, version)) AS new
+                    FROM {DATABASE}.person_overrides WHERE team_id = {team} GROUP BY old_person_id
+                    HAVING old_person_id IN (SELECT toUUID(v) FROM {table})
+                        OR argMax(override_person_id, version) IN (SELECT toUUID(v) FROM {table})""",
+                settings=_LOAD_SETTINGS,
+            ).to_pydict()
+        added = set()
+        for pid, created, props, identified, deleted in zip(
+            persons["id"], persons["created_at"], persons["properties"], persons["identified"], persons["deleted"],
+            strict=True,
+        ):
+            if not deleted:
+                state.persons[pid] = Person(pid, created, props, bool(identified))
+                added.add(pid)
+        self.persons_read += len(added)
+        for distinct_id, pid, deleted in zip(pdi["distinct_id"], pdi["person_id"], pdi["deleted"], strict=True):
+            if not deleted and pid in added and distinct_id not in state.pdi:
+                state.pdi[distinct_id] = pid
+                state.persons[pid].distinct_ids.add(distinct_id)
+        for old, new in zip(overrides["old"], overrides["new"], strict=True):
+            state.overrides.setdefault(old, new)
+
+    def _pdi(self, team: int, distinct_ids: list[str]) -> dict[str, tuple[str, int]]:
+        if not distinct_ids:
+            return {}
+        with self._id_table(distinct_ids) as table:
+            rows = self.engine.execute(
+                f"""SELECT distinct_id, toString(argMax(person_id, version)) AS person_id,
+                           argMax(is_deleted, version) AS deleted
+                    FROM {DATABASE}.person_distinct_ids
+                    WHERE team_id = {team} AND distinct_id IN (SELECT v FROM {table}) GROUP BY distinct_id""",
+                settings=_LOAD_SETTINGS,
+            ).to_pydict()
+        return {d: (p, x) for d, p, x in zip(rows["distinct_id"], rows["person_id"], rows["deleted"], strict=True)}
+
+    def _max_version(self, team: int) -> int:
+        row = self.engine.execute(
+            f"""SELECT greatest(
+                    (SELECT max(version) FROM {DATABASE}.persons WHERE team_id = {team}),
+                    (SELECT max(version) FROM {DATABASE}.person_distinct_ids WHERE team_id = {team}),
+                    (SELECT max(version) FROM {DATABASE}.person_overrides WHERE team_id = {team})) AS v""",
+            settings=_LOAD_SETTINGS,
+        ).to_pylist()
+        return int(row[0]["v"] or 0)
+
+    @contextlib.contextmanager
+    def _id_table(self, values: list[str]) -> Iterator[str]:
+        """A short-lived table of strings to filter by (an IN list of a million literals would be a huge query)."""
+        name = f"_load_{uuid.uuid4().hex}_ids"  # a staging name: insert_arrow accepts it
+        self.engine.command(f"CREATE TABLE {DATABASE}.{name} (v String) ENGINE = Memory")
+        try:
+            self.engine.insert_arrow(name, pa.table({"v": pa.array(values, pa.string())}))
+            yield f"{DATABASE}.{name}"
+        finally:
+            with contextlib.suppress(EngineError):
+                self.engine.command(f"DROP TABLE IF EXISTS {DATABASE}.{name}")
 
     def invalidate(self, team_id: int | None = None) -> None:
         """Forget cached state (after a failed write): the next use reloads what the tables hold."""
@@ -92,4 +210,5 @@ class PersonStore:
                 if pid in state.persons:
                     state.persons[pid].distinct_ids.add(distinct_id)
         state.overrides.update(zip(overrides["old"], overrides["new"], strict=True))
+        self.persons_read += len(state.persons)
         return state
