@@ -82,6 +82,30 @@ GROUP BY grp"""
 # if the key is absent before the changes (as PROPS_SQL); ``keeps``: a key that exists keeps its value (no $unset,
 # no $set: a $set_once does not apply). Then each person's JSON: its keys in place (kept, replaced or dropped),
 # new keys after them in the order they first appear, as applying the events one by one orders them.
+KNOWN_CHANGES_SQL = """
+SELECT grp, arrayMap(x -> x.2, arraySort(groupArray((first_at, key, final, keep)))) AS keys,
+       arrayMap(x -> x.3, arraySort(groupArray((first_at, key, final, keep)))) AS finals,
+       arrayMap(x -> x.4, arraySort(groupArray((first_at, key, final, keep)))) AS keeps
+FROM (
+    SELECT grp, key, arraySort(groupArray((ts, _line, kind, value))) AS ops, (ops[1].1, ops[1].2) AS first_at,
+           arrayLastIndex(x -> x.3 = 2, ops) AS cut, arraySlice(ops, cut + 1) AS after,
+           arrayFilter(x -> x.3 = 1, after) AS sets, arrayFilter(x -> x.3 = 0, after) AS onces,
+           if(notEmpty(sets), sets[-1].4, if(notEmpty(onces), onces[1].4, '')) AS final,
+           cut = 0 AND empty(sets) AS keep
+    FROM (
+        SELECT grp, ts, _line, change.1 AS key, change.2 AS kind, change.3 AS value
+        FROM (SELECT m.person_id AS grp, s.ts AS ts, s._line AS _line, s.properties AS properties
+              FROM {stage} AS s INNER JOIN {ids} AS m ON s.distinct_id = m.distinct_id
+              WHERE m.known_sql AND NOT s.personless AND {changes})
+        ARRAY JOIN arrayConcat(
+            arrayMap(x -> (x.1, 0, x.2), JSONExtractKeysAndValuesRaw(properties, '$set_once')),
+            arrayMap(x -> (x.1, 1, x.2), JSONExtractKeysAndValuesRaw(properties, '$set')),
+            arrayMap(k -> (k, 2, ''), JSONExtract(properties, '$unset', 'Array(String)'))) AS change
+    )
+    GROUP BY grp, key
+)
+GROUP BY grp"""
+
 KNOWN_PROPS_SQL = """
 SELECT {team}, toUUID(c.pid), c.created_at,
        concat('{{', arrayStringConcat(arrayConcat(
@@ -94,34 +118,11 @@ SELECT {team}, toUUID(c.pid), c.created_at,
                arrayFilter(i -> k.finals[i] != '' AND NOT JSONHas(c.props, k.keys[i]), arrayEnumerate(k.keys)))),
            ','), '}}'),
        c.identified, 0, {version}
-FROM (
-    SELECT grp, arrayMap(x -> x.2, arraySort(groupArray((first_at, key, final, keep)))) AS keys,
-           arrayMap(x -> x.3, arraySort(groupArray((first_at, key, final, keep)))) AS finals,
-           arrayMap(x -> x.4, arraySort(groupArray((first_at, key, final, keep)))) AS keeps
-    FROM (
-        SELECT grp, key, arraySort(groupArray((ts, _line, kind, value))) AS ops, (ops[1].1, ops[1].2) AS first_at,
-               arrayLastIndex(x -> x.3 = 2, ops) AS cut, arraySlice(ops, cut + 1) AS after,
-               arrayFilter(x -> x.3 = 1, after) AS sets, arrayFilter(x -> x.3 = 0, after) AS onces,
-               if(notEmpty(sets), sets[-1].4, if(notEmpty(onces), onces[1].4, '')) AS final,
-               cut = 0 AND empty(sets) AS keep
-        FROM (
-            SELECT grp, ts, _line, change.1 AS key, change.2 AS kind, change.3 AS value
-            FROM (SELECT m.person_id AS grp, s.ts AS ts, s._line AS _line, s.properties AS properties
-                  FROM {stage} AS s INNER JOIN {ids} AS m ON s.distinct_id = m.distinct_id
-                  WHERE m.known_sql AND NOT s.personless AND {changes})
-            ARRAY JOIN arrayConcat(
-                arrayMap(x -> (x.1, 0, x.2), JSONExtractKeysAndValuesRaw(properties, '$set_once')),
-                arrayMap(x -> (x.1, 1, x.2), JSONExtractKeysAndValuesRaw(properties, '$set')),
-                arrayMap(k -> (k, 2, ''), JSONExtract(properties, '$unset', 'Array(String)'))) AS change
-        )
-        GROUP BY grp, key
-    )
-    GROUP BY grp
-) AS k
+FROM {changes} AS k
 INNER JOIN (
     SELECT toString(id) AS pid, argMax(properties, version) AS props, argMax(created_at, version) AS created_at,
            argMax(is_identified, version) AS identified
-    FROM {db}.persons WHERE team_id = {team} AND id IN (SELECT toUUID(person_id) FROM {ids} WHERE known_sql)
+    FROM {db}.persons WHERE team_id = {team} AND id IN (SELECT toUUID(grp) FROM {changes})
     GROUP BY id HAVING argMax(is_deleted, version) = 0
 ) AS c ON k.grp = c.pid"""
 
@@ -219,6 +220,9 @@ def _known_ids(engine: Engine, team: int, stage: str, named: str, create_table: 
 
 def _given_known_persons(engine: Engine, team: int, stage: str, known: str) -> dict[str, tuple[str, int]]:
     """Ids new to the project whose file ``person_id`` is a live person of it: ``{id: (person id, first µs)}``."""
+    any_given = _rows(engine, f"SELECT count() AS n FROM (SELECT 1 FROM {stage} WHERE person_id IS NOT NULL LIMIT 1)")
+    if not any_given["n"][0]:
+        return {}  # the file gives no person ids (the usual export)
     rows = _rows(engine, f"""
         SELECT distinct_id, toString(toUUID(given)) AS given, first FROM (
             SELECT distinct_id, argMax(person_id, ts) AS given, toUnixTimestamp64Micro(min(ts)) AS first
@@ -352,10 +356,12 @@ def resolve_file_persons(
         SELECT {team}, distinct_id, toUUID(person_id), 0, {version} FROM {mapping} WHERE bulk""",
                    settings=_INTERNAL)  # fmt: skip
     if known is not None:
+        changes = create_table("kchg", "grp String, keys Array(String), finals Array(String), keeps Array(UInt8)")
+        engine.command(f"INSERT INTO {changes} " + KNOWN_CHANGES_SQL.format(stage=stage, ids=mapping, changes=_CHANGES),
+                       settings=_INTERNAL)  # fmt: skip
         engine.command(
             f"INSERT INTO {DATABASE}.persons (team_id, id, created_at, properties, is_identified, is_deleted, version)"
-            + KNOWN_PROPS_SQL.format(team=team, version=version, stage=stage, ids=mapping, changes=_CHANGES,
-                                     db=DATABASE),
+            + KNOWN_PROPS_SQL.format(team=team, version=version, changes=changes, db=DATABASE),
             settings=_INTERNAL,
         )  # fmt: skip
     counted = _rows(engine, f"SELECT uniqExact(person_id) AS n FROM {mapping} WHERE bulk")

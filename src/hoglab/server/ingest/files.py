@@ -75,7 +75,7 @@ class _Staging:
 
     def create(self, suffix: str, columns: str) -> str:
         table = self.name(suffix)
-        self.engine.command(f"CREATE TABLE {table} ({columns}) ENGINE = Memory")
+        self.engine.command(f"CREATE TABLE {table} ({columns}) ENGINE = Memory SETTINGS compress = 1")  # as the stage
         self.created.append(table)
         return table
 
@@ -101,7 +101,9 @@ def _fill_stage(engine: Engine, staging: _Staging, source: Source, suffix: str =
     rows = f"SELECT {row_select(source)} FROM {origin} WHERE {row_filter(source)}"
     if source.clickhouse_format == "LineAsString":
         rows = f"SELECT * EXCEPT t FROM ({rows})"
-    engine.command(f"CREATE TABLE {stage} ENGINE = Memory AS {rows}", settings=source.settings or None)
+    # Compressed: the staged file is the load's biggest allocation (about 2.5 GiB raw for 10M events, ~1 GiB so).
+    engine.command(f"CREATE TABLE {stage} ENGINE = Memory SETTINGS compress = 1 AS {rows}",
+                   settings=source.settings or None)
     return stage
 
 
