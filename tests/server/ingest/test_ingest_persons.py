@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from hoglab.server.engine.chdb import ChdbEngine
-from hoglab.server.ingest import Ingestor, PersonState, PersonStore, load_file, person_uuid
+from hoglab.server.ingest import Ingestor, PersonState, load_file, person_uuid
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -295,110 +295,3 @@ def test_a_load_of_plain_identifies_equals_event_by_event_capture(engine: ChdbEn
     assert loaded == captured
     assert sum(len(ids) == 2 for ids in loaded) == 90 and sum(flag for _, flag in loaded.values()) == 90
 
-
-# -- a second file into a project that already has persons -------------------------------------------------------
-
-
-def _persons_by_ids(engine: ChdbEngine, team: int) -> dict[frozenset[str], tuple[dict[str, Any], int]]:
-    """Each live person as (its distinct ids) → (properties, is_identified)."""
-    rows = engine.execute(f"""
-        SELECT groupArray(pdi.distinct_id) AS ids, any(p.props) AS props, any(p.identified) AS identified FROM
-          (SELECT distinct_id, argMax(person_id, version) AS pid FROM person_distinct_ids
-           WHERE team_id = {team} GROUP BY distinct_id HAVING argMax(is_deleted, version) = 0) AS pdi
-        INNER JOIN (SELECT id, argMax(properties, version) AS props, argMax(is_identified, version) AS identified
-                    FROM persons WHERE team_id = {team} GROUP BY id
-                    HAVING argMax(is_deleted, version) = 0) AS p ON pdi.pid = p.id
-        GROUP BY pdi.pid""").to_pylist()
-    return {frozenset(r["ids"]): (json.loads(r["props"]), r["identified"]) for r in rows}
-
-
-def _write_jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(e) + "\n" for e in events))
-    return path
-
-
-@pytest.mark.parametrize("seed", [1, 3])
-def test_two_files_equal_one_file_and_event_by_event_capture(engine: ChdbEngine, seed: int, tmp_path: Path) -> None:
-    """The second file meets persons the first made (merges across files included): the same persons, properties
-    and event persons as loading both in one file, as capturing the events one by one, and as pandas says."""
-    events = []
-    step: dict[str, int] = {}
-    for e in _scenario(seed, users=60):  # interleave the users, so each one's story crosses the split
-        user = e["distinct_id"].rsplit("-", 1)[1]
-        step[user] = step.get(user, -1) + 1
-        at = T0 + timedelta(hours=step[user], seconds=int(user))
-        events.append({**e, "timestamp": at.isoformat()})
-    events.sort(key=lambda e: e["timestamp"])
-    half = len(events) // 2
-    two, one, captured = (int(x) for x in np.random.default_rng().integers(10**9, 2**62, size=3))
-    load_file(engine, two, _write_jsonl(tmp_path / "first.jsonl", events[:half]))
-    second = load_file(engine, two, _write_jsonl(tmp_path / "second.jsonl", events[half:][::-1]))
-    load_file(engine, one, _write_jsonl(tmp_path / "all.jsonl", events))
-    ingestor = Ingestor.for_engine(engine)
-    for start in range(0, len(events), 23):
-        ingestor.capture_batch(captured, events[start : start + 23])
-    _check(engine, two, events)
-    assert _persons_by_ids(engine, two) == _persons_by_ids(engine, one) == _persons_by_ids(engine, captured)
-    assert second.rows == len(events) - half
-    crossing = {e["distinct_id"] for e in events[:half]} & {e["distinct_id"] for e in events[half:]}
-    assert len(crossing) > 10  # the second file really does meet known ids
-    assert any(e["event"] == "$identify" and e["properties"]["$anon_distinct_id"] in crossing for e in events[half:])
-
-
-def test_property_changes_of_known_persons_equal_event_by_event_capture(engine: ChdbEngine, tmp_path: Path) -> None:
-    """Known ids whose rows only $set/$set_once/$unset are updated in SQL on top of what the person had."""
-    rng = np.random.default_rng(17)
-
-    def batch(start: datetime, ids: int, n: int) -> list[dict[str, Any]]:
-        out = []
-        for i in range(n):
-            props: dict[str, Any] = {}
-            for kind in ("$set_once", "$set", "$unset"):
-                if rng.random() < 0.5:
-                    keys = [f"k{k}" for k in rng.choice(5, size=int(rng.integers(1, 3)), replace=False)]
-                    values = [int(rng.integers(9)), "s/é", {"n": [1, None]}, None]
-                    props[kind] = keys if kind == "$unset" else {k: values[i % 4] for k in keys}
-            ts = start + timedelta(seconds=int(rng.integers(0, 40)))  # ties: the file line breaks them
-            out.append({"event": "e", "distinct_id": f"d{rng.integers(ids)}", "properties": props,
-                        "timestamp": ts.isoformat()})  # fmt: skip
-        return out
-
-    first, second = batch(T0, 30, 200), batch(T0 + timedelta(days=1), 40, 300)  # ids d30.. are new in the second
-    loaded, captured = (int(x) for x in np.random.default_rng().integers(10**9, 2**62, size=2))
-    load_file(engine, loaded, _write_jsonl(tmp_path / "a.jsonl", first))
-    load_file(engine, loaded, _write_jsonl(tmp_path / "b.jsonl", second))
-    ingestor = Ingestor.for_engine(engine)
-    for part in (first, second):
-        ingestor.capture_batch(captured, sorted(part, key=lambda e: e["timestamp"]))
-    persons = _persons_by_ids(engine, loaded)
-    assert persons == _persons_by_ids(engine, captured)
-    assert len(persons) == len({e["distinct_id"] for e in first + second})
-    assert sum(len(props) > 2 for props, _ in persons.values()) > 5
-
-
-def test_a_load_reads_only_the_persons_its_merges_touch(engine: ChdbEngine, tmp_path: Path) -> None:
-    """A project of many persons: the second file's known ids take their person in the engine; Python holds only
-    the persons of the ids in merges, and the whole-project state is never built."""
-    team = int(np.random.default_rng().integers(10**9, 2**62))
-    first = [{"event": "e", "distinct_id": f"u{i}", "timestamp": (T0 + timedelta(seconds=i)).isoformat(),
-              "properties": {"$set": {"n": i}}} for i in range(3000)]  # fmt: skip
-    load_file(engine, team, _write_jsonl(tmp_path / "first.jsonl", first))
-    later = T0 + timedelta(days=1)
-    second = [{"event": "e", "distinct_id": f"u{i}", "timestamp": later.isoformat(),
-               "properties": {"$set": {"m": i}} if i % 2 else {}} for i in range(3000)]  # fmt: skip
-    second += [{"event": "$identify", "distinct_id": "u1", "timestamp": later.isoformat(),
-                "properties": {"$anon_distinct_id": "u2"}},
-               {"event": "$identify", "distinct_id": "new-user", "timestamp": later.isoformat(),
-                "properties": {"$anon_distinct_id": "u4"}}]  # fmt: skip
-    store = PersonStore.for_engine(engine)
-    store.invalidate(team)
-    read_before = store.persons_read
-    report = load_file(engine, team, _write_jsonl(tmp_path / "second.jsonl", second))
-    assert report.rows == 3002 and report.persons_created == 0
-    assert store.persons_read - read_before <= 3  # u1's, u2's and u4's persons: not the project's 3,000
-    assert not store.is_cached(team)
-    persons = _persons_by_ids(engine, team)
-    assert len(persons) == 2999  # u2 merged into u1; new-user joined u4
-    assert persons[frozenset({"u1", "u2"})] == ({"n": 1, "m": 1}, 1)  # u2 (anonymous) merged into u1
-    assert persons[frozenset({"u4", "new-user"})] == ({"n": 4}, 1)
-    assert persons[frozenset({"u7"})] == ({"n": 7, "m": 7}, 0) and persons[frozenset({"u8"})] == ({"n": 8}, 0)

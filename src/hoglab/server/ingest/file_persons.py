@@ -201,8 +201,9 @@ def _plain_identifies(
 def _known_ids(engine: Engine, team: int, stage: str, named: str, create_table: Any) -> str | None:
     """The file's ids (with rows, or ``named`` by merges) the project knows: a table of ``(distinct_id, person_id,
     live)``; None for a new project."""
-    exists = _rows(engine, f"SELECT count() > 0 AS any FROM (SELECT 1 FROM {DATABASE}.person_distinct_ids "
-                           f"WHERE team_id = {team} LIMIT 1)")  # fmt: skip
+    exists = _rows(engine, f"""
+        SELECT count() > 0 AS any FROM (SELECT 1 FROM {DATABASE}.person_distinct_ids WHERE team_id = {team} LIMIT 1
+                                        UNION ALL SELECT 1 FROM {DATABASE}.persons WHERE team_id = {team} LIMIT 1)""")
     if not exists["any"][0]:
         return None  # a new project (the usual first load): nothing to look up
     known: str = create_table("known", "distinct_id String, person_id String, live UInt8")
