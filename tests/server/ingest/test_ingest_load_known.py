@@ -13,7 +13,7 @@ import pytest
 from test_ingest_persons import T0, _check, _scenario
 
 from hoglab.server.engine.chdb import ChdbEngine
-from hoglab.server.ingest import Ingestor, PersonStore, load_file
+from hoglab.server.ingest import Ingestor, PersonStore, files, load_file
 
 
 def _persons_by_ids(engine: ChdbEngine, team: int) -> dict[frozenset[str], tuple[dict[str, Any], int]]:
@@ -34,10 +34,15 @@ def _write_jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("seed", [1, 3])
-def test_two_files_equal_one_file_and_event_by_event_capture(engine: ChdbEngine, seed: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("seed", "compressed"), [(1, False), (3, False), (4, True)])
+def test_two_files_equal_one_file_and_event_by_event_capture(
+    engine: ChdbEngine, seed: int, compressed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The second file meets persons the first made (merges across files included): the same persons, properties
-    and event persons as loading both in one file, as capturing the events one by one, and as pandas says."""
+    and event persons as loading both in one file, as capturing the events one by one, and as pandas says.
+    ``compressed``: staged in compressed tables, as big files are."""
+    if compressed:
+        monkeypatch.setattr(files, "_COMPRESS_FROM_BYTES", 0)
     events = []
     step: dict[str, int] = {}
     for e in _scenario(seed, users=60):  # interleave the users, so each one's story crosses the split
