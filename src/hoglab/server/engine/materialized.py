@@ -238,8 +238,19 @@ def fill_status(engine: Any) -> list[FillStatus]:
     out = []
     for table, columns in _refresh_all(engine).items():
         for key, column in sorted(columns.items()):
-            ends = (column, quote_identifier(column))
-            mine = [r for r in rows if r["table"] == table and str(r["command"]).rstrip().endswith(ends)]
+            mine = [r for r in rows if r["table"] == table and _fills(str(r["command"]), column)]
             done = all(bool(r["is_done"]) for r in mine)
             out.append(FillStatus(key, column, done, sum(int(r["parts_to_do"]) for r in mine), table))
     return out
+
+
+def _fills(command: str, column: str) -> bool:
+    """Whether a mutation's command (as ``system.mutations`` shows it, in parentheses) fills ``column``.
+
+    >>> _fills("(MATERIALIZE COLUMN mat_a)", "mat_a"), _fills("(MATERIALIZE COLUMN `mat_$a b`)", "mat_$a b")
+    (True, True)
+    >>> _fills("(MATERIALIZE COLUMN pmat_a)", "mat_a"), _fills("(MATERIALIZE COLUMN mat_ab)", "mat_a")
+    (False, False)
+    """
+    text = command.strip().removeprefix("(").removesuffix(")").strip()
+    return text.endswith((f" {column}", f" {quote_identifier(column)}"))
