@@ -1,11 +1,13 @@
-"""``hoglab materialize --project ID KEY...``: event properties as columns, by hand (see engine/materialized.py).
+"""``hoglab materialize --project ID KEY... --person KEY``: event and person properties as columns, by hand (see
+engine/materialized.py).
 
-    hoglab materialize --project 1 '$browser' plan      # add the columns; they fill in the background
+    hoglab materialize --project 1 '$browser' plan      # event properties: columns mat_<key> of events
+    hoglab materialize --project 1 --person email       # person properties: columns pmat_<key> of persons
     hoglab materialize --project 1 --status             # which keys are columns, and how far each fill is
 
-Materialized columns belong to the events table, so they serve every project; ``--project`` names the project
-whose events the command reports on (how many carry each key). Like ``hoglab load``, it opens the data dir itself:
-stop ``hoglab serve`` first (a running service materializes the keys its queries use most by itself).
+Materialized columns belong to the events and persons tables, so they serve every project; ``--project`` names
+the project whose rows the command reports on (how many carry each key). Like ``hoglab load``, it opens the data
+dir itself: stop ``hoglab serve`` first (a running service materializes the keys its queries use most by itself).
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from typing import Any
 
 __all__ = ["run_materialize"]
 
+# How the command names each table's rows and properties in what it prints.
+_WHAT = {"events": ("events", ""), "persons": ("persons", "person ")}
+
 
 def run_materialize(args: argparse.Namespace, command_error: type[Exception], config: Any) -> int:
     from hoglab.server.engine import EngineError, open_engine
@@ -22,8 +27,9 @@ def run_materialize(args: argparse.Namespace, command_error: type[Exception], co
     from hoglab.server.engine.materialized import fill_status, materialize
     from hoglab.server.engine.settings import quote_string
 
-    if not args.keys and not args.status:
-        raise command_error("name at least one property key, or ask for --status")
+    asked = {"events": list(args.keys), "persons": list(getattr(args, "person", None) or [])}
+    if not any(asked.values()) and not args.status:
+        raise command_error("name at least one property key (or --person KEY), or ask for --status")
     try:
         engine = open_engine(config)
     except Exception as exc:
@@ -32,21 +38,28 @@ def run_materialize(args: argparse.Namespace, command_error: type[Exception], co
             "stop it first (it materializes the properties its queries use most by itself)"
         ) from None
     try:
-        made = materialize(engine, args.keys) if args.keys else {}
-        for key, column in made.items():
-            share = engine.execute(
-                f"SELECT count() AS n, countIf(JSONHas(properties, {quote_string(key)})) AS has "
-                f"FROM {DATABASE}.events WHERE team_id = {int(args.project)}",
-                settings={"max_execution_time": 0},
-            ).to_pylist()[0]
-            print(f"{key!r} -> column `{column}` ({share['has']:,} of project {args.project}'s {share['n']:,} "
-                  "events have it)")  # fmt: skip
-        if made:
+        made_any = False
+        for table, keys in asked.items():
+            if not keys:
+                continue
+            rows, kind = _WHAT[table]
+            for key, column in materialize(engine, keys, table).items():
+                made_any = True
+                # persons: each person's newest version, the one queries read
+                share = engine.execute(
+                    f"SELECT count() AS n, countIf(JSONHas(properties, {quote_string(key)})) AS has "
+                    f"FROM (SELECT properties FROM {DATABASE}.{table} WHERE team_id = {int(args.project)}"
+                    + (" ORDER BY version DESC LIMIT 1 BY id)" if table == "persons" else ")"),
+                    settings={"max_execution_time": 0},
+                ).to_pylist()[0]
+                print(f"{kind}{key!r} -> column `{column}` ({share['has']:,} of project {args.project}'s "
+                      f"{share['n']:,} {rows} have it)")  # fmt: skip
+        if made_any:
             print("the columns fill in the background; queries read them at once and answer the same either way")
         if args.status:
             for status in fill_status(engine):
                 state = "filled" if status.done else f"filling ({status.parts_to_do} parts to go)"
-                print(f"{status.key!r}\t`{status.column}`\t{state}")
+                print(f"{_WHAT[status.table][1]}{status.key!r}\t`{status.column}`\t{state}")
     except (EngineError, ValueError) as exc:
         raise command_error(f"cannot materialize: {exc}") from None
     finally:

@@ -9,7 +9,7 @@
     hoglab key create --project ID[,ID...]|all --scopes experiment:read,query:read [--label L] [--expires-in 30d]
     hoglab key list | hoglab key revoke KEY_ID [--data-dir DIR]
     hoglab load --project ID FILE [--format jsonl|csv|parquet] [--data-dir DIR]
-    hoglab materialize --project ID KEY... [--status] [--data-dir DIR]
+    hoglab materialize --project ID [KEY...] [--person KEY]... [--status] [--data-dir DIR]
     hoglab pull --from URL --project ID [--into LOCAL_ID] [--since DATE] [--rate 120/hour] [--from-export DIR]
 
 ``--data-dir`` defaults to ``$HOGLAB_DATA_DIR``, else the per-user data dir. A mistake in the arguments gets one
@@ -145,9 +145,18 @@ def _build_parser() -> _Parser:
 
     add_key_command(commands, common, _Parser)
 
-    mat = commands.add_parser("materialize", parents=[common], help="event properties as columns (faster filters)")
+    mat = commands.add_parser(
+        "materialize", parents=[common], help="event and person properties as columns (faster filters)"
+    )
     mat.add_argument("--project", required=True, type=_project_id, metavar="ID")
-    mat.add_argument("keys", nargs="*", metavar="KEY", help="property keys, e.g. '$browser' plan")
+    mat.add_argument("keys", nargs="*", metavar="KEY", help="event property keys, e.g. '$browser' plan")
+    mat.add_argument(
+        "--person",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a person property key (person.properties.KEY), e.g. --person email; repeat for more",
+    )
     mat.add_argument("--status", action="store_true", help="list the materialized keys and how far each fill is")
 
     load = commands.add_parser("load", parents=[common], help="load events from a JSONL, CSV or Parquet file")

@@ -78,7 +78,8 @@ class ServerConfig:
     # Engine guard rails applied to every user query (GROUP BY/ORDER BY spill to disk past half the memory).
     max_execution_time: int = 60
     max_memory_usage: int = 4 * 1024**3
-    # Event properties the compiler reads most become materialized columns (engine/autoprops.py).
+    # Event and person properties the compiler reads most become materialized columns, up to
+    # materialize_max_columns per table (engine/autoprops.py).
     auto_materialize: bool = True
     materialize_interval_seconds: int = 300
     materialize_min_uses: int = 20

@@ -167,3 +167,27 @@ def test_materialized_properties_and_projection_through_a_server(
     assert ch.execute(sql).to_pylist() == [{"m": "v", "j": "v"}, {"m": None, "j": None}, {"m": None, "j": None}]
     ensure_projections(ch)
     assert ensure_projections(ch) == []
+
+
+def test_materialized_person_properties_through_a_server(ch: ClickHouseEngine, engine: ChdbEngine, team: int) -> None:
+    """Person columns take the same DDL through ClickHouse's HTTP protocol; the persons view's tuple-argMax of the
+    column answers what extracting the key from the newest version's JSON answers (NULL when it lost the key)."""
+    from hoglab.server.engine import materialized
+
+    column = materialized.column_name("ch person key", "persons")
+    assert materialized.materialize(ch, ["ch person key"], "persons") == {"ch person key": column}
+    assert materialized.refresh(engine, "persons")["ch person key"] == column
+    assert "ch person key" not in materialized.refresh(engine)  # not an event column
+    ids = ["00000000-0000-4000-8000-0000000000c1"] * 2 + ["00000000-0000-4000-8000-0000000000c2"] * 2
+    ts = pa.array([1_700_000_000_000_000] * 4, pa.timestamp("us", tz="UTC"))
+    ch.insert_arrow("persons", pa.table({
+        "team_id": pa.array([team] * 4, pa.int64()), "id": ids, "created_at": ts,
+        "properties": ['{"ch person key": "old"}', "{}", '{"ch person key": 1}', '{"ch person key": "new"}'],
+        "is_identified": pa.array([1] * 4, pa.uint8()), "is_deleted": pa.array([0] * 4, pa.uint8()),
+        "version": pa.array([1, 2, 1, 2], pa.uint64()),
+    }))  # fmt: skip
+    sql = (f"SELECT tupleElement(argMax(tuple(`{column}`), version), 1) AS m, "
+           "JSONExtract(argMax(properties, version), 'ch person key', 'Nullable(String)') AS j "
+           f"FROM hoglab.persons WHERE team_id = {team} GROUP BY id ORDER BY id")  # fmt: skip
+    assert ch.execute(sql).to_pylist() == [{"m": None, "j": None}, {"m": "new", "j": "new"}]
+    assert any(s.table == "persons" and s.column == column for s in materialized.fill_status(ch))

@@ -1,11 +1,12 @@
-"""Automatic materialization: the event properties queries read most become columns, in the background.
+"""Automatic materialization: the event and person properties queries read most become columns, in the background.
 
-The compiler counts every ``events.properties.<key>`` it reads (``materialized.lookup``): what HogQL statements,
-insight filters and breakdowns filter and group by. Every ``interval`` seconds :class:`AutoMaterializer` adds those
-counts to the engine's ``property_usage`` table (so they survive restarts and add up over processes on one
-ClickHouse server), then materializes each key used at least ``min_uses`` times, most used first, until
-``max_columns`` keys are materialized. Materializing never changes an answer (see ``materialized.py``), so the
-choice only costs disk: a ``Nullable(String)`` column per key, compressed.
+The compiler counts every ``events.properties.<key>`` and ``persons.properties.<key>`` (``person.properties.x``
+from events) it reads (``materialized.lookup``): what HogQL statements, insight filters and breakdowns filter and
+group by. Every ``interval`` seconds :class:`AutoMaterializer` adds those counts to the engine's ``property_usage``
+and ``person_property_usage`` tables (so they survive restarts and add up over processes on one ClickHouse
+server), then, for events and for persons apart, materializes each key used at least ``min_uses`` times, most used
+first, until ``max_columns`` keys of that table are materialized. Materializing never changes an answer (see
+``materialized.py``), so the choice only costs disk: a ``Nullable(String)`` column per key, compressed.
 
 ``HOGLAB_AUTO_MATERIALIZE=0`` turns it off; ``hoglab materialize`` adds keys by hand either way.
 
@@ -23,17 +24,23 @@ from typing import Any
 
 from . import materialized
 from .base import EngineError
-from .ddl import DATABASE, USAGE_TABLE
+from .ddl import DATABASE, PERSON_USAGE_TABLE, USAGE_TABLE
 from .settings import quote_string
 
-__all__ = ["USAGE_TABLE", "AutoMaterializer"]
+__all__ = ["PERSON_USAGE_TABLE", "USAGE_TABLE", "AutoMaterializer"]
 
 log = logging.getLogger("hoglab.engine")
 
-_CREATE = (
-    f"CREATE TABLE IF NOT EXISTS {DATABASE}.{USAGE_TABLE} (key String, uses UInt64) "
-    "ENGINE = SummingMergeTree ORDER BY key"
-)
+# Where the uses of each table's property keys are counted: one usage table per property table, so an event key
+# and a person key of the same name are counted apart.
+_USAGE_TABLES = {"events": USAGE_TABLE, "persons": PERSON_USAGE_TABLE}
+
+
+def _create(usage_table: str) -> str:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {DATABASE}.{usage_table} (key String, uses UInt64) "
+        "ENGINE = SummingMergeTree ORDER BY key"
+    )
 
 
 class AutoMaterializer:
@@ -46,7 +53,7 @@ class AutoMaterializer:
         self.max_columns = max_columns
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._created = False
+        self._created: set[str] = set()
 
     def pick(self, uses: Mapping[str, int], *, materialized: Mapping[str, str]) -> list[str]:
         """The keys to materialize now: used ``min_uses`` times or more, most used first, within ``max_columns``."""
@@ -54,29 +61,35 @@ class AutoMaterializer:
         hot = [k for k, n in uses.items() if n >= self.min_uses and k not in materialized]
         return sorted(hot, key=lambda k: (-uses[k], k))[: max(room, 0)]
 
-    def record(self) -> dict[str, int]:
-        """Add the uses counted since the last round to the engine's table; every key's total uses."""
+    def record(self, table: str = "events") -> dict[str, int]:
+        """Add the uses of ``table``'s properties counted since the last round to the engine's usage table; every
+        key's total uses."""
+        usage_table = _USAGE_TABLES[table]
         # Bookkeeping writes: the counts are no data any query reads, so result caches stay valid.
-        if not self._created:
-            self.engine.command(_CREATE, bookkeeping=True)
-            self._created = True
-        taken = materialized.take_usage()
+        if table not in self._created:
+            self.engine.command(_create(usage_table), bookkeeping=True)
+            self._created.add(table)
+        taken = materialized.take_usage(table)
         if taken:
             rows = ", ".join(f"({quote_string(k)}, {int(n)})" for k, n in taken.items())
-            self.engine.command(f"INSERT INTO {DATABASE}.{USAGE_TABLE} (key, uses) VALUES {rows}", bookkeeping=True)
-        table = self.engine.execute(
-            f"SELECT key, sum(uses) AS uses FROM {DATABASE}.{USAGE_TABLE} GROUP BY key", settings={"max_result_rows": 0}
+            self.engine.command(f"INSERT INTO {DATABASE}.{usage_table} (key, uses) VALUES {rows}", bookkeeping=True)
+        answer = self.engine.execute(
+            f"SELECT key, sum(uses) AS uses FROM {DATABASE}.{usage_table} GROUP BY key", settings={"max_result_rows": 0}
         )
-        return {str(r["key"]): int(r["uses"]) for r in table.to_pylist()}
+        return {str(r["key"]): int(r["uses"]) for r in answer.to_pylist()}
 
-    def run_once(self) -> list[str]:
-        """Record the uses and materialize what is hot; the keys materialized this round."""
-        uses = self.record()
-        keys = self.pick(uses, materialized=materialized.refresh(self.engine))
-        if keys:
-            materialized.materialize(self.engine, keys)
-            log.info("materialized event properties %s (filled in the background)", ", ".join(keys))
-        return keys
+    def run_once(self) -> dict[str, list[str]]:
+        """Record the uses and materialize what is hot; the keys materialized this round, by table (``events``,
+        ``persons``)."""
+        made: dict[str, list[str]] = {}
+        for table in _USAGE_TABLES:
+            uses = self.record(table)
+            keys = self.pick(uses, materialized=materialized.refresh(self.engine, table))
+            if keys:
+                materialized.materialize(self.engine, keys, table)
+                log.info("materialized %s properties %s (filled in the background)", table[:-1], ", ".join(keys))
+            made[table] = keys
+        return made
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):

@@ -20,6 +20,7 @@ from .sessions_ddl import session_statements
 __all__ = [
     "BOOKKEEPING_TABLES",
     "DATABASE",
+    "PERSON_USAGE_TABLE",
     "STAGING_PREFIX",
     "TABLES",
     "USAGE_TABLE",
@@ -34,7 +35,9 @@ _STAGING = re.compile(r"^_load_[0-9a-f]{32}(_[a-z]+)?$")
 
 USAGE_TABLE = "property_usage"
 """How often queries read each property (``autoprops.py``): the service's own, no query reads it."""
-BOOKKEEPING_TABLES = (USAGE_TABLE,)
+PERSON_USAGE_TABLE = "person_property_usage"
+"""How often queries read each person property (``autoprops.py``): the service's own, no query reads it."""
+BOOKKEEPING_TABLES = (USAGE_TABLE, PERSON_USAGE_TABLE)
 """Tables whose writes are not data changes: result caches ignore them (``query/cache.py``'s ``data_version``)."""
 
 TABLES: dict[str, str] = {

@@ -38,7 +38,7 @@ from ..filters.params import Params
 from ..filters.properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
 from ..hogql.parse import parse_hogql_expr
 from ..query.runners.common import series_conditions
-from ..query.runners.funnel_replay import fold_expr
+from ..query.runners.funnel_replay import packed_event_key, replay_expr, unpacked
 from ..query.runners.funnels_sql import unordered_expr
 from .metric_resolve import ResolvedExperiment
 from .rules import FEATURE_FLAG_CALLED
@@ -272,8 +272,7 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
         # PostHog's unordered funnel only sees events from the person's first exposure on.
         since = "ev.timestamp >= x.first_exposure_time"
     else:
-        replay = fold_expr(n, micros, strict=order == "strict", attribution_step=None, exclusions=False)
-        per_person = f"{replay.fold} AS f, {replay.step_reached} AS step_reached"
+        per_person = replay_expr(n, micros, strict=order == "strict", attribution_step=None, exclusions=False).columns
         since = ""
     exposures = exposures_sql(experiment, p, project, end, exposure=(exposure_parts, variant))
     relevant = f"""
@@ -289,18 +288,17 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
     # cheaper than joining every event to the exposures first, which only the unordered funnel needs.
     events = f"""
         SELECT entity_id AS actor_id, toUnixTimestamp64Micro(timestamp) AS ts0, m0,
-               toInt64(log2(bitAnd(m0, -m0))) AS lowest
+               toInt64(log2(bitAnd(m0, -m0))) AS lowest, {packed_event_key("ts0", "lowest", "m0", "0")} AS k0
         FROM ({relevant})
     """
     counts = ", ".join(f"countIf(step_reached >= {j}) AS s{j}" for j in range(1, n))
+    arrays = unpacked("ks")
     return f"""
         WITH exposures AS ({exposures}),
              reached AS (
                 SELECT actor_id, {per_person}
-                FROM (SELECT actor_id, arrayMap(e -> e.1, ev) AS ts, arrayMap(e -> e.3, ev) AS m
-                      FROM (SELECT actor_id, arraySort(e -> (e.1, e.2),
-                                   arrayZip(groupArray(ts0), groupArray(lowest), groupArray(m0))) AS ev
-                            FROM ({events}) GROUP BY actor_id))
+                FROM (SELECT actor_id, {arrays["ts"]} AS ts, {arrays["m"]} AS m
+                      FROM (SELECT actor_id, arraySort(groupArray(k0)) AS ks FROM ({events}) GROUP BY actor_id))
              )
         SELECT x.variant AS variant, count() AS n, countIf(r.step_reached = {n - 1}) AS total, {counts}
         FROM exposures AS x LEFT JOIN reached AS r ON x.entity_id = r.actor_id

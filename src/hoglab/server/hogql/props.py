@@ -26,6 +26,7 @@ __all__ = [
     "EVENT_PROPERTIES_META",
     "JSON_META",
     "NAME_META",
+    "PERSON_PROPERTIES_META",
     "PROP_META",
     "TABLE_META",
     "TYPED_NODES",
@@ -42,6 +43,7 @@ NAME_META = "hq_name"  # name the value would have as a column (the last key, as
 TABLE_META = "hq_table"  # HogQL table a JSON column or property access belongs to ("events", "persons", ...)
 KEY_META = "hq_key"  # a property access of one top-level key: that key
 EVENT_PROPERTIES_META = "hq_event_props"  # node is the events view's ``properties`` column (value: its database)
+PERSON_PROPERTIES_META = "hq_person_props"  # node is the persons view's ``properties`` column (value: its database)
 _MATERIALIZED_META = "hq_mat"  # the access reads a materialized column holding the same values (engine/materialized)
 
 
@@ -70,17 +72,26 @@ def json_access(base: exp.Expr, keys: list[exp.Expr]) -> exp.Expr:
     last = keys[-1] if keys else None
     if isinstance(last, exp.Literal) and last.is_string:
         node.meta[NAME_META] = last.this
-        database = root.meta.get(EVENT_PROPERTIES_META)
-        if len(keys) == 1 and database:
+        source = _materializable(root)
+        if len(keys) == 1 and source is not None:
             from ..engine.materialized import lookup
 
-            node.meta[_MATERIALIZED_META] = lookup(last.this, database)
+            node.meta[_MATERIALIZED_META] = lookup(last.this, *source)
     return node
 
 
+def _materializable(root: exp.Expr) -> tuple[str, str] | None:
+    """``(database, table)`` when ``root`` is a ``properties`` column whose keys may be materialized columns."""
+    for meta, table in ((EVENT_PROPERTIES_META, "events"), (PERSON_PROPERTIES_META, "persons")):
+        if database := root.meta.get(meta):
+            return str(database), table
+    return None
+
+
 def use_materialized(tree: exp.Expr) -> None:
-    """Read materialized columns instead of ``JSONExtract(events.properties, key, ...)`` where one exists: the
-    column's expression is that very extraction (engine/materialized.py), so the answer is the same."""
+    """Read materialized columns instead of ``JSONExtract(<events or persons>.properties, key, ...)`` where one
+    exists: the column's expression is that very extraction (engine/materialized.py), and the views carry it as
+    they carry ``properties`` (hogql/tables.py), so the answer is the same."""
     for node in list(tree.find_all(exp.Anonymous)):
         column = node.meta.get(_MATERIALIZED_META)
         if not column or not node.meta.get(PROP_META):

@@ -33,6 +33,7 @@ from .props import (
     EVENT_PROPERTIES_META,
     JSON_META,
     NAME_META,
+    PERSON_PROPERTIES_META,
     PROP_META,
     TYPED_NODES,
     json_access,
@@ -267,6 +268,8 @@ class Resolver:
             mark_json(ref, name, schema.name)
             if schema.name == "events" and name == "properties":
                 ref.meta[EVENT_PROPERTIES_META] = self.database  # keys may be materialized columns (props.py)
+            elif schema.name == "persons" and name == "properties":
+                ref.meta[PERSON_PROPERTIES_META] = self.database
             return json_access(ref, _keys(rest[1:])) if len(rest) > 1 else ref
         if len(rest) > 1:
             raise _err(f"Field '{name}' has no sub-fields", node)

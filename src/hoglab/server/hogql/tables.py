@@ -240,6 +240,10 @@ def _argmax(raw: str, name: str) -> exp.Expr:
     return call("argMax", _col(raw, name), _col(raw, "version"))
 
 
+def _argmax_of_tuple(raw: str, name: str) -> exp.Expr:
+    return call("argMax", call("tuple", _col(raw, name)), _col(raw, "version"))
+
+
 def _not_deleted(raw: str) -> exp.Expr:
     return call("equals", _argmax(raw, "is_deleted"), _lit(0))
 
@@ -297,6 +301,13 @@ def _persons_view(opts: ViewOptions) -> exp.Select:
         exp.alias_(_in_zone(_argmax(raw, "created_at"), opts), "created_at", quoted=True),
         exp.alias_(_argmax(raw, "properties"), "properties", quoted=True),
         exp.alias_(_argmax(raw, "is_identified"), "is_identified", quoted=True),
+        # materialized person properties, from the same newest version as ``properties``: argMax over a tuple,
+        # because argMax(column, version) skips NULLs and would answer an older version's value for a newest
+        # version without the key (engine/materialized.py). Read only where props.use_materialized puts them.
+        *(
+            exp.alias_(call("tupleElement", _argmax_of_tuple(raw, c), _lit(1)), c, quoted=True)
+            for c in materialized_columns(opts.database, "persons").values()
+        ),
     ]
     select = _select(raw, "persons", opts, items).group_by(_col(raw, "id"), copy=False)
     return select.having(_not_deleted(raw), copy=False)

@@ -1,4 +1,10 @@
-"""The per-person replay of an ordered or strict funnel as one ``arrayFold`` (the rules: ``funnels_sql``).
+"""The per-person replay of an ordered or strict funnel (the rules: ``funnels_sql``), and how its events are sorted.
+
+Two forms answer the same (``tests/server/query/runners/test_funnel_vector.py`` checks both against a Python
+restatement): :func:`vector_expr`, a handful of whole-array operations per step, for ordered funnels without
+exclusions or a step attribution (most funnels; 2-3x cheaper than the fold at 100M events), and :func:`fold_expr`,
+one ``arrayFold`` that carries everything else (strict order, exclusions, a breakdown value per step).
+:func:`replay_expr` picks. Both read the arrays :func:`packed_event_key` and :func:`unpacked` give.
 
 The fold walks a person's events sorted by time (arrays ``ts`` microseconds, ``m`` step bits, and when needed
 ``x`` exclusion bits and ``b`` breakdown values) and keeps its state in one flat tuple of Int64 (``_Layout``).
@@ -6,18 +12,18 @@ ClickHouse evaluates a fold one array position at a time over a block of persons
 expressions once per position: scalar columns cost far less there than the nested arrays an obvious state
 (times per attempt as ``Array(Array(Int64))``) would, about 2-3x less for a 3-step funnel.
 
->>> replay = fold_expr(2, 10, strict=False, attribution_step=None, exclusions=False)
->>> replay.fold.startswith("arrayFold((s, t, mm) -> ")
+>>> replay = fold_expr(2, 10, strict=True, attribution_step=None, exclusions=False)
+>>> replay.columns.startswith("arrayFold((s, t, mm) -> ")
 True
->>> replay.step_reached, replay.times
-('if(f.4 = 1, -2, f.2 - 1)', 'arraySlice([f.3, f.5], 1, f.2)')
+>>> replay.columns.endswith("AS f, if(f.4 = 1, -2, f.2 - 1) AS step_reached, arraySlice([f.3, f.5], 1, f.2) AS times")
+True
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Replay", "fold_expr"]
+__all__ = ["Replay", "fold_expr", "packed_event_key", "replay_expr", "unpacked", "vector_expr"]
 
 
 class _Layout:
@@ -40,13 +46,103 @@ class _Layout:
         return f"{of}.{self.index[name]}"
 
 
+# Times go into the sort key shifted by this many microseconds (2042 years), so every time from 1901 on is positive.
+_TIME_SHIFT = 2_300_000_000_000_000
+_BITS = 28  # steps (and exclusion gaps) a mask may hold in the key: a funnel has at most 21 (a metric's exposure + 20)
+_MASK = (1 << _BITS) - 1
+
+
+def packed_event_key(ts: str, lowest: str, m: str, x: str) -> str:
+    """One UInt128 per event whose plain sort is the replay's order: time, first step, then step and exclusion bits.
+
+    Sorting one native array is far cheaper than sorting zipped tuples by a lambda (about 4x at 80M events).
+
+    >>> packed_event_key("ts0", "lowest", "m0", "0").startswith("bitOr(bitShiftLeft(toUInt128(ts0 + 2300")
+    True
+    """
+    return (
+        f"bitOr(bitShiftLeft(toUInt128({ts} + {_TIME_SHIFT}), 64), bitOr(bitShiftLeft(toUInt128({lowest}), 56), "
+        f"bitOr(bitShiftLeft(toUInt128({m}), {_BITS}), toUInt128({x}))))"
+    )
+
+
+def unpacked(keys: str) -> dict[str, str]:
+    """The ``ts`` (microseconds), ``m`` and ``x`` arrays of sorted :func:`packed_event_key` values."""
+    return {
+        "ts": f"arrayMap(k -> toInt64(bitShiftRight(k, 64)) - {_TIME_SHIFT}, {keys})",
+        "m": f"arrayMap(k -> toInt64(bitAnd(bitShiftRight(k, {_BITS}), {_MASK})), {keys})",
+        "x": f"arrayMap(k -> toInt64(bitAnd(k, {_MASK})), {keys})",
+    }
+
+
 @dataclass(frozen=True)
 class Replay:
-    """The replay: ``fold`` (the caller names it ``f``) and the expressions that read its result."""
+    """The replay as select-list items: ``columns`` ends with ``step_reached`` and ``times`` aliases."""
 
-    fold: str
-    step_reached: str
-    times: str
+    columns: str
+
+
+def replay_expr(n: int, window: int, *, strict: bool, attribution_step: int | None, exclusions: bool) -> Replay:
+    """The cheapest replay that answers this funnel: :func:`vector_expr` where it applies, else :func:`fold_expr`."""
+    if not strict and attribution_step is None and not exclusions:
+        return vector_expr(n, window)
+    return fold_expr(n, window, strict=strict, attribution_step=attribution_step, exclusions=exclusions)
+
+
+def vector_expr(n: int, window: int) -> Replay:
+    """An ordered funnel (no exclusions, no step attribution) over ``ts, m`` with whole-array operations.
+
+    The fold's state after each event, computed for all events at once. ``e<k>``: the entry time of the attempt
+    at step k after each event, a forward fill (``arrayFill``) of the entries that moved an attempt to step k;
+    ``ep<k>``: the same before each event (shifted by one), which is what the fold's rules read, so an event
+    matching several steps moves each attempt from the state before it, as the fold does. An event of step k
+    moves the attempt at k-1 on when that attempt exists and the event is within its window (``ok<k>``); it makes
+    a *new* attempt at k when that entry was not at k already (``new<k>``), and ``cp<k>`` remembers the position
+    where the attempt at k (before each event) got there. The furthest step is the highest k with any ``ok<k>``;
+    the first attempt to reach it is at ``arrayFirstIndex``, and its step times are read back through ``cp``.
+    Times are shifted positive inside (an entry of 0 means "none").
+
+    >>> replay = vector_expr(2, 10)
+    >>> replay.columns.endswith("fz_m - 1 AS step_reached, multiIf(fz_m = 2, [ts[fz_cp1[arrayFirstIndex(x -> x, "
+    ...     "fz_ok2)]], ts[arrayFirstIndex(x -> x, fz_ok2)]], fz_m = 1, [ts[arrayFirstIndex(x -> x, fz_ok1)]], []) "
+    ...     "AS times")
+    True
+    """
+
+    def before(array: str) -> str:  # each position's value before its event (0 before the first)
+        return f"arraySlice(arrayPushFront({array}, 0), 1, length(ts))"
+
+    def carried(array: str) -> str:  # the last non-zero value so far
+        return f"arrayFill(x -> x != 0, {array})"
+
+    parts = ["arrayEnumerate(ts) AS fz_i", f"arrayMap(t -> t + {_TIME_SHIFT}, ts) AS fz_t"]
+    for k in range(1, n + 1):
+        if k == 1:
+            parts.append("arrayMap(mm -> bitTest(mm, 0), m) AS fz_ok1")
+            moved = "arrayMap((o, t) -> if(o, t, 0), fz_ok1, fz_t)"
+            entering = "fz_t"
+        else:
+            parts.append(
+                f"arrayMap((mm, t, p) -> bitTest(mm, {k - 1}) AND p > 0 AND t - p <= {window}, m, fz_t, fz_ep{k - 1})"
+                f" AS fz_ok{k}"
+            )
+            moved = f"arrayMap((o, p) -> if(o, p, 0), fz_ok{k}, fz_ep{k - 1})"
+            entering = f"fz_ep{k - 1}"
+        if k == n:
+            break  # the last step's attempts hand nothing on: only its first ``ok`` is read
+        parts.append(f"{before(carried(moved))} AS fz_ep{k}")
+        new = f"arrayMap((o, e, p, i) -> if(o AND e != p, i, 0), fz_ok{k}, {entering}, fz_ep{k}, fz_i)"
+        parts.append(f"{before(carried(new))} AS fz_cp{k}")
+    reached = "multiIf(" + ", ".join(f"arrayExists(x -> x, fz_ok{k}), {k}" for k in range(n, 0, -1)) + ", 0)"
+    parts.append(f"{reached} AS fz_m")
+    chains = []
+    for k in range(n, 0, -1):
+        position = {k: f"arrayFirstIndex(x -> x, fz_ok{k})"}
+        for j in range(k - 1, 0, -1):
+            position[j] = f"fz_cp{j}[{position[j + 1]}]"
+        chains.append(f"fz_m = {k}, [{', '.join(f'ts[{position[j]}]' for j in range(1, k + 1))}]")
+    parts += ["fz_m - 1 AS step_reached", f"multiIf({', '.join(chains)}, []) AS times"]
+    return Replay(", ".join(parts))
 
 
 def fold_expr(n: int, window: int, *, strict: bool, attribution_step: int | None, exclusions: bool) -> Replay:
@@ -113,8 +209,5 @@ def fold_expr(n: int, window: int, *, strict: bool, attribution_step: int | None
     arrays = ["ts", "m"] + (["x"] if exclusions else []) + (["b"] if attribution_step is not None else [])
     fold = f"arrayFold(({', '.join(params)}) -> if(s.1 = 1, s, {step}), {', '.join(arrays)}, {init})"
     times = ", ".join([s("ME", "f")] + [s(f"MT{j}", "f") for j in range(2, n + 1)])
-    return Replay(
-        fold=fold,
-        step_reached=f"if({s('MX', 'f')} = 1, -2, {s('M', 'f')} - 1)",
-        times=f"arraySlice([{times}], 1, {s('M', 'f')})",
-    )
+    step_reached = f"if({s('MX', 'f')} = 1, -2, {s('M', 'f')} - 1)"
+    return Replay(f"{fold} AS f, {step_reached} AS step_reached, arraySlice([{times}], 1, {s('M', 'f')}) AS times")

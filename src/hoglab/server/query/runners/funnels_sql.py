@@ -1,8 +1,9 @@
 """The HogQL of a funnel: one row per person (and breakdown value) with the furthest step and its timings.
 
-PostHog's funnel (its ``aggregate_funnel`` UDF, ordered and strict modes) is replayed per person with
-``arrayFold`` over the person's events sorted by time, so the step counts *and* the conversion times come from
-the same path, exclusions included:
+PostHog's funnel (its ``aggregate_funnel`` UDF, ordered and strict modes) is replayed per person over the
+person's events sorted by time (``funnel_replay``: whole-array operations for plain ordered funnels, one
+``arrayFold`` for the rest), so the step counts *and* the conversion times come from the same path, exclusions
+included:
 
 * Any step-1 event starts an attempt; an event of step ``k`` extends the attempt that reached step ``k-1`` if it
   is within the window of that attempt's first event (``ts - entry <= window``: an event exactly on the edge
@@ -30,7 +31,7 @@ from hoglab.schema import funnel_window_seconds
 
 from ...filters.properties import Params, property_filters_to_hogql
 from .common import get
-from .funnel_replay import fold_expr
+from .funnel_replay import packed_event_key, replay_expr, unpacked
 
 __all__ = ["PERSON_ROWS_SETTINGS", "person_rows_sql", "unordered_expr", "window_micros"]
 
@@ -40,6 +41,7 @@ A two-level one hands the replay 256 small blocks (~200 persons each at 50,000 p
 expressions then cost more per block than per person: the funnel query is 1.6x slower at 1M events that way, even
 at 10M. Past 512 MiB (tens of millions of events) it turns two-level, which is what lets the aggregation spill to
 disk at the service's ``max_bytes_before_external_group_by`` (half the memory limit) instead of failing."""
+
 
 def window_micros(funnels_filter: Any) -> int:
     """The conversion window in microseconds (PostHog counts a month as 31 days)."""
@@ -124,17 +126,17 @@ def person_rows_sql(
         body = unordered_expr(n, window)
         per_value = f"({body}) AS u, tupleElement(u, 1) - 1 AS step_reached, tupleElement(u, 2) AS times"
     else:
-        replay = fold_expr(
+        replay = replay_expr(
             n, window, strict=order == "strict", attribution_step=step_value, exclusions=bool(exclusions)
         )
-        per_value = f"{replay.fold} AS f, {replay.step_reached} AS step_reached, {replay.times} AS times"
-    # groupArray of scalars zipped afterwards, not groupArray of tuples: ClickHouse collects tuples through its
-    # generic (serializing) path, several times slower on millions of events. Ties in time sort in step order.
-    sources = {"ts": "ts0", "m": "m0", "x": "x0", "b": "b0"}
-    rest = columns[1:]  # ev: (ts, step order of the event, *rest)
-    zipped = ", ".join(["groupArray(ts0)", "groupArray(lowest)", *(f"groupArray({sources[c]})" for c in rest)])
+        per_value = replay.columns
+    # One packed key per event sorts time, step and exclusion bits together (ties in time in step order); a
+    # breakdown value, when the replay reads one, is sorted by the same keys.
+    arrays = unpacked("ks")
     unzipped = ", ".join(
-        ["arrayMap(e -> e.1, ev) AS ts_all", *(f"arrayMap(e -> e.{i}, ev) AS {c}_all" for i, c in enumerate(rest, 3))]
+        ["arraySort(groupArray(k0)) AS ks"]
+        + [f"{arrays[c]} AS {c}_all" for c in columns if c != "b"]
+        + (["arraySort((v, k) -> k, groupArray(b0), groupArray(k0)) AS b_all"] if "b" in columns else [])
     )
     if filter_all:
         picked = ", ".join(
@@ -150,11 +152,12 @@ def person_rows_sql(
         FROM (
             SELECT actor_id, pv, {picked}
             FROM (
-                SELECT actor_id, arraySort(e -> (e.1, e.2), arrayZip({zipped})) AS ev, {unzipped}, {prop_vals} AS pvs
+                SELECT actor_id, {unzipped}, {prop_vals} AS pvs
                 FROM (
                     SELECT {actor} AS actor_id, toUnixTimestamp64Micro(timestamp) AS ts0,
                            toInt64({mask}) AS m0, toInt64({xmask}) AS x0, {bv} AS b0,
-                           if(m0 = 0, 99, toInt64(log2(bitAnd(m0, -m0)))) AS lowest
+                           if(m0 = 0, 99, toInt64(log2(bitAnd(m0, -m0)))) AS lowest,
+                           {packed_event_key("ts0", "lowest", "m0", "x0")} AS k0
                     FROM events
                     WHERE timestamp >= {time_from} AND timestamp <= {time_to} AND {global_filter}
                 )
