@@ -202,8 +202,9 @@ def _known_ids(engine: Engine, team: int, stage: str, named: str, create_table: 
     """The file's ids (with rows, or ``named`` by merges) the project knows: a table of ``(distinct_id, person_id,
     live)``; None for a new project."""
     exists = _rows(engine, f"""
-        SELECT count() > 0 AS any FROM (SELECT 1 FROM {DATABASE}.person_distinct_ids WHERE team_id = {team} LIMIT 1
-                                        UNION ALL SELECT 1 FROM {DATABASE}.persons WHERE team_id = {team} LIMIT 1)""")
+        SELECT count() > 0 AS any FROM (
+            SELECT 1 FROM {DATABASE}.person_distinct_ids WHERE team_id = {team} LIMIT 1
+            UNION ALL SELECT 1 FROM {DATABASE}.persons WHERE team_id = {team} LIMIT 1)""")  # fmt: skip
     if not exists["any"][0]:
         return None  # a new project (the usual first load): nothing to look up
     known: str = create_table("known", "distinct_id String, person_id String, live UInt8")
@@ -237,7 +238,7 @@ def _given_known_persons(engine: Engine, team: int, stage: str, known: str) -> d
 def _python_share(
     engine: Engine, stage: str, known: str | None, involved: set[str], groups: dict[str, tuple[str, str]],
     given: dict[str, tuple[str, int]], create_table: Any, insert: Any,
-) -> list[str]:
+) -> list[str]:  # fmt: skip
     """The ids PostHog's rules must see one row at a time: merges SQL cannot resolve, new ids given a known
     person, known ids whose person row is gone, and every file id of the known persons these touch (so no person
     is changed both by these rules and by :data:`KNOWN_PROPS_SQL`)."""
