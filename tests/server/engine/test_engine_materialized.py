@@ -114,7 +114,7 @@ def test_columns_are_found_again_and_filled_in_the_background(hoglab_service: An
     assert statuses[KEY].column == columns[KEY]
     described = engine.execute("DESCRIBE TABLE hoglab.events").to_pylist()
     mine = next(c for c in described if c["name"] == columns[KEY])
-    assert mine["type"] == "Nullable(String)" and mine["default_type"] == "MATERIALIZED"
+    assert mine["type"] == materialized.COLUMN_TYPE and mine["default_type"] == "MATERIALIZED"
 
 
 def test_count_by_event_reads_the_projection_and_answers_as_the_table(make_project: Any, hoglab_service: Any) -> None:
