@@ -7,12 +7,10 @@ service's default settings (4 GiB per query, GROUP BY/ORDER BY spilling past 2 G
    ``timestamp``, ``properties``), written by the engine (``INSERT INTO FUNCTION file(...) SELECT ... FROM
    numbers``): 90 days, one person per 25 events, 55% ``$pageview``, 20% ``$autocapture``, 15% ``signup``, 10%
    ``purchase``; properties ``$browser`` (4 values), ``plan`` (3, missing on a fifth), ``price``, ``$current_url``.
-2. Load: the first ``--load-files`` files with ``load_file`` (what ``hoglab load`` runs: parse, check every row,
-   persons, insert), timed; the others with a plain ``INSERT ... SELECT FROM file()`` (``person_id`` a hash of
-   the distinct id, no persons rows: the two questions read ``events.person_id`` only). ``load_file`` keeps the
-   project's persons in memory to resolve identities, which on this machine made it slow down past ~4M persons
-   (see docs/benchmarks.md), so the scale run loads two files through it. ``--resume`` goes on with the files a
-   stopped run left in ``--data-dir``.
+2. Load: every file with ``load_file`` (what ``hoglab load`` runs: parse, check every row, persons, insert), timed
+   per file (events/s and the process's peak RSS); ``--load-files N`` loads only the first N that way and the
+   rest with a plain ``INSERT ... SELECT FROM file()`` (``person_id`` a hash of the distinct id, no persons rows),
+   to reach the questions sooner. ``--resume`` goes on with the files a stopped run left in ``--data-dir``.
 3. Ask over HTTP (the real service in this process, ``POST /query/`` with ``refresh: "force_blocking"``): the
    90-day DAU trend of ``$pageview`` by ``$browser`` and the funnel ``$pageview`` → ``signup`` → ``purchase``
    within 14 days, twice each; then again once ``$browser`` is a materialized column (filled).
@@ -87,7 +85,8 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000_000)
     parser.add_argument("--files", type=int, default=10)
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/hoglab-scale"))
-    parser.add_argument("--load-files", type=int, default=2, help="files loaded with load_file (the rest: INSERT)")
+    parser.add_argument("--load-files", type=int, default=None,
+                        help="files loaded with load_file (default: all; the rest by INSERT)")  # fmt: skip
     parser.add_argument("--resume", action="store_true", help="go on with the files a stopped run left")
     parser.add_argument("--keep", action="store_true", help="keep the data dir afterwards")
     parser.add_argument("--runs", type=int, default=2, help="times each question is asked")
@@ -120,7 +119,7 @@ def main() -> None:
 
         loaded, load_seconds = 0, 0.0
         for i, path in enumerate(paths):
-            if i < args.load_files and not args.resume:
+            if (args.load_files is None or i < args.load_files) and not args.resume:
                 report = load_file(engine, team, path)
                 rows, seconds, how = report.rows, report.seconds, f"load_file, {report.persons_created:,} new persons"
                 loaded += report.rows

@@ -8,41 +8,20 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hoglab.server.engine import materialized
 from hoglab.server.ingest import Ingestor
 
+from .property_plans import MISSING, answers, comparisons, trend, values
+
 KEY = "hyp_prop"
 OTHER = "hyp other key"  # not a plain name: the column gets a hashed name
 START = datetime(2025, 3, 1, tzinfo=UTC)
 
-# What a property can hold in a captured event: every JSON type, the empty string, text that looks like a number
-# or a boolean, quotes and backslashes, non-ASCII, nested values; MISSING leaves the key out.
-MISSING = object()
-scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**53), max_value=2**53),
-    st.floats(allow_nan=False, allow_infinity=False, width=32),
-    st.sampled_from(["", " ", "0", "1", "1.5", "true", "false", "null", "Chrome", 'a"b', "a\\b", "é✓", "NULL"]),
-    st.text(max_size=8),
-)
-values = st.one_of(
-    st.just(MISSING), scalars, st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=3), scalars, max_size=2)
-)
-
 HOGQL = [
-    f"select properties.{KEY} as v, count() as c from events group by v order by v nulls first",
-    f"select count() as c from events where properties.{KEY} = 'Chrome'",
-    f"select count() as c from events where properties.{KEY} = ''",
-    f"select count() as c from events where properties.{KEY} is null",
-    f"select count() as c from events where properties.{KEY} > 1",
-    f"select count() as c from events where properties.{KEY} in (0, 1.5)",
-    f"select count() as c from events where properties.{KEY} = true",
-    f"select count() as c from events where properties['{KEY}'] like '%a%'",
+    *comparisons("properties", KEY),
     f"select properties.{KEY} as v, toFloat(properties.{KEY}) as f, length(properties.{KEY}) as n "
     f"from events order by timestamp",
     f"select properties['{OTHER}'] as o, count() as c from events group by o order by o nulls first",
@@ -50,29 +29,13 @@ HOGQL = [
 
 
 def _trend(value: str) -> dict[str, Any]:
-    return {
-        "kind": "TrendsQuery",
-        "dateRange": {"date_from": "2025-03-01", "date_to": "2025-03-03"},
-        "series": [{"kind": "EventsNode", "event": "e", "properties": [
-            {"key": KEY, "value": value, "operator": "is_not", "type": "event"}]}],
-        "breakdownFilter": {"breakdown": KEY, "breakdown_type": "event"},
-    }  # fmt: skip
+    return trend(value, KEY, "event")
 
 
 @pytest.fixture(scope="module")
 def columns(hoglab_service: Any) -> dict[str, str]:
     engine = hoglab_service.state.engine
     return materialized.materialize(engine, [KEY, OTHER])
-
-
-def _answers(post: Callable[[dict[str, Any]], httpx.Response], bodies: list[dict[str, Any]]) -> list[Any]:
-    out = []
-    for body in bodies:
-        response = post({"query": body, "refresh": "force_blocking"})
-        assert response.status_code == 200, response.text
-        answer = response.json()
-        out.append({k: answer.get(k) for k in ("results", "columns", "types", "clickhouse")})
-    return out
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -89,9 +52,9 @@ def test_materialized_and_extracted_plans_answer_the_same(
     Ingestor.for_engine(hoglab_service.state.engine).capture_batch(project.id, events)
     bodies = [{"kind": "HogQLQuery", "query": q} for q in HOGQL] + [_trend(not_value)]
     post = lambda body: project.http.post(f"/api/projects/{project.id}/query/", json=body)  # noqa: E731
-    fast = _answers(post, bodies)
+    fast = answers(post, bodies)
     with materialized.suspended():
-        slow = _answers(post, bodies)
+        slow = answers(post, bodies)
     for hogql, a, b in zip([*HOGQL, "trend"], fast, slow, strict=True):
         assert (a["results"], a["columns"], a["types"]) == (b["results"], b["columns"], b["types"]), hogql
     # the plans did differ: one read the columns, the other the JSON
@@ -114,7 +77,7 @@ def test_columns_are_found_again_and_filled_in_the_background(hoglab_service: An
     assert statuses[KEY].column == columns[KEY]
     described = engine.execute("DESCRIBE TABLE hoglab.events").to_pylist()
     mine = next(c for c in described if c["name"] == columns[KEY])
-    assert mine["type"] == "Nullable(String)" and mine["default_type"] == "MATERIALIZED"
+    assert mine["type"] == materialized.COLUMN_TYPE and mine["default_type"] == "MATERIALIZED"
 
 
 def test_count_by_event_reads_the_projection_and_answers_as_the_table(make_project: Any, hoglab_service: Any) -> None:

@@ -11,43 +11,22 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hoglab.server.engine import materialized
 
+from .property_plans import MISSING, answers, comparisons, trend, values
+
 KEY = "hyp_person_prop"
 OTHER = "hyp person other"  # not a plain name: the column gets a hashed name
 START = datetime(2025, 3, 1, tzinfo=UTC)
-
-# What a person property can hold: every JSON type, the empty string, text that looks like a number or a boolean,
-# quotes and backslashes, non-ASCII, nested values; MISSING leaves the key out of that version.
-MISSING = object()
-scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**53), max_value=2**53),
-    st.floats(allow_nan=False, allow_infinity=False, width=32),
-    st.sampled_from(["", " ", "0", "1", "1.5", "true", "false", "null", "Chrome", 'a"b', "a\\b", "é✓", "NULL"]),
-    st.text(max_size=8),
-)
-values = st.one_of(
-    st.just(MISSING), scalars, st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=3), scalars, max_size=2)
-)
 # A person: its versions, oldest first (the newest is what every query reads), each (KEY value, OTHER value).
 persons = st.lists(st.tuples(values, values), min_size=1, max_size=3)
 
 HOGQL = [
-    f"select person.properties.{KEY} as v, count() as c from events group by v order by v nulls first",
-    f"select count() as c from events where person.properties.{KEY} = 'Chrome'",
-    f"select count() as c from events where person.properties.{KEY} = ''",
-    f"select count() as c from events where person.properties.{KEY} is null",
-    f"select count() as c from events where person.properties.{KEY} > 1",
-    f"select count() as c from events where person.properties.{KEY} in (0, 1.5)",
-    f"select count() as c from events where person.properties.{KEY} = true",
-    f"select count() as c from events where person.properties['{KEY}'] like '%a%'",
+    *comparisons("person.properties", KEY),
     f"select person.properties['{OTHER}'] as o, count() as c from events group by o order by o nulls first",
     f"select id, properties.{KEY} as v, toFloat(properties.{KEY}) as f, length(properties.{KEY}) as n "
     f"from persons order by id",
@@ -58,13 +37,7 @@ HOGQL = [
 
 
 def _trend(value: str) -> dict[str, Any]:
-    return {
-        "kind": "TrendsQuery",
-        "dateRange": {"date_from": "2025-03-01", "date_to": "2025-03-03"},
-        "series": [{"kind": "EventsNode", "event": "e", "properties": [
-            {"key": KEY, "value": value, "operator": "is_not", "type": "person"}]}],
-        "breakdownFilter": {"breakdown": KEY, "breakdown_type": "person"},
-    }  # fmt: skip
+    return trend(value, KEY, "person")
 
 
 @pytest.fixture(scope="module")
@@ -108,21 +81,11 @@ def _write(
     return ids
 
 
-def _answers(post: Callable[[dict[str, Any]], httpx.Response], bodies: list[dict[str, Any]]) -> list[Any]:
-    out = []
-    for body in bodies:
-        response = post({"query": body, "refresh": "force_blocking"})
-        assert response.status_code == 200, response.text
-        answer = response.json()
-        out.append({k: answer.get(k) for k in ("results", "columns", "types", "clickhouse")})
-    return out
-
-
 def _both_plans(project: Any, bodies: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
     post = lambda body: project.http.post(f"/api/projects/{project.id}/query/", json=body)  # noqa: E731
-    fast = _answers(post, bodies)
+    fast = answers(post, bodies)
     with materialized.suspended():
-        slow = _answers(post, bodies)
+        slow = answers(post, bodies)
     return fast, slow
 
 
@@ -189,7 +152,7 @@ def test_person_columns_are_found_again_and_their_fill_is_reported(
     assert statuses["persons", KEY].column == columns[KEY]
     described = engine.execute("DESCRIBE TABLE hoglab.persons").to_pylist()
     mine = next(c for c in described if c["name"] == columns[KEY])
-    assert mine["type"] == "Nullable(String)" and mine["default_type"] == "MATERIALIZED"
+    assert mine["type"] == materialized.COLUMN_TYPE and mine["default_type"] == "MATERIALIZED"
     assert mine["comment"] == f"hoglab:person_properties:{KEY}"
     with pytest.raises(ValueError, match="events and persons"):
         materialized.materialize(engine, [KEY], "sessions")

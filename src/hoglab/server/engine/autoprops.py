@@ -6,7 +6,7 @@ group by. Every ``interval`` seconds :class:`AutoMaterializer` adds those counts
 and ``person_property_usage`` tables (so they survive restarts and add up over processes on one ClickHouse
 server), then, for events and for persons apart, materializes each key used at least ``min_uses`` times, most used
 first, until ``max_columns`` keys of that table are materialized. Materializing never changes an answer (see
-``materialized.py``), so the choice only costs disk: a ``Nullable(String)`` column per key, compressed.
+``materialized.py``), so the choice only costs disk: a ``LowCardinality(Nullable(String))`` column per key, compressed.
 
 ``HOGLAB_AUTO_MATERIALIZE=0`` turns it off; ``hoglab materialize`` adds keys by hand either way.
 

@@ -26,6 +26,7 @@ from .parse import parse_hogql
 from .printer import apply_limit, name_columns, print_clickhouse, print_hogql, remember_texts
 from .props import use_materialized
 from .resolve import Env, Resolver
+from .textguard import guard_text_equalities
 from .values import bind_placeholders
 
 __all__ = ["REQUIRED_SETTINGS", "CompiledQuery", "compile_hogql"]
@@ -160,6 +161,7 @@ def _compile(
     resolver.resolve_query(top, Env())
     columns = name_columns(top, resolver.scopes)
     use_materialized(top)
+    guard_text_equalities(top)
     from .guard import verify_guards, verify_lexing
     from .timezones import apply_timezone
 

@@ -240,6 +240,12 @@ def _argmax(raw: str, name: str) -> exp.Expr:
     return call("argMax", _col(raw, name), _col(raw, "version"))
 
 
+def _as_text(column: exp.Expr) -> exp.Expr:
+    """A materialized property as the JSON extraction types it (stored ``LowCardinality``; older data dirs' plain
+    ``Nullable(String)`` columns pass through unchanged)."""
+    return call("CAST", column, _lit("Nullable(String)"))
+
+
 def _argmax_of_tuple(raw: str, name: str) -> exp.Expr:
     return call("argMax", call("tuple", _col(raw, name)), _col(raw, "version"))
 
@@ -271,7 +277,7 @@ def _events_view(opts: ViewOptions) -> exp.Select:
         exp.alias_(call("JSONExtractString", _col(raw, "properties"), _lit("$window_id")), "$window_id", quoted=True),
         exp.alias_(person_id, "person_id", quoted=True),
         # materialized properties (engine/materialized.py): read only where props.use_materialized puts them
-        *(exp.alias_(_col(raw, c), c, quoted=True) for c in materialized_columns(opts.database).values()),
+        *(exp.alias_(_as_text(_col(raw, c)), c, quoted=True) for c in materialized_columns(opts.database).values()),
     ]
     select = _select(raw, "events", opts, items)
     if opts.person_overrides and opts.needs_person_id:
@@ -305,7 +311,7 @@ def _persons_view(opts: ViewOptions) -> exp.Select:
         # because argMax(column, version) skips NULLs and would answer an older version's value for a newest
         # version without the key (engine/materialized.py). Read only where props.use_materialized puts them.
         *(
-            exp.alias_(call("tupleElement", _argmax_of_tuple(raw, c), _lit(1)), c, quoted=True)
+            exp.alias_(_as_text(call("tupleElement", _argmax_of_tuple(raw, c), _lit(1))), c, quoted=True)
             for c in materialized_columns(opts.database, "persons").values()
         ),
     ]

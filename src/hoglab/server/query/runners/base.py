@@ -26,6 +26,7 @@ from hoglab.schema import MAX_SELECT_RETURNED_ROWS
 
 from ...engine.materialized import registry_version
 from ...hogql import CompiledQuery, compile_hogql
+from ...hogql.textguard import text_guards_enabled
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -159,7 +160,8 @@ class RunContext:
             numeric = sorted((table, sorted(keys)) for table, keys in (numeric_properties or {}).items())
             inputs = (repr(values), repr(filters), repr(numeric), repr(query_log))
             key = (self.team_id, self.timezone, self.person_overrides, hogql, inputs, default_limit, max_limit,
-                   registry_version())  # a newly materialized property compiles to its column  # fmt: skip
+                   registry_version(),  # a newly materialized property compiles to its column
+                   text_guards_enabled())  # fmt: skip
             compiled = COMPILED.get(key)
             if compiled is None:
                 compiled = compile_hogql(
