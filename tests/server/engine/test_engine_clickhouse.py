@@ -11,13 +11,14 @@ from pathlib import Path
 import orjson
 import pyarrow as pa
 import pytest
-from chshim import ClickHouseShim
 
 from hoglab.server.config import ServerConfig
 from hoglab.server.engine import Engine, QueryCancelled, QueryError, TooManyRows, open_engine
 from hoglab.server.engine.chdb import ChdbEngine
 from hoglab.server.engine.clickhouse import ClickHouseEngine, parse_clickhouse_url
 from hoglab.server.ingest import LoadError, load_file
+
+from .chshim import ClickHouseShim
 
 
 @pytest.fixture(scope="module")
