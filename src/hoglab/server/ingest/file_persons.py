@@ -51,6 +51,20 @@ def uuid5_sql(team_id: int, column: str) -> str:
         hex(substring({h}, 11, 6))))"""
 
 
+def _change_rows(group: str, which: str) -> str:
+    """SQL of the person-changing rows' changes, one row per change: ``grp`` (``group``), ``ts``, ``_line``,
+    ``key``, ``kind`` (0 ``$set_once``, 1 ``$set``, 2 ``$unset``), ``value``; for the ids where ``which`` holds.
+    ``{stage}``, ``{ids}`` and ``{changes}`` stay placeholders for the query's ``format``."""
+    return f"""        SELECT grp, ts, _line, change.1 AS key, change.2 AS kind, change.3 AS value
+        FROM (SELECT {group} AS grp, s.ts AS ts, s._line AS _line, s.properties AS properties
+              FROM {{stage}} AS s INNER JOIN {{ids}} AS m ON s.distinct_id = m.distinct_id
+              WHERE {which} AND NOT s.personless AND {{changes}})
+        ARRAY JOIN arrayConcat(
+            arrayMap(x -> (x.1, 0, x.2), JSONExtractKeysAndValuesRaw(properties, '$set_once')),
+            arrayMap(x -> (x.1, 1, x.2), JSONExtractKeysAndValuesRaw(properties, '$set')),
+            arrayMap(k -> (k, 2, ''), JSONExtract(properties, '$unset', 'Array(String)'))) AS change"""
+
+
 # Each bulk person's (group's) final properties as JSON: per key, the changes sorted by (time, line, kind) with kind
 # 0 $set_once, 1 $set, 2 $unset (one event applies them in that order); after the last $unset, the last $set
 # wins, else the first $set_once; otherwise the key is absent. That is what applying events one by one gives.
@@ -62,19 +76,12 @@ FROM (
            arrayFilter(x -> x.3 = 1, after) AS sets, arrayFilter(x -> x.3 = 0, after) AS onces,
            if(notEmpty(sets), sets[-1].4, if(notEmpty(onces), onces[1].4, NULL)) AS final
     FROM (
-        SELECT grp, ts, _line, change.1 AS key, change.2 AS kind, change.3 AS value
-        FROM (SELECT m.grp AS grp, s.ts AS ts, s._line AS _line, s.properties AS properties
-              FROM {stage} AS s INNER JOIN {ids} AS m ON s.distinct_id = m.distinct_id
-              WHERE m.bulk AND NOT s.personless AND {changes})
-        ARRAY JOIN arrayConcat(
-            arrayMap(x -> (x.1, 0, x.2), JSONExtractKeysAndValuesRaw(properties, '$set_once')),
-            arrayMap(x -> (x.1, 1, x.2), JSONExtractKeysAndValuesRaw(properties, '$set')),
-            arrayMap(k -> (k, 2, ''), JSONExtract(properties, '$unset', 'Array(String)'))) AS change
+{rows}
     )
     GROUP BY grp, key
 )
 WHERE final IS NOT NULL
-GROUP BY grp"""
+GROUP BY grp""".replace("{rows}", _change_rows("m.grp", "m.bulk"))
 
 
 # Known persons (group = person id) whose rows change properties, applied on top of what each person had. Per key,
@@ -93,18 +100,11 @@ FROM (
            if(notEmpty(sets), sets[-1].4, if(notEmpty(onces), onces[1].4, '')) AS final,
            cut = 0 AND empty(sets) AS keep
     FROM (
-        SELECT grp, ts, _line, change.1 AS key, change.2 AS kind, change.3 AS value
-        FROM (SELECT m.person_id AS grp, s.ts AS ts, s._line AS _line, s.properties AS properties
-              FROM {stage} AS s INNER JOIN {ids} AS m ON s.distinct_id = m.distinct_id
-              WHERE m.known_sql AND NOT s.personless AND {changes})
-        ARRAY JOIN arrayConcat(
-            arrayMap(x -> (x.1, 0, x.2), JSONExtractKeysAndValuesRaw(properties, '$set_once')),
-            arrayMap(x -> (x.1, 1, x.2), JSONExtractKeysAndValuesRaw(properties, '$set')),
-            arrayMap(k -> (k, 2, ''), JSONExtract(properties, '$unset', 'Array(String)'))) AS change
+{rows}
     )
     GROUP BY grp, key
 )
-GROUP BY grp"""
+GROUP BY grp""".replace("{rows}", _change_rows("m.person_id", "m.known_sql"))
 
 KNOWN_PROPS_SQL = """
 SELECT {team}, toUUID(c.pid), c.created_at,
