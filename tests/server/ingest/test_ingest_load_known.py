@@ -140,6 +140,7 @@ def test_a_new_id_given_a_known_person_and_that_persons_known_id_in_one_file(
               {"event": "e", "distinct_id": "x", "timestamp": later, "properties": {"$set": {"b": 2}}}]  # fmt: skip
     assert load_file(engine, team, _write_jsonl(tmp_path / "second.jsonl", second)).persons_created == 0
     assert _persons_by_ids(engine, team) == {frozenset({"x", "x2"}): ({"a": 1, "b": 2}, 0)}
-    rows = engine.execute(f"SELECT count() AS n, toString(argMax(created_at, version)) AS created FROM persons "
-                          f"WHERE team_id = {team} GROUP BY id").to_pylist()  # fmt: skip
-    assert rows == [{"n": 2, "created": "2026-02-28 00:00:00.000000"}]  # one row per load, never two at one version
+    # one row per load, never two at one version (a background merge may already have kept only the newest)
+    rows = engine.execute(f"SELECT count() AS n, any(toString(created_at)) AS created FROM persons "
+                          f"WHERE team_id = {team} GROUP BY id, version ORDER BY version").to_pylist()  # fmt: skip
+    assert {r["n"] for r in rows} == {1} and rows[-1]["created"] == "2026-02-28 00:00:00.000000"

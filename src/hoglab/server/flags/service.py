@@ -117,7 +117,7 @@ def _lookup_persons(
     store = PersonStore.for_engine(state.engine)
     found: dict[str, tuple[str, dict[str, Any]]] = {}
     with store.lock:
-        persons = store.state(team_id)
+        persons = store.state_for(team_id, distinct_ids)
         for distinct_id in distinct_ids:
             person_id = persons.pdi.get(distinct_id)
             person = persons.persons.get(person_id) if person_id is not None else None

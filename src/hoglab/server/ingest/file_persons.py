@@ -30,7 +30,7 @@ import pyarrow as pa
 from ..engine.base import Engine
 from ..engine.ddl import DATABASE
 from .person_store import PersonStore
-from .persons import _NAMESPACE_BYTES, PersonState, _valid_other_id, next_version, person_uuid
+from .persons import _NAMESPACE_BYTES, PersonState, next_version, person_uuid, valid_other_id
 from .rows import person_tables
 
 __all__ = ["FilePersons", "resolve_file_persons", "uuid5_sql"]
@@ -188,7 +188,7 @@ def _plain_identifies(
     ):  # fmt: skip
         if (event != "$identify" or given or not anon or anon == user or involvement[user] != 1
                 or involvement[anon] != 1 or user in known or anon in known
-                or _valid_other_id(anon) is None or _valid_other_id(user) is None):  # fmt: skip
+                or valid_other_id(anon) is None or valid_other_id(user) is None):  # fmt: skip
             continue
         if user_before and anon_before:
             continue  # both had a person already: a real merge, where the survivor's values win

@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Person", "PersonRows", "PersonState", "next_version", "person_uuid"]
+__all__ = ["Person", "PersonRows", "PersonState", "next_version", "person_uuid", "valid_other_id"]
 
 # The namespace of person ids derived from "<team>:<distinct id>", as PostHog derives them.
 PERSON_NAMESPACE = uuid.UUID("932979b4-65c3-4424-8467-0b66ec27bc22")
@@ -120,7 +120,8 @@ class PersonRows:
         self.overrides += other.overrides
 
 
-def _valid_other_id(value: Any) -> str | None:
+def valid_other_id(value: Any) -> str | None:
+    """The other distinct id a merge event names (a number read as text, at most 200 characters), or None."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
@@ -248,7 +249,7 @@ class PersonState:
         identified = False
         if event in ("$identify", "$create_alias", "$merge_dangerously"):
             key = "$anon_distinct_id" if event == "$identify" else "alias"
-            other = _valid_other_id(properties.get(key))
+            other = valid_other_id(properties.get(key))
             if other is not None and other != distinct_id and distinct_id.strip().lower() not in _ILLEGAL_IDS:
                 self._join(other, distinct_id, at, force=event == "$merge_dangerously")
             identified = event != "$merge_dangerously"

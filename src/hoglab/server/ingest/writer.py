@@ -29,7 +29,7 @@ from ..engine.base import Engine
 from .dedup import drop_duplicates
 from .events import CapturedEvent, normalize_batch
 from .person_store import PersonStore
-from .persons import PersonRows, PersonState, next_version
+from .persons import PersonRows, PersonState, next_version, valid_other_id
 from .rows import events_table
 
 __all__ = ["Ingestor"]
@@ -139,9 +139,18 @@ class Ingestor:
         # Before persons: a resent event must not re-apply its $set either.
         fresh = drop_duplicates(self.engine, [(job.team_id, job.events) for job in group])
         with self.persons.lock:
-            states: dict[int, PersonState] = {}
+            # Each project's persons for the ids these events name (the events' own, and the other id of a merge).
+            named: dict[int, set[str]] = {}
             for job, events in zip(group, fresh, strict=True):
-                state = states.get(job.team_id) or states.setdefault(job.team_id, self.persons.state(job.team_id))
+                ids = named.setdefault(job.team_id, set())
+                for e in events:
+                    ids.add(e.distinct_id)
+                    for key in ("$anon_distinct_id", "alias"):
+                        if (other := valid_other_id(e.properties.get(key))) is not None:
+                            ids.add(other)
+            states: dict[int, PersonState] = {t: self.persons.state_for(t, ids) for t, ids in named.items()}
+            for job, events in zip(group, fresh, strict=True):
+                state = states[job.team_id]
                 for e in events:
                     person_id = state.process(
                         e.event, e.distinct_id, e.properties, e.timestamp, personless=e.personless
