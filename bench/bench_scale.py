@@ -14,7 +14,9 @@ service's default settings (4 GiB per query, GROUP BY/ORDER BY spilling past 2 G
 3. Ask over HTTP (the real service in this process, ``POST /query/`` with ``refresh: "force_blocking"``): the
    90-day DAU trend of ``$pageview`` by ``$browser`` and the funnel ``$pageview`` → ``signup`` → ``purchase``
    within 14 days, twice each; then again once ``$browser`` is a materialized column (filled).
-4. Report: load rate, each query's time, the process's peak RSS (``ru_maxrss``: chDB runs in this process), and
+4. Capture three events after emptying the person cache (what a restart does), timed: a project of millions of
+   persons must not be read into Python for them.
+5. Report: load rate, each query's time, the process's peak RSS (``ru_maxrss``: chDB runs in this process), and
    the events' size on disk (``system.parts``: compressed and uncompressed bytes).
 """
 
@@ -37,7 +39,7 @@ os.environ.setdefault("HOGLAB_AUTO_MATERIALIZE", "0")  # this run chooses what t
 from hoglab.local import start_local_service
 from hoglab.server.engine import materialized
 from hoglab.server.engine.ddl import DATABASE
-from hoglab.server.ingest import load_file
+from hoglab.server.ingest import PersonStore, load_file
 
 START = datetime(2025, 9, 1, tzinfo=UTC)
 DAYS = 90
@@ -103,7 +105,8 @@ def main() -> None:
     service = start_local_service(args.data_dir / "service", config_overrides=overrides)
     store = service.state.store
     existing = [p for p in store.projects.list() if p.name == "scale"] if args.resume else []
-    team = existing[0].id if existing else store.projects.create("scale").id
+    project = existing[0] if existing else store.projects.create("scale")
+    team = project.id
     key = store.keys.create(store.users.default().id, ["query:read"], [team])[1]
     engine = service.state.engine
     print(f"{args.events:,} events, {args.files} files, data in {args.data_dir}; 2 shared cores, 24 GiB", flush=True)
@@ -175,6 +178,15 @@ def main() -> None:
             time.sleep(5)
         print(f"| materialize `$browser` (background fill) | {time.perf_counter() - begun:,.0f} s | | |", flush=True)
         ask("90-day DAU trend by $browser, materialized", TREND)
+        # Capture after a restart: the person cache starts empty, as in a new process; a known id that $sets.
+        PersonStore.for_engine(engine).invalidate(team)
+        for i in range(3):
+            begun = time.perf_counter()
+            event = {"api_key": project.api_token, "event": "bench", "distinct_id": f"user-{i}",
+                     "properties": {"$set": {"bench": i}}}  # fmt: skip
+            sent = http.post("/i/v0/e/", json=event)
+            print(f"| captured event {i + 1} after a restart | {time.perf_counter() - begun:,.1f} s | HTTP "
+                  f"{sent.status_code} | peak RSS {peak_rss_gib():.1f} GiB |", flush=True)  # fmt: skip
         http.close()
     finally:
         service.stop()
