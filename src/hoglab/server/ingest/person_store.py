@@ -153,18 +153,7 @@ class PersonStore:
                         OR argMax(override_person_id, version) IN (SELECT toUUID(v) FROM {table})""",
                 settings=_LOAD_SETTINGS,
             ).to_pydict()
-        added = set()
-        for pid, created, props, identified, deleted in zip(
-            persons["id"],
-            persons["created_at"],
-            persons["properties"],
-            persons["identified"],
-            persons["deleted"],
-            strict=True,
-        ):
-            if not deleted:
-                state.persons[pid] = Person(pid, created, props, bool(identified))
-                added.add(pid)
+        added = _add_persons(state, persons)
         self.persons_read += len(added)
         for distinct_id, pid, deleted in zip(pdi["distinct_id"], pdi["person_id"], pdi["deleted"], strict=True):
             if not deleted and pid in added and distinct_id not in state.pdi:
@@ -252,16 +241,7 @@ class PersonStore:
         ).to_pydict()
         versions = [*persons["v"], *pdi["v"], *overrides["v"], 0]
         state = PersonState(team, max_version=max(versions))
-        for pid, created, props, identified, deleted in zip(
-            persons["id"],
-            persons["created_at"],
-            persons["properties"],
-            persons["identified"],
-            persons["deleted"],
-            strict=True,
-        ):
-            if not deleted:
-                state.persons[pid] = Person(pid, created, props, bool(identified))
+        _add_persons(state, persons)
         for distinct_id, pid, deleted in zip(pdi["distinct_id"], pdi["person_id"], pdi["deleted"], strict=True):
             if not deleted:
                 state.pdi[distinct_id] = pid
@@ -270,3 +250,14 @@ class PersonStore:
         state.overrides.update(zip(overrides["old"], overrides["new"], strict=True))
         self.persons_read += len(state.persons)
         return state
+
+
+def _add_persons(state: PersonState, persons: dict[str, list[Any]]) -> set[str]:
+    """The live persons of a ``persons`` read (id, created_at, properties, identified, deleted) into ``state``."""
+    added = set()
+    columns = (persons[c] for c in ("id", "created_at", "properties", "identified", "deleted"))
+    for pid, created, props, identified, deleted in zip(*columns, strict=True):
+        if not deleted:
+            state.persons[pid] = Person(pid, created, props, bool(identified))
+            added.add(pid)
+    return added
