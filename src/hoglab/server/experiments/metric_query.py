@@ -39,7 +39,7 @@ from ..filters.properties import hogql_expression, property_access, property_fil
 from ..hogql.parse import parse_hogql_expr
 from ..query.runners.common import series_conditions
 from ..query.runners.funnel_replay import packed_event_key, replay_expr, unpacked
-from ..query.runners.funnels_sql import unordered_expr
+from ..query.runners.funnels_sql import unordered_replay
 from .metric_resolve import ResolvedExperiment
 from .rules import FEATURE_FLAG_CALLED
 
@@ -268,11 +268,11 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
     order = metric.funnel_order_type or "ordered"
     micros = (window or NO_WINDOW_SECONDS) * 1_000_000
     if order == "unordered":
-        per_person = f"tupleElement(({unordered_expr(n, micros)}), 1) - 1 AS step_reached"
+        replay = unordered_replay(n, micros)
         # PostHog's unordered funnel only sees events from the person's first exposure on.
         since = "ev.timestamp >= x.first_exposure_time"
     else:
-        per_person = replay_expr(n, micros, strict=order == "strict", attribution_step=None, exclusions=False).columns
+        replay = replay_expr(n, micros, strict=order == "strict", attribution_step=None, exclusions=False)
         since = ""
     exposures = exposures_sql(experiment, p, project, end, exposure=(exposure_parts, variant))
     relevant = f"""
@@ -293,13 +293,11 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
     """
     counts = ", ".join(f"countIf(step_reached >= {j}) AS s{j}" for j in range(1, n))
     arrays = unpacked("ks")
+    persons = f"""(SELECT actor_id, {arrays["ts"]} AS ts, {arrays["m"]} AS m
+                   FROM (SELECT actor_id, arraySort(groupArray(k0)) AS ks FROM ({events}) GROUP BY actor_id))"""
     return f"""
         WITH exposures AS ({exposures}),
-             reached AS (
-                SELECT actor_id, {per_person}
-                FROM (SELECT actor_id, {arrays["ts"]} AS ts, {arrays["m"]} AS m
-                      FROM (SELECT actor_id, arraySort(groupArray(k0)) AS ks FROM ({events}) GROUP BY actor_id))
-             )
+             reached AS ({replay.select(["actor_id"], ["ts", "m"], persons)})
         SELECT x.variant AS variant, count() AS n, countIf(r.step_reached = {n - 1}) AS total, {counts}
         FROM exposures AS x LEFT JOIN reached AS r ON x.entity_id = r.actor_id
         GROUP BY variant

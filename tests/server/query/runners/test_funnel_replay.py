@@ -106,3 +106,26 @@ def test_breakdown_attribution(world, attribution):
     got = {steps[0]["breakdown_value"][0]: [s["count"] for s in steps] for steps in answer}
     assert got == _expected_by_value(df, attribution)
     assert len(got) >= 2
+
+
+def test_twenty_ordered_steps_that_share_events(world):
+    """The most steps a funnel may have, each event matching every other step: the whole-array replay's query
+    stays small (one layer per step), and its counts and times are the restatement's."""
+    w, df = world
+    names = [STEPS[i % 2] for i in range(20)]  # $pageview, signup, $pageview, ...: an event is ten steps at once
+    query = {"kind": "FunnelsQuery", "series": [{"kind": "EventsNode", "event": e} for e in names], "dateRange": RANGE,
+             "funnelsFilter": {"funnelWindowInterval": 14, "funnelWindowIntervalUnit": "day"}}  # fmt: skip
+    answer = w.run(query)["results"]
+    expected = []
+    for _, group in _by_person(df):
+        events = sorted(
+            ((r.timestamp.value // 1000, {i for i, name in enumerate(names) if r.event == name}, set(), "")
+             for r in group.itertuples() if r.event in names),
+            key=lambda e: (e[0], min(e[1])),
+        )  # fmt: skip
+        expected.append(funnel_replay(events, 20, 14 * DAY_US, strict=False))
+    counts = [sum(1 for r, _ in expected if r >= j) for j in range(20)]
+    assert [s["count"] for s in answer] == counts
+    assert counts[3] > 0, "some persons go past a few steps"
+    seconds = [(t[1] - t[0]) / 1e6 for r, t in expected if r >= 1 and t[1] > t[0]]
+    assert answer[1]["average_conversion_time"] == (pytest.approx(np.mean(seconds)) if seconds else None)

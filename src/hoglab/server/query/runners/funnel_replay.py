@@ -13,14 +13,14 @@ expressions once per position: scalar columns cost far less there than the neste
 (times per attempt as ``Array(Array(Int64))``) would, about 2-3x less for a 3-step funnel.
 
 >>> replay = fold_expr(2, 10, strict=True, attribution_step=None, exclusions=False)
->>> replay.columns.startswith("arrayFold((s, t, mm) -> ")
-True
->>> replay.columns.endswith("AS f, if(f.4 = 1, -2, f.2 - 1) AS step_reached, arraySlice([f.3, f.5], 1, f.2) AS times")
-True
+>>> fold, step_reached, times = replay.layers[0]
+>>> fold[0].startswith("arrayFold((s, t, mm) -> "), step_reached, times
+(True, ('if(f.4 = 1, -2, f.2 - 1)', 'step_reached'), ('arraySlice([f.3, f.5], 1, f.2)', 'times'))
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = ["Replay", "fold_expr", "packed_event_key", "replay_expr", "unpacked", "vector_expr"]
@@ -77,9 +77,30 @@ def unpacked(keys: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Replay:
-    """The replay as select-list items: ``columns`` ends with ``step_reached`` and ``times`` aliases."""
+    """The replay as layers of select items, innermost first, each ``(expression, alias)``; the last layer's
+    items end with ``step_reached`` and ``times``.
 
-    columns: str
+    Each layer is its own ``SELECT`` over the one before (:meth:`select`), so an item reads the earlier layers'
+    results as columns: ClickHouse copies an alias's expression wherever the alias is used in one ``SELECT``,
+    and the whole-array replay's steps, each built on the one before, would otherwise grow the query tree
+    exponentially (past ClickHouse's 500,000 elements at 8 steps).
+    """
+
+    layers: tuple[tuple[tuple[str, str], ...], ...]
+
+    def select(self, keep: Sequence[str], arrays: Sequence[str], source: str) -> str:
+        """``SELECT <keep>, step_reached, times`` from ``source`` (a parenthesised query with ``keep`` and the
+        ``arrays`` the replay reads) through the layers.
+
+        >>> Replay(((("length(ts)", "n"),), (("n - 1", "step_reached"), ("[]", "times")))).select(["a"], ["ts"], "t")
+        'SELECT a, step_reached, times FROM (SELECT a, ts, n, n - 1 AS step_reached, [] AS times FROM (SELECT a, ts, length(ts) AS n FROM t))'
+        """  # noqa: E501
+        names = [*keep, *arrays]
+        sql = source
+        for layer in self.layers:
+            sql = f"(SELECT {', '.join([*names, *(f'{expr} AS {alias}' for expr, alias in layer)])} FROM {sql})"
+            names += [alias for _, alias in layer]
+        return f"SELECT {', '.join([*keep, 'step_reached', 'times'])} FROM {sql}"
 
 
 def replay_expr(n: int, window: int, *, strict: bool, attribution_step: int | None, exclusions: bool) -> Replay:
@@ -100,13 +121,13 @@ def vector_expr(n: int, window: int) -> Replay:
     a *new* attempt at k when that entry was not at k already (``new<k>``), and ``cp<k>`` remembers the position
     where the attempt at k (before each event) got there. The furthest step is the highest k with any ``ok<k>``;
     the first attempt to reach it is at ``arrayFirstIndex``, and its step times are read back through ``cp``.
-    Times are shifted positive inside (an entry of 0 means "none").
+    Times are shifted positive inside (an entry of 0 means "none"). One layer per step (see :class:`Replay`).
 
     >>> replay = vector_expr(2, 10)
-    >>> replay.columns.endswith("fz_m - 1 AS step_reached, multiIf(fz_m = 2, [ts[fz_cp1[arrayFirstIndex(x -> x, "
-    ...     "fz_ok2)]], ts[arrayFirstIndex(x -> x, fz_ok2)]], fz_m = 1, [ts[arrayFirstIndex(x -> x, fz_ok1)]], []) "
-    ...     "AS times")
-    True
+    >>> [[alias for _, alias in layer] for layer in replay.layers]
+    [['fz_i', 'fz_t', 'fz_ok1', 'fz_ep1', 'fz_cp1'], ['fz_ok2'], ['fz_m', 'step_reached', 'times']]
+    >>> print(replay.layers[-1][-1][0].replace("arrayFirstIndex(x -> x, ", "first("))
+    multiIf(fz_m = 2, [ts[fz_cp1[first(fz_ok2)]], ts[first(fz_ok2)]], fz_m = 1, [ts[first(fz_ok1)]], [])
     """
 
     def before(array: str) -> str:  # each position's value before its event (0 before the first)
@@ -115,34 +136,33 @@ def vector_expr(n: int, window: int) -> Replay:
     def carried(array: str) -> str:  # the last non-zero value so far
         return f"arrayFill(x -> x != 0, {array})"
 
-    parts = ["arrayEnumerate(ts) AS fz_i", f"arrayMap(t -> t + {_TIME_SHIFT}, ts) AS fz_t"]
+    layers: list[list[tuple[str, str]]] = []
     for k in range(1, n + 1):
+        layer: list[tuple[str, str]] = []
         if k == 1:
-            parts.append("arrayMap(mm -> bitTest(mm, 0), m) AS fz_ok1")
+            layer += [("arrayEnumerate(ts)", "fz_i"), (f"arrayMap(t -> t + {_TIME_SHIFT}, ts)", "fz_t")]
+            layer.append(("arrayMap(mm -> bitTest(mm, 0), m)", "fz_ok1"))
             moved = "arrayMap((o, t) -> if(o, t, 0), fz_ok1, fz_t)"
             entering = "fz_t"
         else:
-            parts.append(
-                f"arrayMap((mm, t, p) -> bitTest(mm, {k - 1}) AND p > 0 AND t - p <= {window}, m, fz_t, fz_ep{k - 1})"
-                f" AS fz_ok{k}"
-            )
+            ok = f"arrayMap((mm, t, p) -> bitTest(mm, {k - 1}) AND p > 0 AND t - p <= {window}, m, fz_t, fz_ep{k - 1})"
+            layer.append((ok, f"fz_ok{k}"))
             moved = f"arrayMap((o, p) -> if(o, p, 0), fz_ok{k}, fz_ep{k - 1})"
             entering = f"fz_ep{k - 1}"
-        if k == n:
-            break  # the last step's attempts hand nothing on: only its first ``ok`` is read
-        parts.append(f"{before(carried(moved))} AS fz_ep{k}")
-        new = f"arrayMap((o, e, p, i) -> if(o AND e != p, i, 0), fz_ok{k}, {entering}, fz_ep{k}, fz_i)"
-        parts.append(f"{before(carried(new))} AS fz_cp{k}")
+        if k < n:  # the last step's attempts hand nothing on: only its first ``ok`` is read
+            layer.append((before(carried(moved)), f"fz_ep{k}"))
+            new = f"arrayMap((o, e, p, i) -> if(o AND e != p, i, 0), fz_ok{k}, {entering}, fz_ep{k}, fz_i)"
+            layer.append((before(carried(new)), f"fz_cp{k}"))
+        layers.append(layer)
     reached = "multiIf(" + ", ".join(f"arrayExists(x -> x, fz_ok{k}), {k}" for k in range(n, 0, -1)) + ", 0)"
-    parts.append(f"{reached} AS fz_m")
     chains = []
     for k in range(n, 0, -1):
         position = {k: f"arrayFirstIndex(x -> x, fz_ok{k})"}
         for j in range(k - 1, 0, -1):
             position[j] = f"fz_cp{j}[{position[j + 1]}]"
         chains.append(f"fz_m = {k}, [{', '.join(f'ts[{position[j]}]' for j in range(1, k + 1))}]")
-    parts += ["fz_m - 1 AS step_reached", f"multiIf({', '.join(chains)}, []) AS times"]
-    return Replay(", ".join(parts))
+    layers.append([(reached, "fz_m"), ("fz_m - 1", "step_reached"), (f"multiIf({', '.join(chains)}, [])", "times")])
+    return Replay(tuple(tuple(layer) for layer in layers))
 
 
 def fold_expr(n: int, window: int, *, strict: bool, attribution_step: int | None, exclusions: bool) -> Replay:
@@ -210,4 +230,5 @@ def fold_expr(n: int, window: int, *, strict: bool, attribution_step: int | None
     fold = f"arrayFold(({', '.join(params)}) -> if(s.1 = 1, s, {step}), {', '.join(arrays)}, {init})"
     times = ", ".join([s("ME", "f")] + [s(f"MT{j}", "f") for j in range(2, n + 1)])
     step_reached = f"if({s('MX', 'f')} = 1, -2, {s('M', 'f')} - 1)"
-    return Replay(f"{fold} AS f, {step_reached} AS step_reached, arraySlice([{times}], 1, {s('M', 'f')}) AS times")
+    times_of_best = f"arraySlice([{times}], 1, {s('M', 'f')})"
+    return Replay((((fold, "f"), (step_reached, "step_reached"), (times_of_best, "times")),))

@@ -31,9 +31,9 @@ from hoglab.schema import funnel_window_seconds
 
 from ...filters.properties import Params, property_filters_to_hogql
 from .common import get
-from .funnel_replay import packed_event_key, replay_expr, unpacked
+from .funnel_replay import Replay, packed_event_key, replay_expr, unpacked
 
-__all__ = ["PERSON_ROWS_SETTINGS", "person_rows_sql", "unordered_expr", "window_micros"]
+__all__ = ["PERSON_ROWS_SETTINGS", "person_rows_sql", "unordered_expr", "unordered_replay", "window_micros"]
 
 PERSON_ROWS_SETTINGS = {"group_by_two_level_threshold": 0, "group_by_two_level_threshold_bytes": 512 * 1024**2}
 """Settings for a query over ``person_rows_sql``: one-level aggregation by person until its state reaches 512 MiB.
@@ -60,6 +60,12 @@ def unordered_expr(n: int, window: int) -> str:
     per_end = f"arrayMap(t -> tuple(bitCount(arrayReduce('groupBitOr', {in_window})), {firsts}), ts)"
     best = f"arrayMax(arrayMap(w -> w.1, {per_end}))"
     return f"arrayFirst(w -> w.1 = {best}, {per_end})"
+
+
+def unordered_replay(n: int, window: int) -> Replay:
+    """The unordered funnel's per-person result as a :class:`Replay` (one layer)."""
+    body = unordered_expr(n, window)
+    return Replay((((f"({body})", "u"), ("tupleElement(u, 1) - 1", "step_reached"), ("tupleElement(u, 2)", "times")),))
 
 
 def person_rows_sql(
@@ -123,13 +129,11 @@ def person_rows_sql(
     # Only the arrays the replay reads are collected: every array costs memory and time for each event.
     columns = ["ts", "m"] + (["x"] if exclusions else []) + (["b"] if filter_all or step_value is not None else [])
     if order == "unordered":
-        body = unordered_expr(n, window)
-        per_value = f"({body}) AS u, tupleElement(u, 1) - 1 AS step_reached, tupleElement(u, 2) AS times"
+        replay = unordered_replay(n, window)
     else:
         replay = replay_expr(
             n, window, strict=order == "strict", attribution_step=step_value, exclusions=bool(exclusions)
         )
-        per_value = replay.columns
     # One packed key per event sorts time, step and exclusion bits together (ties in time in step order); a
     # breakdown value, when the replay reads one, is sorted by the same keys.
     arrays = unpacked("ks")
@@ -147,9 +151,7 @@ def person_rows_sql(
         )
     else:
         picked = ", ".join(f"{c}_all AS {c}" for c in columns)
-    return f"""
-        SELECT actor_id, pv, {per_value}
-        FROM (
+    source = f"""(
             SELECT actor_id, pv, {picked}
             FROM (
                 SELECT actor_id, {unzipped}, {prop_vals} AS pvs
@@ -165,5 +167,5 @@ def person_rows_sql(
                 GROUP BY actor_id
             )
             ARRAY JOIN pvs AS pv
-        )
-    """
+        )"""
+    return replay.select(["actor_id", "pv"], columns, source)
