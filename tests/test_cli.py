@@ -372,6 +372,9 @@ def test_materialize_adds_columns_reports_them_and_their_fill(capsys, tmp_path):
     assert listed == {"'$browser'": "`mat_$browser`", "'plan'": "`mat_plan`"}
     nothing = subprocess.run([*_hoglab(), "materialize", "--project", "1", *common], capture_output=True, text=True)
     assert nothing.returncode == 1 and "name at least one property key" in nothing.stderr
+    elsewhere = subprocess.run([*_hoglab(), "materialize", "--project", "99", "plan", *common],
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert elsewhere.returncode == 2 and "no project with id 99" in elsewhere.stderr
 
 
 def test_materialize_person_properties_by_hand(capsys, tmp_path):

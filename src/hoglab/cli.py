@@ -197,6 +197,13 @@ def _open_store(data_dir: Path | None, *, create: bool = False) -> Store:
         raise CommandError(str(exc)) from None
 
 
+def _require_project(data_dir: Path | None, project_id: int) -> None:
+    """A clear error (exit 2) when the data dir has no such project, before any engine opens."""
+    with _open_store(data_dir) as store:
+        if store.projects.get(project_id) is None:
+            raise CommandError(f"no project with id {project_id} (see: hoglab project list)", status=2)
+
+
 def _project_create(args: argparse.Namespace) -> int:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -237,9 +244,7 @@ def _load(args: argparse.Namespace) -> int:
         detect_format(path, args.format)  # before the engine opens: a name it cannot read is a quick, clear error
     except ValueError as exc:
         raise CommandError(str(exc), status=2) from None
-    with _open_store(args.data_dir) as store:
-        if store.projects.get(args.project) is None:
-            raise CommandError(f"no project with id {args.project} (see: hoglab project list)", status=2)
+    _require_project(args.data_dir, args.project)
     config = _config(args.data_dir)
     try:
         engine = open_engine(config)
@@ -376,6 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "materialize":
             from hoglab._cli_materialize import run_materialize
 
+            _require_project(args.data_dir, args.project)
             return run_materialize(args, CommandError, _config(args.data_dir))
         if args.command == "pull":
             from hoglab._cli_pull import run_pull
