@@ -86,7 +86,7 @@ class PersonStore:
             self._partials[team] = (state, ids)
             return state
         state, looked_up = cached
-        new = set(distinct_ids) - looked_up - set(state.pdi)
+        new = {d for d in distinct_ids if d not in looked_up and d not in state.pdi}  # no copy of what is held
         if new:
             self._add_ids(state, new)
             looked_up |= new
@@ -95,7 +95,7 @@ class PersonStore:
     def _add_ids(self, state: PersonState, distinct_ids: Iterable[str], person_ids: Iterable[str] = ()) -> None:
         """Bring into ``state`` what the rules need for these ids (their persons, and the derived ids' persons)."""
         team = state.team_id
-        ids = sorted(set(distinct_ids) - set(state.pdi))
+        ids = sorted({d for d in distinct_ids if d not in state.pdi})
         pdi = self._pdi(team, ids)
         candidates = {person_uuid(team, d) for d in ids} | set(person_ids)
         self.extend(state, {pid for pid, deleted in pdi.values() if not deleted} | candidates)
