@@ -50,6 +50,7 @@ __all__ = [
     "resolve_date_range",
     "shift",
     "start_of_interval",
+    "start_of_interval_sql",
 ]
 
 INTERVALS = ("minute", "hour", "day", "week", "month")
@@ -212,15 +213,26 @@ def bucket_key_sql(interval: str, column: str = "timestamp") -> str:
 
     Keys are text so that Python and SQL agree without any time zone arithmetic on either side.
     """
+    form = {"minute": "%Y-%m-%d %H:%i:00", "hour": "%Y-%m-%d %H:00:00"}.get(interval, "%Y-%m-%d")
+    return f"formatDateTime({start_of_interval_sql(interval, column)}, '{form}')"
+
+
+def start_of_interval_sql(interval: str, column: str = "timestamp") -> str:
+    """HogQL for the start of ``column``'s interval (``start_of_interval`` in SQL): a DateTime for minutes and
+    hours, a Date for days and longer.
+
+    >>> start_of_interval_sql("week", "t")
+    'toStartOfWeek(t, 0)'
+    """
     if interval == "minute":
-        return f"formatDateTime(toStartOfMinute({column}), '%Y-%m-%d %H:%i:00')"
+        return f"toStartOfMinute({column})"
     if interval == "hour":
-        return f"formatDateTime(toStartOfHour({column}), '%Y-%m-%d %H:00:00')"
+        return f"toStartOfHour({column})"
     if interval == "day":
-        return f"formatDateTime(toDate({column}), '%Y-%m-%d')"
+        return f"toDate({column})"
     if interval == "week":
-        return f"formatDateTime(toStartOfWeek({column}, 0), '%Y-%m-%d')"
-    return f"formatDateTime(toStartOfMonth({column}), '%Y-%m-%d')"
+        return f"toStartOfWeek({column}, 0)"
+    return f"toStartOfMonth({column})"
 
 
 def bucket_key(interval: str, bucket: datetime) -> str:

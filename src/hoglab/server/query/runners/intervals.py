@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ...errors import ValidationFailed
-from ...filters.dates import bucket_key_sql
+from ...filters.dates import bucket_key_sql, start_of_interval_sql
 from ...filters.properties import Params
 
 __all__ = ["MAX_HOURS", "interval_number_sql", "interval_start_sql"]
@@ -48,11 +48,8 @@ def interval_number_sql(
 
 
 def interval_start_sql(interval: str, column: str = "timestamp") -> str:
-    """HogQL for the start of ``column``'s interval, as a value to group by (a Date for days and longer)."""
-    if interval == "day":
-        return f"toDate({column})"
-    if interval == "week":
-        return f"toStartOfWeek({column}, 0)"
-    if interval == "month":
-        return f"toStartOfMonth({column})"
+    """HogQL for the start of ``column``'s interval, as a value to group by (a Date for days and longer, the
+    wall-clock key for hours)."""
+    if interval in ("day", "week", "month"):
+        return start_of_interval_sql(interval, column)
     return bucket_key_sql(interval, column)
