@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._queries._metrics import funnel_metric, mean_metric, ratio_metric
 from .errors import ConfigurationError
-from .queries import series
+from .queries import funnel_metric, mean_metric, ratio_metric, series
 
 if TYPE_CHECKING:
     from .client import Client

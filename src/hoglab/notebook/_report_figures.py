@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .._frames._insights import funnel_frame, trends_frame
+from ..frames import funnel_frame, trends_frame
 from ._plots_experiment import plot_experiment
 from ._plots_insights import plot_funnel, plot_trends
 from ._plots_sequential import plot_cumulative_effect

@@ -1,6 +1,9 @@
-"""ClickHouse type strings (the ``types`` of a query answer) to pandas columns, one vectorised step per column.
+"""THE ClickHouse-type -> pandas-dtype table, and the conversion of a JSON answer's columns by it.
 
-The mapping, decided once so every frame looks the same on pandas 2.2 and 3:
+Each ClickHouse type name belongs to one kind (:func:`column_kind`); a kind decides the dtype. A JSON answer's
+columns are converted here (:func:`convert`, one vectorised step per column), an Arrow answer's columns by
+:mod:`hoglab.frames.arrow` from the same kinds, so a statement gives the same dtypes either way. The mapping,
+decided once so every frame looks the same on pandas 2.2 and 3:
 
 =========================================  ==========================================================
 ClickHouse type                            pandas dtype
@@ -43,14 +46,24 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-__all__ = ["CHType", "convert", "parse_json_column", "parse_type"]
+__all__ = ["CHType", "ColumnKind", "column_kind", "convert", "json_loads", "parse_json_column", "parse_type"]
 
-_INT64_MAX = 2**63 - 1
-_SMALL_INTS = frozenset({"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32"})
-_BIG_INTS = frozenset({"Int128", "Int256", "UInt128", "UInt256"})
-_FLOATS = frozenset({"Float32", "Float64", "BFloat16"})
-_STRINGS = frozenset({"String", "FixedString", "UUID", "Enum8", "Enum16", "Enum", "IPv4", "IPv6"})
-_DECIMALS = frozenset({"Decimal", "Decimal32", "Decimal64", "Decimal128", "Decimal256"})
+ColumnKind = Literal["int", "big_int", "float", "string", "datetime", "date", "bool", "tuple", "object"]
+"""What a column becomes: ``int`` -> ``Int64`` (``UInt64`` past 2**63-1), ``big_int`` -> Python ints,
+``float`` -> ``float64``/``Float64``, ``string`` -> ``string``, ``datetime`` -> tz-aware ``datetime64``,
+``date`` -> naive ``datetime64``, ``bool`` -> ``boolean``, ``tuple`` -> tuples, ``object`` -> values as they are."""
+
+_KINDS: dict[str, ColumnKind] = {
+    **dict.fromkeys(("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64"), "int"),
+    **dict.fromkeys(("Int128", "Int256", "UInt128", "UInt256"), "big_int"),
+    **dict.fromkeys(("Float32", "Float64", "BFloat16"), "float"),
+    **dict.fromkeys(("Decimal", "Decimal32", "Decimal64", "Decimal128", "Decimal256"), "float"),
+    **dict.fromkeys(("String", "FixedString", "UUID", "Enum8", "Enum16", "Enum", "IPv4", "IPv6"), "string"),
+    **dict.fromkeys(("DateTime", "DateTime64"), "datetime"),
+    **dict.fromkeys(("Date", "Date32"), "date"),
+    "Bool": "bool",
+    "Tuple": "tuple",
+}  # every other name (Array, Map, JSON, Object, Nothing, unknown): "object"
 _OFFSET = re.compile(r"(Z|[+-]\d\d:?\d\d)$")
 
 
@@ -125,6 +138,17 @@ def parse_type(text: str) -> CHType:
     return CHType(name, tuple(args), nullable)
 
 
+def column_kind(ch: CHType) -> ColumnKind:
+    """The kind (and so the dtype) of a parsed ClickHouse type.
+
+    >>> column_kind(parse_type("LowCardinality(Nullable(String))")), column_kind(parse_type("UInt64"))
+    ('string', 'int')
+    >>> column_kind(parse_type("Decimal(18, 4)")), column_kind(parse_type("Array(String)"))
+    ('float', 'object')
+    """
+    return _KINDS.get(ch.name, "object")
+
+
 def _objects(values: Sequence[Any]) -> np.ndarray[Any, Any]:
     # fromiter keeps list/dict cells as single objects (np.array would try to make a 2-D array of them).
     return np.fromiter(values, dtype=object, count=len(values))
@@ -191,20 +215,20 @@ def convert(values: Sequence[Any], type_text: str | None) -> Any:
     if type_text is None:
         return _objects(values)
     ch = parse_type(type_text)
-    name = ch.name
-    if name in _SMALL_INTS or name == "UInt64":
+    kind = column_kind(ch)
+    if kind == "int":
         return _ints(values)
-    if name in _FLOATS or name in _DECIMALS:
+    if kind == "float":
         return _floats(values, ch.nullable)
-    if name in _STRINGS:
+    if kind == "string":
         return _strings(values)
-    if name in ("DateTime", "DateTime64"):
+    if kind == "datetime":
         return _datetimes(values, ch)
-    if name in ("Date", "Date32"):
+    if kind == "date":
         return _dates(values)
-    if name == "Bool":
+    if kind == "bool":
         return pd.array(list(values), dtype="boolean")
-    if name == "Tuple":
+    if kind == "tuple":
         return _objects([tuple(v) if isinstance(v, list) else v for v in values])
     # Array, Map, JSON, Nothing, big ints and unknown types: the JSON values as they are.
     return _objects(values)
@@ -216,12 +240,13 @@ def parse_json_column(values: Sequence[Any]) -> np.ndarray[Any, Any]:
     >>> parse_json_column(['{"a": 1}', None])[0]
     {'a': 1}
     """
-    loads = _json_loads()
+    loads = json_loads()
     return _objects([loads(v) if isinstance(v, str | bytes) else v for v in values])
 
 
 @lru_cache(maxsize=1)
-def _json_loads() -> Any:
+def json_loads() -> Any:
+    """The JSON parser for cells: orjson's when it is installed (the ``[server]`` extra has it), else the stdlib's."""
     try:
         import orjson
 

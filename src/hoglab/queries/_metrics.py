@@ -30,7 +30,7 @@ from ..schema import (
     ExperimentMeanMetric,
     ExperimentRatioMetric,
 )
-from ._args import check_choice, model_errors, property_filters, window_arg
+from ._args import check_choice, model_errors, where_filters, window_arg
 
 __all__ = ["funnel_metric", "mean_metric", "ratio_metric"]
 
@@ -52,7 +52,7 @@ def _node(argument: str, value: Any, math: str | None = None, math_property: str
     elif isinstance(value, str) and value:
         if math is not None:
             check_choice("math", math, " ".join(sorted(EXPERIMENT_METRIC_MATH)))
-        filters = property_filters("where", where) + property_filters("person_where", person_where, scope="person")
+        filters = where_filters(where, person_where)
         with model_errors(argument):
             node = EventsNode(
                 event=value, name=value, math=math, math_property=math_property, math_hogql=math_hogql,

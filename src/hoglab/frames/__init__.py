@@ -2,8 +2,10 @@
 
 Each function takes an answer as parsed JSON (a dict, the fast path) or as its :mod:`hoglab.schema` response
 model, and returns a DataFrame whose dtypes follow the answer's ClickHouse ``types`` (see the table in
-``hoglab._frames._columns``). The answer's metadata (``hogql``, ``clickhouse``, ``timings``, ``hasMore``,
-``types``, cache fields) is kept in ``df.attrs``; its rows are not.
+:mod:`hoglab.frames.columns`, which Arrow answers read by too, :mod:`hoglab.frames.arrow`). The answer's
+metadata (``hogql``, ``clickhouse``, ``timings``, ``hasMore``, ``types``, cache fields) is kept in ``df.attrs``;
+its rows are not. One module per kind: ``tables`` (HogQL, events, actors), ``trends``, ``funnels``,
+``retention``, ``lifecycle``, ``stickiness``, ``paths``; ``cells`` is how their cells read.
 
 >>> answer = {"results": [["2025-06-01T10:00:00Z", 2]], "columns": ["day", "n"],
 ...           "types": [["day", "DateTime64(6, 'UTC')"], ["n", "UInt64"]], "hasMore": False}
@@ -20,17 +22,15 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel
 
-from ._frames._columns import CHType, convert, parse_type
-from ._frames._insights import funnel_frame, trends_frame
-from ._frames._insights_more import (
-    LIFECYCLE_STATUSES,
-    lifecycle_frame,
-    paths_frame,
-    retention_frame,
-    retention_table,
-    stickiness_frame,
-)
-from ._frames._tables import frame_metadata, table_frame, to_arrow, to_polars
+from .arrow import to_arrow, to_polars
+from .columns import CHType, convert, parse_type
+from .funnels import funnel_frame
+from .lifecycle import LIFECYCLE_STATUSES, lifecycle_frame
+from .paths import paths_frame
+from .retention import retention_frame, retention_table
+from .stickiness import stickiness_frame
+from .tables import frame_metadata, table_frame
+from .trends import trends_frame
 
 __all__ = [
     "LIFECYCLE_STATUSES",

@@ -1,5 +1,6 @@
 """What every insight builder shares: a series (an event, its filters and math), lists of them, a date range,
-a breakdown. Each raises :class:`~hoglab.errors.InvalidArgument` naming the builder's argument.
+a breakdown, a comparison period, the intervals. Each raises :class:`~hoglab.errors.InvalidArgument` naming the
+builder's argument.
 """
 
 from __future__ import annotations
@@ -9,13 +10,16 @@ from datetime import date
 from typing import Any
 
 from ..errors import InvalidArgument, InvalidArgumentType
-from ..schema import PROPERTY_MATH, BreakdownFilter, BreakdownItem, DateRange, EventsNode, MathType
-from ._args import check_choice, date_arg, model_errors, property_filters
+from ..schema import PROPERTY_MATH, BreakdownFilter, BreakdownItem, CompareFilter, DateRange, EventsNode, MathType
+from ._args import check_choice, date_arg, model_errors, where_filters
 
-__all__ = ["Where", "breakdown_filter", "date_range", "series", "series_list"]
+__all__ = ["INTERVALS", "Where", "breakdown_filter", "compare_filter", "date_range", "series", "series_list"]
 
 Where = dict[str, Any] | str | Sequence[Any] | None
 """``where=``: ``{"$browser": "Chrome", "price__gt": 10, "person.plan": "pro"}``, a HogQL string, or a list."""
+
+INTERVALS = "hour day week month"
+"""The intervals of retention, lifecycle and stickiness (trends also takes ``minute``)."""
 
 
 def series(
@@ -41,7 +45,7 @@ def series(
             raise InvalidArgument(
                 f"math_property: math={math!r} needs the property to aggregate.", argument="math_property"
             )
-    filters = property_filters("where", where) + property_filters("person_where", person_where, scope="person")
+    filters = where_filters(where, person_where)
     with model_errors("series"):
         return EventsNode(
             event=event,
@@ -80,6 +84,18 @@ def series_list(argument: str, events: Any, math: str | None, math_property: str
 def date_range(date_from: str | date | None, date_to: str | date | None) -> DateRange | None:
     start, end = date_arg("date_from", date_from), date_arg("date_to", date_to)
     return DateRange(date_from=start, date_to=end) if start or end else None
+
+
+def compare_filter(compare: bool, compare_to: str | None) -> CompareFilter | None:
+    """The comparison period of a trend or stickiness: the previous period, or ``compare_to`` (``"-4w"``), which
+    alone is asking to compare.
+
+    >>> compare_filter(False, "-4w").compare_to, compare_filter(False, None)
+    ('-4w', None)
+    """
+    if not compare and compare_to is None:
+        return None
+    return CompareFilter(compare=True, compare_to=date_arg("compare_to", compare_to))
 
 
 def breakdown_filter(breakdown: Any, breakdown_type: str | None, limit: int | None) -> BreakdownFilter | None:

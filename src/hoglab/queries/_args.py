@@ -26,7 +26,15 @@ from ..schema import (
     is_date_text,
 )
 
-__all__ = ["check_choice", "date_arg", "model_errors", "property_filters", "window_arg"]
+__all__ = [
+    "check_choice",
+    "date_arg",
+    "model_errors",
+    "positive_int",
+    "property_filters",
+    "where_filters",
+    "window_arg",
+]
 
 T = TypeVar("T")
 
@@ -72,6 +80,22 @@ def check_choice(argument: str, value: T, choices_type: Any) -> T:
     if value not in choices:
         shown = ", ".join(repr(c) for c in choices)
         raise InvalidArgument(f"{argument}: {value!r} is not one of {shown}.", argument=argument)
+    return value
+
+
+def positive_int(argument: str, value: Any, *, low: int = 1) -> int | None:
+    """``value`` must be an integer of at least ``low`` (``None`` passes: the argument was not given).
+
+    >>> positive_int("limit", 100), positive_int("offset", 0, low=0), positive_int("limit", None)
+    (100, 0, None)
+    >>> positive_int("steps", 1, low=2)
+    Traceback (most recent call last):
+    hoglab.errors.InvalidArgument: steps: expected an integer >= 2, got 1.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InvalidArgument(f"{argument}: expected an integer >= {low}, got {value!r}.", argument=argument)
     return value
 
 
@@ -192,6 +216,15 @@ def property_filters(argument: str, where: Any, scope: str = "event") -> list[An
         f"{argument}: expected a dict of properties, a HogQL string or a list of filters, got {type(where).__name__}.",
         argument=argument,
     )
+
+
+def where_filters(where: Any, person_where: Any) -> list[AnyPropertyFilter]:
+    """A builder's ``where=`` (event properties) and ``person_where=`` (person properties) as one filter list.
+
+    >>> [(f.type, f.key) for f in where_filters({"$browser": "Chrome"}, {"plan": "pro"})]
+    [('event', '$browser'), ('person', 'plan')]
+    """
+    return property_filters("where", where) + property_filters("person_where", person_where, scope="person")
 
 
 @contextmanager

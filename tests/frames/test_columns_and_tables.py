@@ -1,4 +1,4 @@
-"""hoglab.frames: every ClickHouse type mapping, NULLs, empty answers, time zones, trends and funnel frames."""
+"""hoglab.frames columns and tables: every ClickHouse type mapping, NULLs, empty answers, time zones, metadata."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hoglab.frames import CHType, funnel_frame, parse_type, table_frame, to_arrow, to_frame, to_polars, trends_frame
+from hoglab.frames import CHType, parse_type, table_frame, to_frame
 
 
 def _one(values: list[Any], type_text: str, **options: Any) -> pd.Series:
@@ -184,102 +184,6 @@ def test_model_input_gives_the_same_frame() -> None:
     pd.testing.assert_frame_equal(
         table_frame(HogQLQueryResponse.model_validate(answer)), table_frame(answer), check_like=True
     )
-
-
-def test_arrow_and_polars_keep_dtypes() -> None:
-    answer = {
-        "results": [["2025-06-01T00:00:00Z", None, ["a"], ["x", 1]]],
-        "columns": ["t", "n", "arr", "tup"],
-        "types": [
-            ["t", "DateTime64(6, 'UTC')"],
-            ["n", "Nullable(UInt64)"],
-            ["arr", "Array(String)"],
-            ["tup", "Tuple(String, UInt8)"],
-        ],
-    }
-    df = table_frame(answer)
-    table = to_arrow(df)
-    assert [str(f.type) for f in table.schema] == [
-        "timestamp[us, tz=UTC]",
-        "int64",
-        "list<item: string>",
-        "struct<f0: string, f1: int64>",
-    ]
-    assert table.column("n").null_count == 1
-    frame = to_polars(df)
-    assert str(frame.schema["t"]) == "Datetime(time_unit='us', time_zone='UTC')"
-
-
-def test_arrow_falls_back_to_json_text_and_polars_dedupes_names() -> None:
-    answer = {
-        "results": [[1, {"a": 1}], [2, [1, "x"]]],
-        "columns": ["x", "x"],
-        "types": [["x", "UInt8"], ["x", "JSON"]],
-    }
-    table = to_arrow(table_frame(answer))
-    assert table.column(1).to_pylist() == ['{"a": 1}', '[1, "x"]']
-    assert to_polars(table_frame(answer)).columns == ["x", "x_1"]
-
-
-def test_trends_total_value_display_has_one_row_per_series() -> None:
-    answer = {
-        "results": [
-            {
-                "label": "A",
-                "data": [],
-                "count": 0,
-                "aggregated_value": 12,
-                "breakdown_value": ["x", "y"],
-                "action": {"order": 0},
-            },
-            {"label": "B", "data": [], "count": 0, "aggregated_value": 3, "action": {"order": 1}},
-        ]
-    }
-    df = trends_frame(answer)
-    assert df.columns.tolist() == ["series", "label", "breakdown_value", "value"]
-    assert df["value"].tolist() == [12.0, 3.0] and df["breakdown_value"].iloc[0] == ("x", "y")
-
-
-def test_trends_compare_and_formula_rows() -> None:
-    def item(label: str, compare: str | None, action: Any) -> dict[str, Any]:
-        return {
-            "label": label,
-            "data": [1, 2],
-            "days": ["2025-06-01 10:00:00", "2025-06-01 11:00:00"],
-            "compare_label": compare,
-            "action": action,
-        }
-
-    df = trends_frame(
-        {
-            "timezone": "UTC",
-            "results": [
-                item("A", "current", {"order": 0}),
-                item("A", "previous", {"order": 0}),
-                item("A/B", None, None),
-            ],
-        }
-    )
-    assert "compare_label" in df and df["compare_label"].iloc[2] == "previous"
-    assert df["series"].isna().tolist() == [False] * 4 + [True] * 2
-    assert df["date"].iloc[1] == pd.Timestamp("2025-06-01 11:00", tz="UTC")
-
-
-def test_empty_trends_and_funnels() -> None:
-    assert trends_frame({"results": []}).empty
-    df = funnel_frame({"results": []})
-    assert df.empty and "conversion_rate" in df
-
-
-def test_funnel_zero_first_step_gives_nan_rates() -> None:
-    df = funnel_frame({"results": [{"order": 0, "count": 0, "name": "a"}, {"order": 1, "count": 0, "name": "b"}]})
-    assert df["conversion_rate"].isna().all() and df["drop_off"].tolist() == [0, 0]
-
-
-def test_funnel_time_to_convert_histogram() -> None:
-    df = funnel_frame({"results": {"average_conversion_time": 90.0, "bins": [[60, 3], [120, 1]]}})
-    assert df["seconds"].tolist() == [60.0, 120.0] and df["count"].tolist() == [3, 1]
-    assert df.attrs["average_conversion_time"] == 90.0
 
 
 def test_unknown_kind_is_refused() -> None:

@@ -1,17 +1,16 @@
-"""Tabular answers (HogQLQuery, EventsQuery, ActorsQuery) to typed DataFrames, and on to Arrow or polars."""
+"""Tabular answers (HogQLQuery, EventsQuery, ActorsQuery) to typed DataFrames; the metadata every frame keeps."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel
 
-from ._columns import convert, parse_json_column
+from .columns import convert, parse_json_column
 
-__all__ = ["as_dict", "frame_metadata", "table_frame", "to_arrow", "to_polars"]
+__all__ = ["as_dict", "frame_metadata", "parse_json_columns", "table_frame"]
 
 # The answer's fields that are too big (or too pointless) to keep on every frame: pandas deep-copies attrs.
 _NOT_IN_ATTRS = frozenset({"results", "columns", "query_status"})
@@ -79,14 +78,16 @@ def table_frame(
     df = pd.DataFrame(arrays, copy=False)
     df.columns = pd.Index(names, dtype=object)
     if parse_json:
-        _parse_json(df, parse_json)
+        parse_json_columns(df, parse_json)
     if flatten:
         df = _flatten(df, flatten)
     df.attrs.update(frame_metadata(data))
     return df
 
 
-def _parse_json(df: pd.DataFrame, which: bool | Iterable[str]) -> None:
+def parse_json_columns(df: pd.DataFrame, which: bool | Iterable[str]) -> None:
+    """Decode, in place, the string columns named in ``which`` (``True``: every one whose cells are all JSON
+    objects or arrays) into dicts and lists."""
     wanted = None if which is True else set(which)  # type: ignore[arg-type]
     for i, name in enumerate(df.columns):
         col = df.iloc[:, i]
@@ -124,51 +125,3 @@ def _flatten(df: pd.DataFrame, which: bool | Iterable[str]) -> pd.DataFrame:
     out = pd.concat(parts, axis=1) if parts else df
     out.attrs = dict(df.attrs)
     return out
-
-
-def to_arrow(df: pd.DataFrame) -> Any:
-    """A typed frame as a ``pyarrow.Table`` (needs pyarrow), column by column so every dtype carries over.
-
-    Object columns become Arrow lists, structs (tuples, as ``f0, f1...``) or maps where Arrow can type them, and
-    JSON text where it cannot (cells of mixed types).
-
-    >>> to_arrow(pd.DataFrame({"n": pd.array([1, None], dtype="Int64")})).schema.field("n").type
-    DataType(int64)
-    """
-    try:
-        import pyarrow as pa
-    except ImportError as exc:  # pragma: no cover - exercised only without pyarrow
-        raise ImportError("to_arrow needs pyarrow: pip install 'hoglab[polars]' or pip install pyarrow") from exc
-    arrays = []
-    for i in range(df.shape[1]):
-        col = df.iloc[:, i]
-        arrays.append(_object_to_arrow(pa, col) if col.dtype == object else pa.Array.from_pandas(col))
-    return pa.Table.from_arrays(arrays, names=[str(name) for name in df.columns])
-
-
-def _object_to_arrow(pa: Any, col: pd.Series) -> Any:
-    values = [{f"f{j}": item for j, item in enumerate(v)} if isinstance(v, tuple) else v for v in col.tolist()]
-    try:
-        return pa.array(values, from_pandas=True)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return pa.array([None if v is None else json.dumps(v, default=str) for v in values], type=pa.string())
-
-
-def to_polars(df: pd.DataFrame) -> Any:
-    """A typed frame as a ``polars.DataFrame`` (needs polars and pyarrow), through :func:`to_arrow`.
-
-    Polars needs unique column names: a repeated name gets ``_1``, ``_2``... appended.
-    """
-    try:
-        import polars as pl
-    except ImportError as exc:  # pragma: no cover - exercised only without polars
-        raise ImportError("to_polars needs polars: pip install 'hoglab[polars]'") from exc
-    table = to_arrow(df)
-    names: list[str] = []
-    for name in table.column_names:
-        unique, n = name, 0
-        while unique in names:
-            n += 1
-            unique = f"{name}_{n}"
-        names.append(unique)
-    return pl.from_arrow(table.rename_columns(names))
