@@ -15,13 +15,33 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["run_materialize"]
+from .common import CommandError, project_id, require_project, server_config
+
+__all__ = ["add_parser", "run"]
 
 # How the command names each table's rows and properties in what it prints.
 _WHAT = {"events": ("events", ""), "persons": ("persons", "person ")}
 
 
-def run_materialize(args: argparse.Namespace, command_error: type[Exception], config: Any) -> int:
+def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+    mat = commands.add_parser(
+        "materialize", parents=[common], help="event and person properties as columns (faster filters)"
+    )
+    mat.add_argument("--project", required=True, type=project_id, metavar="ID")
+    mat.add_argument("keys", nargs="*", metavar="KEY", help="event property keys, e.g. '$browser' plan")
+    mat.add_argument(
+        "--person",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a person property key (person.properties.KEY), e.g. --person email; repeat for more",
+    )
+    mat.add_argument("--status", action="store_true", help="list the materialized keys and how far each fill is")
+
+
+def run(args: argparse.Namespace) -> int:
+    require_project(args.data_dir, args.project)
+    config = server_config(args.data_dir)
     from hoglab.server.engine import EngineError, open_engine
     from hoglab.server.engine.ddl import DATABASE
     from hoglab.server.engine.materialized import fill_status, materialize
@@ -29,11 +49,11 @@ def run_materialize(args: argparse.Namespace, command_error: type[Exception], co
 
     asked = {"events": list(args.keys), "persons": list(getattr(args, "person", None) or [])}
     if not any(asked.values()) and not args.status:
-        raise command_error("name at least one property key (or --person KEY), or ask for --status")
+        raise CommandError("name at least one property key (or --person KEY), or ask for --status")
     try:
         engine = open_engine(config)
     except Exception as exc:
-        raise command_error(
+        raise CommandError(
             f"cannot open the events engine on {config.data_dir} ({exc}); if `hoglab serve` runs on this data dir, "
             "stop it first (it materializes the properties its queries use most by itself)"
         ) from None
@@ -61,7 +81,7 @@ def run_materialize(args: argparse.Namespace, command_error: type[Exception], co
                 state = "filled" if status.done else f"filling ({status.parts_to_do} parts to go)"
                 print(f"{_WHAT[status.table][1]}{status.key!r}\t`{status.column}`\t{state}")
     except (EngineError, ValueError) as exc:
-        raise command_error(f"cannot materialize: {exc}") from None
+        raise CommandError(f"cannot materialize: {exc}") from None
     finally:
         engine.close()
     return 0

@@ -25,8 +25,9 @@ import httpx
 import pytest
 
 from hoglab import Client
-from hoglab._pull import PAGE_ROWS, _Pacer, pull
 from hoglab.local import LocalService, start_local_service
+from hoglab.pull import pull
+from hoglab.pull.remote import PAGE_ROWS, Pacer as _Pacer
 from hoglab.server.ingest import Ingestor
 
 pytestmark = pytest.mark.xdist_group("pull")

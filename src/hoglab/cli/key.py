@@ -13,7 +13,9 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-__all__ = ["add_key_command", "parse_duration", "run_key"]
+from .common import CommandError, Parser, open_store, positive_id, project_id
+
+__all__ = ["add_parser", "parse_duration", "run"]
 
 _DURATION = re.compile(r"^([0-9]{1,6})([mhdw])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -36,13 +38,9 @@ def parse_duration(text: str) -> timedelta:
     return span
 
 
-def add_key_command(
-    commands: Any, common: argparse.ArgumentParser, parser_class: type[argparse.ArgumentParser]
-) -> None:
-    from hoglab.cli import _positive_id
-
+def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     key = commands.add_parser("key", help="manage personal API keys")
-    key_commands = key.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=parser_class)
+    key_commands = key.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=Parser)
     create_key = key_commands.add_parser("create", parents=[common], help="create a personal API key")
     create_key.add_argument("--project", required=True, metavar="ID[,ID...]|all", help="projects the key reaches")
     create_key.add_argument("--scopes", required=True, metavar="SCOPES", help="comma-separated, e.g. query:read")
@@ -51,10 +49,10 @@ def add_key_command(
                             help="the key stops working after: 90m, 12h, 30d, 2w (default: never)")  # fmt: skip
     key_commands.add_parser("list", parents=[common], help="list keys (masked) with their status")
     revoke = key_commands.add_parser("revoke", parents=[common], help="revoke a key: it answers 401 from now on")
-    revoke.add_argument("key_id", type=_positive_id("a key"), metavar="KEY_ID")
+    revoke.add_argument("key_id", type=positive_id("a key"), metavar="KEY_ID")
 
 
-def run_key(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.action == "list":
         return _list(args)
     if args.action == "revoke":
@@ -63,7 +61,6 @@ def run_key(args: argparse.Namespace) -> int:
 
 
 def _create(args: argparse.Namespace) -> int:
-    from hoglab.cli import CommandError, _open_store, _project_id
     from hoglab.server.store import validate_scopes
     from hoglab.server.store.db import utcnow
 
@@ -74,11 +71,11 @@ def _create(args: argparse.Namespace) -> int:
     project_ids: list[int] | None = None
     if args.project.strip().lower() != "all":
         try:
-            project_ids = [_project_id(part.strip()) for part in args.project.split(",")]
+            project_ids = [project_id(part.strip()) for part in args.project.split(",")]
         except argparse.ArgumentTypeError as exc:
             raise CommandError(str(exc), status=2) from None
     expires_at = None if args.expires_in is None else utcnow() + args.expires_in
-    with _open_store(args.data_dir) as store:
+    with open_store(args.data_dir) as store:
         if project_ids is not None:
             known = {p.id for p in store.projects.list(project_ids)}
             missing = [p for p in project_ids if p not in known]
@@ -95,11 +92,10 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from hoglab.cli import _open_store
     from hoglab.server.store.db import utcnow
 
     now = utcnow()
-    with _open_store(args.data_dir) as store:
+    with open_store(args.data_dir) as store:
         keys = store.keys.list()
     print("id\tstatus\tkey\tscopes\tprojects\texpires\tlast used\tlabel")
     for k in keys:
@@ -111,9 +107,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    from hoglab.cli import CommandError, _open_store
-
-    with _open_store(args.data_dir) as store:
+    with open_store(args.data_dir) as store:
         record = store.keys.revoke(args.key_id)
     if record is None:
         raise CommandError(f"no key with id {args.key_id} (see: hoglab key list)", status=2)

@@ -1,9 +1,6 @@
-"""``hoglab demo`` and ``hoglab report``: the experiment analysis from a shell.
-
-``hoglab demo`` is the README's main job: the service on the embedded engine with the demo project, its
-experiment analysed through the HTTP API (as any client would), the verdict printed and the report written,
-then the service keeps running for notebooks until Ctrl-C. ``hoglab report ID`` writes the same report for
-any experiment of any service the ``HOGLAB_*`` (or ``POSTHOG_*``) variables point at, PostHog included.
+"""``hoglab demo [--port P] [--out DIR] [--no-serve]``: the README's main job. The service on the embedded engine
+with the demo project, its experiment analysed through the HTTP API (as any client would), the verdict printed and
+the report written (:func:`hoglab.cli.report.analyse`), then the service keeps running for notebooks until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -11,26 +8,39 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from .common import CommandError, port, server_config
+from .report import DEFAULT_OUT, analyse
 
 if TYPE_CHECKING:
     from hoglab.client import Client
     from hoglab.local import LocalService
-    from hoglab.notebook._report import ExperimentReport
 
-__all__ = ["DEFAULT_OUT", "run_demo", "run_report"]
-
-DEFAULT_OUT = Path("hoglab-report")
+__all__ = ["add_parser", "run"]
 
 
-def _analyse(client: Client, experiment_id: int, out: Path, *, refresh: bool) -> ExperimentReport:
-    from hoglab.notebook._report import experiment_report
+def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+    demo = commands.add_parser(
+        "demo", parents=[common], help="the demo service with its experiment analysed; serves until Ctrl-C"
+    )
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=port, default=8000)
+    demo.add_argument("--out", type=Path, default=None, metavar="DIR", help="report folder (default: hoglab-report)")
+    demo.add_argument("--no-serve", action="store_true", help="stop once the report is written")
 
-    report = experiment_report(experiment_id, client, refresh=refresh)
-    path = report.write(out)
-    print(report.summary())
-    print(f"report: {path}  (figures: {path.parent / 'figures'})", flush=True)
-    return report
+
+def run(args: argparse.Namespace) -> int:
+    from hoglab.errors import HoglabError
+    from hoglab.server.engine import EngineError
+
+    config = server_config(args.data_dir)
+    try:
+        return _run_demo(args, config.data_dir)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    except (EngineError, HoglabError, LookupError, RuntimeError) as exc:
+        raise CommandError(str(exc)) from None
 
 
 def _demo_experiment_id(client: Client) -> int:
@@ -56,7 +66,7 @@ def _wait(service: LocalService) -> None:
         print("stopping", flush=True)
 
 
-def run_demo(args: argparse.Namespace, data_dir: Path) -> int:
+def _run_demo(args: argparse.Namespace, data_dir: Path) -> int:
     """Start the demo service, analyse its experiment into ``args.out``, then serve until stopped."""
     from hoglab import __version__
     from hoglab.client import Client
@@ -69,18 +79,9 @@ def run_demo(args: argparse.Namespace, data_dir: Path) -> int:
         print(f"project id:       {service.project_id}")
         print(f"personal API key: {service.api_key}  (scope *, every project)", flush=True)
         with Client(service.url, service.api_key, service.project_id) as client:
-            _analyse(client, _demo_experiment_id(client), args.out or DEFAULT_OUT, refresh=True)
+            analyse(client, _demo_experiment_id(client), args.out or DEFAULT_OUT, refresh=True)
         if not args.no_serve:
             _wait(service)
     finally:
         service.stop()
-    return 0
-
-
-def run_report(args: argparse.Namespace) -> int:
-    """Write the report of experiment ``args.experiment`` of the configured service into ``args.out``."""
-    from hoglab.client import Client
-
-    with Client(args.host, project_id=args.project) as client:
-        _analyse(client, args.experiment, args.out or DEFAULT_OUT, refresh=args.refresh)
     return 0

@@ -16,11 +16,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidArgument
+from ..errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from ._pull import PullReport
-    from .server.pull import Mirror
+    from ..server.pull import Mirror
+    from .report import PullReport
 
 __all__ = ["export_files", "read_export"]
 
@@ -58,7 +58,7 @@ def _rows(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _event(row: dict[str, Any], project_id: int) -> dict[str, Any]:
-    from .server.ingest import person_uuid
+    from ..server.ingest import person_uuid
 
     uuid = row.get("uuid")
     if isinstance(uuid, bytes) and len(uuid) == 16:  # Parquet's arrow.uuid arrives as 16 bytes
@@ -88,7 +88,7 @@ def read_export(
     """Read every export file below ``root`` the mirror has not read yet."""
     from tqdm.auto import tqdm
 
-    from .server.pull import parse_moment
+    from ..server.pull import parse_moment
 
     done = set(mirror.refresh().files_done)
     files = [p for p in export_files(root) if str(p.relative_to(root)) not in done]

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_pull_command", "run_pull"]
+from .common import CommandError
+
+__all__ = ["add_parser", "run"]
 
 
-def add_pull_command(commands: Any, common: argparse.ArgumentParser) -> None:
+def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     pull = commands.add_parser(
         "pull", parents=[common], help="copy a PostHog (or hoglab) project into this data dir; again to top it up"
     )
@@ -26,9 +28,9 @@ def add_pull_command(commands: Any, common: argparse.ArgumentParser) -> None:
     pull.add_argument("--no-persons", action="store_true", help="skip persons and distinct ids")
 
 
-def run_pull(args: argparse.Namespace, command_error: type[Exception]) -> int:
-    from hoglab._pull import pull
+def run(args: argparse.Namespace) -> int:
     from hoglab.errors import HoglabError
+    from hoglab.pull import pull
 
     try:
         report = pull(
@@ -46,8 +48,8 @@ def run_pull(args: argparse.Namespace, command_error: type[Exception]) -> int:
             say=lambda line: print(line, flush=True),
         )
     except HoglabError as exc:
-        raise command_error(str(exc)) from None
+        raise CommandError(str(exc)) from None
     except OSError as exc:
-        raise command_error(f"cannot read or write: {exc}") from None
+        raise CommandError(f"cannot read or write: {exc}") from None
     print(f"local project id: {report.local_project_id}")
     return 0
