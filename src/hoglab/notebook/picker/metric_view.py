@@ -121,15 +121,8 @@ def _srm_html(check: SRMResult | None, error: str | None) -> str:
         why = f" ({error})" if error else ""
         text = f"No exposures to check the traffic split against{why}."
         return f'<p style="color:#57606a;margin:4px 0">{html.escape(text)}</p>'
-    split = "/".join(f"{share:.0%}" for share in check.expected_shares)
-    counts = ", ".join(f"{v} {int(n):,}" for v, n in zip(check.variants, check.observed, strict=True))
-    if check.mismatch:
-        return (
-            f'<p style="color:#cf222e;margin:4px 0">Sample ratio mismatch in the exposures ({html.escape(counts)}): '
-            f"p = {check.p_value:.2g} against the planned {split}. Find out why before trusting the metrics.</p>"
-        )
-    return (f'<p style="color:#57606a;margin:4px 0">Exposures {html.escape(counts)}: traffic split as planned '
-            f"({split}), SRM check p = {check.p_value:.2g}.</p>")  # fmt: skip
+    colour = "#cf222e" if check.mismatch else "#57606a"
+    return f'<p style="color:{colour};margin:4px 0">{html.escape(check.summary(counted="Exposures"))}</p>'
 
 
 def metric_results_html(result: MetricExperimentResult, check: SRMResult | None) -> str:

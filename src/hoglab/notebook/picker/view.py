@@ -111,14 +111,7 @@ def _verdict_html(result: ExperimentResult, analysis: Analysis) -> str:
 def _srm_html(srm: SRMResult | None) -> str:
     if srm is None:
         return ""
-    split = "/".join(f"{share:.0%}" for share in srm.expected_shares)
-    if srm.mismatch:
-        return message_html(
-            f"Sample ratio mismatch: p = {srm.p_value:.2g} (χ² = {srm.statistic:.3g}). The traffic split differs "
-            f"from the plan ({split}): find out why before trusting these results.",
-            tone="error",
-        )
-    return message_html(f"Traffic split as planned ({split}): SRM check p = {srm.p_value:.2g}.")
+    return message_html(srm.summary(), tone="error" if srm.mismatch else "note")
 
 
 def results_html(result: ExperimentResult, analysis: Analysis) -> str:

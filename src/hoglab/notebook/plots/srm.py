@@ -82,12 +82,8 @@ def plot_srm(
     ax.set_ylim(bottom=0)
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_axisbelow(True)
-    stat = f"χ² = {result.statistic:.3g}, {result.dof} dof"
-    if result.mismatch:
-        headline = f"Sample ratio mismatch: p = {result.p_value:.2g} < {result.threshold:g} ({stat})"
-    else:
-        headline = f"Traffic split as designed: p = {result.p_value:.2g} ({stat})"
-    ax.set_title(headline if title is None else title, color=LOWER_COLOUR if result.mismatch else "black")
+    headline = result.summary("title") if title is None else title
+    ax.set_title(headline, color=LOWER_COLOUR if result.mismatch else "black")
     ax.legend(fontsize="small", loc="upper right")
     return ax
 

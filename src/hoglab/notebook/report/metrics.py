@@ -26,9 +26,7 @@ def metric_summary_lines(report: ExperimentReport) -> list[str]:
     lines = [f"Method: {result.method} (PostHog's current engine)."]
     check = report.exposure_srm
     if check is not None:
-        counts = ", ".join(f"{v} {int(n):,}" for v, n in zip(check.variants, check.observed, strict=True))
-        state = "MISMATCH, investigate before trusting the results" if check.mismatch else "as planned"
-        lines.append(f"Exposures: {counts}. Traffic split {state} (SRM χ² p = {check.p_value:.3g}).")
+        lines.append(check.summary("line", counted="Exposures"))
     elif result.exposures_error:
         lines.append(f"Exposures: {result.exposures_error}")
     for answer in result.metrics:

@@ -108,8 +108,7 @@ def summary_text(report: ExperimentReport) -> str:
     lines.append(_verdict_line(primary))
     srm = primary.analysis.srm
     if srm is not None:
-        state = "MISMATCH, investigate before trusting the results" if srm.mismatch else "as planned"
-        lines.append(f"Traffic split: {state} (SRM χ² p = {srm.p_value:.3g}).")
+        lines.append(srm.summary("line"))
     if report.planning is not None:
         lines.append(_planning_text(report.planning))
     if report.over_time_note:
