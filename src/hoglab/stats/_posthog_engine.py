@@ -45,7 +45,7 @@ from typing import Any, Literal
 from ._errors import StatsInputError
 from ._posthog_bayesian import BayesianResult, GaussianPrior, bayesian_test
 from ._posthog_config import TeamDefaults, missing_baseline, resolve_cuped, resolve_stats_settings
-from ._posthog_cuped import CupedAdjustment, CupedCovariate, cuped_adjust
+from ._posthog_cuped import CupedAdjustment, CupedCovariate, covariance, cuped_adjust
 from ._posthog_frequentist import FrequentistResult, frequentist_test
 from ._posthog_statistics import (
     EffectEstimate,
@@ -250,6 +250,7 @@ class _Plan:
     ratio_cuped: bool
     inverse: bool
     prior: GaussianPrior | None
+    delta_cuped: bool = False
 
 
 Adjustment = CupedAdjustment | RatioCupedAdjustment
@@ -263,11 +264,37 @@ def _effect(plan: _Plan, t_stats: ExperimentStats, c_stats: ExperimentStats, tre
         return ratio.effect(relative=plan.relative), ratio, ratio.control_ratio
     if plan.cuped and isinstance(treatment, SampleMeanStatistic | ProportionStatistic) and isinstance(
             control, SampleMeanStatistic | ProportionStatistic):  # fmt: skip
-        adjusted = cuped_adjust(treatment, control, _covariate(t_stats), _covariate(c_stats))
+        c_covariate = _covariate(c_stats)
+        adjusted = cuped_adjust(treatment, control, _covariate(t_stats), c_covariate)
         effect = effect_between(adjusted.treatment_adjusted, adjusted.control_adjusted, relative=plan.relative,
                                 unadjusted_mean=adjusted.control_unadjusted_mean)  # fmt: skip
+        if plan.relative and plan.delta_cuped:
+            effect = replace(effect, variance=cuped_relative_variance(adjusted, control, c_covariate))
         return effect, adjusted, adjusted.control_unadjusted_mean
     return effect_between(treatment, control, relative=plan.relative), None, control.mean
+
+
+def cuped_relative_variance(adjusted: CupedAdjustment, control: Statistic, covariate: CupedCovariate) -> float:
+    """The delta-method variance of PostHog's CUPED relative effect L = (T_adj − C_adj)/ȳ_C (hoglab's correction).
+
+    PostHog's formula treats L like an uncorrected lift, V = σ²_T,adj/(n_T ȳ_C²) + T_adj²·σ²_C,adj/(n_C ȳ_C⁴), which
+    drops most of the control's share whenever the adjusted mean T_adj = ȳ_T − θx̄_T is small next to ȳ_C (θx̄
+    comparable to ȳ: the usual case when the covariate is the same metric before exposure); its A/A false-positive
+    rate then exceeds α (tests/stats/test_posthog_cuped.py). Over the control's (ȳ_C, x̄_C), with the treatment's
+    part unchanged (Deng, Knoblich & Lu 2018, §3):
+
+        V = σ²_T,adj/(n_T ȳ_C²) + gᵀ Σ_C g / n_C,   g = (−(T_adj + θx̄_C)/ȳ_C², θ/ȳ_C)
+
+    Σ_C the control's per-unit covariance of (Y, X). This is hoglab's own :func:`hoglab.stats.cuped_effect` lift
+    variance.
+    """
+    y_c, theta, n_c = adjusted.control_unadjusted_mean, adjusted.theta, control.n
+    t = adjusted.treatment_adjusted
+    pre = covariate.pre
+    cov = covariance(n_c, control.mean * n_c, pre.sum, covariate.sum_of_cross_products)
+    g_y, g_x = -(t.mean + theta * pre.mean) / y_c**2, theta / y_c
+    control_part = (g_y * g_y * control.variance + g_x * g_x * pre.variance + 2.0 * g_y * g_x * cov) / n_c
+    return t.variance / (t.n * y_c**2) + max(control_part, 0.0)
 
 
 def _tested(plan: _Plan, result: ExperimentVariantResult, t_stats: ExperimentStats, c_stats: ExperimentStats,
@@ -303,6 +330,7 @@ def experiment_results(
     threshold: bool = False,
     team: TeamDefaults | None = None,
     prior: GaussianPrior | None = None,
+    cuped_variance: Literal["posthog", "delta"] = "posthog",
 ) -> tuple[ExperimentVariantResult, list[ExperimentVariantResult]]:
     """PostHog's answer for one metric: the baseline's validation and each variant's result against it.
 
@@ -313,6 +341,9 @@ def experiment_results(
     metric supports it; ``None`` means ``stats_config``/team default, for mean and funnel metrics without a
     threshold). ``threshold``: a mean metric with a threshold (each unit 0/1), a proportion to PostHog.
     ``prior``: a proper Gaussian prior for the Bayesian method (PostHog's service always uses the flat one).
+    ``cuped_variance``: ``"posthog"`` (PostHog's relative-effect variance under CUPED, which understates the
+    control's share, :func:`cuped_relative_variance`) or ``"delta"`` (hoglab's delta-method correction; same point
+    estimate, calibrated intervals).
 
     >>> base = ExperimentStats("control", 2801, 280, 560, covariate_sum=195, covariate_sum_squares=390,
     ...                        covariate_sum_product=-18)
@@ -322,6 +353,8 @@ def experiment_results(
     >>> round(r.point_estimate, 6), round(r.cuped.theta, 6), r.significant
     (-0.288704, -0.069566, True)
     """
+    if cuped_variance not in ("posthog", "delta"):
+        raise StatsInputError(f"cuped_variance must be 'posthog' or 'delta', got {cuped_variance!r}")
     if metric_type not in _METRIC_TYPES:
         raise StatsInputError(f"metric_type must be one of {', '.join(_METRIC_TYPES)}, got {metric_type!r}")
     for s in (baseline, *variants):
@@ -335,7 +368,7 @@ def experiment_results(
     mean_cuped = bool(cuped) and metric_type in ("mean", "funnel")
     plan = _Plan(metric_type, threshold, settings.method, settings.relative, settings.alpha, settings.ci_level,
                  settings.sequential, settings.sequential_tuning_parameter, mean_cuped, ratio_cuped_on,
-                 goal == "decrease", prior)  # fmt: skip
+                 goal == "decrease", prior, cuped_variance == "delta")  # fmt: skip
     failures = validation_failures(metric_type, baseline, baseline=True)
     base = ExperimentVariantResult(baseline, plan.method, validation_failures=failures)
     control: Statistic | None = None
