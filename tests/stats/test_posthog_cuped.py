@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from hoglab.stats import StatsInputError
+from hoglab.stats._posthog_cuped import covariance
 from hoglab.stats.posthog import (
     CupedCovariate,
     ExperimentStats,
@@ -22,7 +23,6 @@ from hoglab.stats.posthog import (
     experiment_results,
     frequentist_test,
 )
-from hoglab.stats._posthog_cuped import covariance
 
 from .posthog_cases import places
 
@@ -221,7 +221,9 @@ def test_mean_metric_theta_and_adjusted_stats() -> None:
                           (r.theta, -0.069566052), (r.control_adjusted.mean, 0.104807347),
                           (r.treatment_adjusted.mean, 0.075947238)):  # fmt: skip
         assert places(got, expected, 7)
-    assert r.control_adjusted.variance < CONTROL_POST.variance and r.treatment_adjusted.variance < TREATMENT_POST.variance
+    assert (
+        r.control_adjusted.variance < CONTROL_POST.variance and r.treatment_adjusted.variance < TREATMENT_POST.variance
+    )
 
 
 def test_mean_metric_relative_effect_frequentist() -> None:
@@ -270,8 +272,9 @@ def test_three_armed_adjusted_stddev(target_post, target_pre, partner_post, part
 
 
 def _unit_arm(key: str, y: np.ndarray, x: np.ndarray) -> ExperimentStats:
-    return ExperimentStats(key, y.size, float(y.sum()), float((y * y).sum()), covariate_sum=float(x.sum()),
-                           covariate_sum_squares=float((x * x).sum()), covariate_sum_product=float((y * x).sum()))  # fmt: skip
+    covariates = {"covariate_sum": float(x.sum()), "covariate_sum_squares": float((x * x).sum()),
+                  "covariate_sum_product": float((y * x).sum())}  # fmt: skip
+    return ExperimentStats(key, y.size, float(y.sum()), float((y * y).sum()), **covariates)
 
 
 def test_experiment_results_cuped_equals_a_numpy_restatement_of_posthogs_formulas() -> None:
@@ -294,7 +297,9 @@ def test_experiment_results_cuped_equals_a_numpy_restatement_of_posthogs_formula
     _, [raw] = experiment_results("mean", _unit_arm("control", y_c, x_c), [_unit_arm("test", y_t, x_t)],
                                   stats_config=config, cuped=False)  # fmt: skip
     rho = np.corrcoef(y, x)[0, 1]
-    ratio = (r.confidence_interval[1] - r.confidence_interval[0]) / (raw.confidence_interval[1] - raw.confidence_interval[0])
+    ratio = (r.confidence_interval[1] - r.confidence_interval[0]) / (
+        raw.confidence_interval[1] - raw.confidence_interval[0]
+    )
     assert ratio == pytest.approx(np.sqrt(1 - rho**2), rel=0.05)
 
 
@@ -367,8 +372,14 @@ def test_cuped_aa_false_positive_rate(difference_type: str, variance: str, calib
     for _ in range(experiments):
         x_c, x_t = rng.gamma(2, 5, 400), rng.gamma(2, 5, 400)
         y_c, y_t = x_c + rng.normal(0, 3, 400), x_t + rng.normal(0, 3, 400)
-        _, [r] = experiment_results("mean", _unit_arm("control", y_c, x_c), [_unit_arm("test", y_t, x_t)],
-                                    stats_config=config, cuped=True, cuped_variance=variance)  # type: ignore[arg-type]
+        _, [r] = experiment_results(
+            "mean",
+            _unit_arm("control", y_c, x_c),
+            [_unit_arm("test", y_t, x_t)],
+            stats_config=config,
+            cuped=True,
+            cuped_variance=variance,
+        )  # type: ignore[arg-type]
         hits += bool(r.significant)
     band = 3.5 * np.sqrt(0.05 * 0.95 / experiments)
     if calibrated:

@@ -15,10 +15,13 @@ import math
 import pytest
 
 from hoglab.stats import StatsInputError
+from hoglab.stats._posthog_engine import statistic, validation_failures
+from hoglab.stats._sequential import confidence_sequence, sequential_p_value, sequential_rho_squared
 from hoglab.stats.posthog import (
     EffectEstimate,
     ExperimentStats,
     GaussianPrior,
+    PostHogStatsError,
     ProportionStatistic,
     RatioStatistic,
     SampleMeanStatistic,
@@ -38,9 +41,6 @@ from hoglab.stats.posthog import (
     resolve_stats_settings,
     split_baseline,
 )
-from hoglab.stats.posthog import PostHogStatsError
-from hoglab.stats._posthog_engine import statistic, validation_failures
-from hoglab.stats._sequential import confidence_sequence, sequential_p_value, sequential_rho_squared
 
 from .posthog_cases import places
 
@@ -349,7 +349,9 @@ def test_bayesian_edge_zero_control_mean_relative() -> None:
 
 
 def test_bayesian_edge_very_small_variances() -> None:
-    r = bayesian_test(effect_between(SampleMeanStatistic(1000, 10000, 100001), SampleMeanStatistic(1000, 9999, 99990.001)))
+    r = bayesian_test(
+        effect_between(SampleMeanStatistic(1000, 10000, 100001), SampleMeanStatistic(1000, 9999, 99990.001))
+    )
     assert r.posterior_variance > 0
 
 
@@ -506,7 +508,9 @@ def test_stats_config_insufficient_data_returns_raw_values_without_stats(name: s
 def test_stats_config_sufficient_data_returns_stats(method: str) -> None:
     _, [r] = _result({"method": method}, method=method)
     assert r.significant is not None
-    assert (r.p_value, r.confidence_interval) != (None, None) if method == "frequentist" else r.chance_to_win is not None
+    assert (
+        (r.p_value, r.confidence_interval) != (None, None) if method == "frequentist" else r.chance_to_win is not None
+    )
 
 
 @pytest.mark.parametrize(("baseline_key", "expected", "others"), [("control", "control", ["test"]),
@@ -543,7 +547,8 @@ def _ci(stats_config=None, team_enabled=False):  # type: ignore[no-untyped-def]
     ({"frequentist": {"sequential_testing_enabled": True}}, False, True),
     (None, True, True),
     ({"frequentist": {"sequential_testing_enabled": False}}, True, False),
-], ids=["experiment_enables", "team_default_enables_when_unset", "experiment_false_overrides_team_default"])  # fmt: skip
+], ids=["experiment_enables", "team_default_enables_when_unset",
+        "experiment_false_overrides_team_default"])  # fmt: skip
 def test_stats_config_sequential_resolution(stats_config, team_enabled, sequential) -> None:  # type: ignore[no-untyped-def]
     default, resolved = _ci(), _ci(stats_config, team_enabled)
     if sequential:
@@ -569,8 +574,10 @@ def _agg(rows):  # type: ignore[no-untyped-def]
 
 
 def test_utils_aggregate_mean_metrics_multiple_breakdowns() -> None:
-    rows = [(("Chrome",), ExperimentStats("control", 100, 250.0, 750.0)), (("Chrome",), ExperimentStats("test", 120, 300.0, 900.0)),
-            (("Safari",), ExperimentStats("control", 80, 200.0, 600.0)), (("Safari",), ExperimentStats("test", 90, 220.0, 700.0))]  # fmt: skip
+    rows = [(("Chrome",), ExperimentStats("control", 100, 250.0, 750.0)),
+            (("Chrome",), ExperimentStats("test", 120, 300.0, 900.0)),
+            (("Safari",), ExperimentStats("control", 80, 200.0, 600.0)),
+            (("Safari",), ExperimentStats("test", 90, 220.0, 700.0))]  # fmt: skip
     agg = _agg(rows)
     assert len(agg) == 2
     assert (agg["control"].number_of_samples, agg["control"].sum, agg["control"].sum_squares) == (180, 450.0, 1350.0)
@@ -620,7 +627,9 @@ def test_utils_none_breakdown_values() -> None:
 
 
 def test_utils_preserves_variant_key_grouping() -> None:
-    total = sum((ExperimentStats("control", 50, 100.0, 200.0) for _ in range(2)), ExperimentStats("control", 50, 100.0, 200.0))
+    total = sum(
+        (ExperimentStats("control", 50, 100.0, 200.0) for _ in range(2)), ExperimentStats("control", 50, 100.0, 200.0)
+    )
     assert (total.number_of_samples, total.sum) == (150, 300.0)
 
 

@@ -1,10 +1,13 @@
 """PostHog's own v2 and legacy trend statistics test cases, reproduced on hoglab's deterministic verdicts.
 
-Sources (facts: inputs and PostHog's assertions): ``posthog/hogql_queries/experiments/test/``
-``test_funnels_statistics.py`` (v2 funnels: pairwise probabilities, Beta-Binomial loss), ``test_trends_statistics_count.py``
-(v2 counts), ``test_trends_statistics_continuous.py`` (v2 continuous), ``test_trends_statistics.py`` (legacy v1 trends
-and the first v2 trend rule, each case run on both), ``test_experiment_trends_statistics.py`` (the
-``experiment_trends_statistics`` rule). docs/statistics.md §6.4 counts them.
+Sources (facts: inputs and PostHog's assertions), in ``posthog/hogql_queries/experiments/test/``:
+
+* ``test_funnels_statistics.py``: v2 funnels (pairwise probabilities, Beta-Binomial loss);
+* ``test_trends_statistics_count.py`` and ``test_trends_statistics_continuous.py``: v2 counts and means;
+* ``test_trends_statistics.py``: the legacy v1 trend rule and the first v2 trend rule, each case on both;
+* ``test_experiment_trends_statistics.py``: the ``experiment_trends_statistics`` rule.
+
+docs/statistics.md §6.4 counts them.
 """
 
 from __future__ import annotations
