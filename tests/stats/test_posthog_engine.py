@@ -188,7 +188,8 @@ def test_breakdowns_give_the_same_statistics_per_value_and_overall() -> None:
                                                        stats_config=FREQUENTIST)  # fmt: skip
         assert (base, test) == (expected_base, expected)
     # A value without a test row: zero units there.
-    assert result.by_breakdown[("Edge",)][1][0].validation_failures == ("not-enough-exposures", "not-enough-metric-data")
+    edge = result.by_breakdown[("Edge",)][1][0]
+    assert edge.validation_failures == ("not-enough-exposures", "not-enough-metric-data")
     totals = {"control": rows[0][1] + rows[2][1] + rows[4][1], "test": rows[1][1] + rows[3][1]}
     assert result.overall == experiment_results("funnel", totals["control"], [totals["test"]], stats_config=FREQUENTIST)
     with pytest.raises(PostHogStatsError) as info:
@@ -235,7 +236,8 @@ def test_posthog_json_round_trip_with_cuped_fields_and_the_old_name() -> None:
 def test_results_carry_the_cuped_adjustment_and_the_whole_test() -> None:
     base = ExperimentStats("control", 2801, 280, 560, covariate_sum=195, covariate_sum_squares=390,
                            covariate_sum_product=-18)  # fmt: skip
-    test = ExperimentStats("test", 2800, 205, 510, covariate_sum=110, covariate_sum_squares=380, covariate_sum_product=-8)
+    test = ExperimentStats("test", 2800, 205, 510, covariate_sum=110, covariate_sum_squares=380,
+                           covariate_sum_product=-8)  # fmt: skip
     b, [r] = experiment_results("mean", base, [test], cuped=True)
     assert r.cuped is not None and r.cuped.control_unadjusted_mean == pytest.approx(280 / 2801)
     assert r.test is not None and r.test.chance_to_win == r.chance_to_win
