@@ -1,5 +1,5 @@
 """CUPED as PostHog's stats library does it: PostHog's ``products/experiments/stats/tests/test_cuped.py`` reproduced
-(29 cases: same seeded data, PostHog's expected numbers), then ``experiment_results`` with CUPED against an
+(28 cases: same seeded data, PostHog's expected numbers), then ``experiment_results`` with CUPED against an
 independent numpy restatement on unit-level data, funnels, three arms, and an A/A simulation."""
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def _freq(t, c, *, relative=True, sequential=False, tuning=5000.0, alpha=0.05): 
                             sequential=sequential, tuning=tuning)  # fmt: skip
 
 
-# --- test_frequentist.py (14 cases) ---------------------------------------------------------------------------------
+# --- test_frequentist.py (15 cases) ---------------------------------------------------------------------------------
 
 RATIO_T = RatioStatistic(2034, SampleMeanStatistic(2034, 99673.9364269569, 11298745.182728939),
                          SampleMeanStatistic(2034, 947, 947), 99673.9364269569)  # fmt: skip

@@ -182,3 +182,18 @@ def test_student_t_posterior_matches_scipy() -> None:
         assert post.pdf(x)[i] == pytest.approx(t.pdf(x[0]), rel=1e-10)
         partial = [t.expect(lambda v, c=c: max(v - c, 0.0)) for c in x[0]]
         assert post.upper_partial(x)[i] == pytest.approx(partial, rel=1e-6, abs=1e-10)
+
+
+@pytest.mark.parametrize(("arms", "target"), [(((0, 2000), (3, 1997)), 1), (((200, 1800), (230, 1770)), 0),
+                                              (((1, 900), (0, 1500)), 0), (((500, 1500), (520, 1480)), 1)])  # fmt: skip
+def test_betabinomial_loss_equals_the_double_sum_on_whole_supports(arms, target) -> None:  # type: ignore[no-untyped-def]
+    # Two arms: E[(R_o − R_t)⁺] = Σ_k Σ_m p_t(k)·p_o(m)·max(0, m/n_o − k/n_t) over the whole supports; hoglab sums
+    # each law over mean ± 12 sd only (or its whole support when skewed).
+    (s_t, f_t), (s_o, f_o) = arms[target], arms[1 - target]
+    n_t, n_o = s_t + f_t, s_o + f_o
+    p_t = stats.betabinom.pmf(np.arange(n_t + 1), n_t, 1 + s_t, 1 + f_t)
+    p_o = stats.betabinom.pmf(np.arange(n_o + 1), n_o, 1 + s_o, 1 + f_o)
+    gap = np.maximum(0.0, np.arange(n_o + 1)[None, :] / n_o - np.arange(n_t + 1)[:, None] / n_t)
+    exact = float(p_t @ gap @ p_o)
+    s, f = np.array([a[0] for a in arms], float), np.array([a[1] for a in arms], float)
+    assert betabinomial_loss_against_best(s, f, target) == pytest.approx(exact, rel=1e-9, abs=1e-15)

@@ -17,11 +17,16 @@ from the Beta-Binomial posterior predictive, K/n with K ~ BetaBinomial(n, 1 + su
 than the Beta posterior of the rate itself. Those are discrete laws on k/n, so :func:`betabinomial_loss_against_best`
 sums them exactly: with M the largest of the other arms' rates, F_M(u) = Π_j P(K_j/n_j ≤ u) is a step function
 whose steps sit at the fractions k/n_j, and E[(M − x)⁺] = ∫_x^1 (1 − F_M(u)) du is a finite sum over those steps.
+Each law is summed over mean ± 12 standard deviations (the whole support when its edges still carry mass): the
+mass left out is below 1e-30.
 (Two fractions k/n and k'/n' that are equal as reals give the same double, and different ones differ by at least
 1/(n·n'), far above the rounding, so the steps are located exactly.)
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -62,9 +67,30 @@ def loss_against_best(posterior: Posterior, target: int, *, log_scale: bool = Fa
     return max(0.0, float(np.sum((integrand[1:] + integrand[:-1]) * (h / 2.0))))
 
 
-def _betabinomial_pmf(n: int, alpha: float, beta: float) -> FloatArray:
-    pmf = stats.betabinom.pmf(np.arange(n + 1), n, alpha, beta)
-    return np.asarray(pmf / pmf.sum(), dtype=np.float64)  # renormalised: the sum is 1 up to rounding
+@dataclass(frozen=True)
+class _Predictive:
+    """A Beta-Binomial law on k/n over the part of its support that carries mass (k = first, ..., last)."""
+
+    n: int
+    first: int
+    pmf: FloatArray
+
+    @property
+    def rates(self) -> FloatArray:
+        return np.arange(self.first, self.first + self.pmf.size) / self.n
+
+
+def _predictive(n: int, alpha: float, beta: float) -> _Predictive:
+    # Outside mean ± 12 sd the mass is below 1e-30 for these unimodal laws unless they are very skewed (tiny α or
+    # β), which the edge check below catches by falling back to the whole support.
+    mean = n * alpha / (alpha + beta)
+    sd = math.sqrt(n * alpha * beta * (alpha + beta + n) / ((alpha + beta) ** 2 * (alpha + beta + 1)))
+    first, last = max(0, math.floor(mean - 12 * sd)), min(n, math.ceil(mean + 12 * sd))
+    pmf = stats.betabinom.pmf(np.arange(first, last + 1), n, alpha, beta)
+    peak = pmf.max()
+    if (first > 0 and pmf[0] > 1e-16 * peak) or (last < n and pmf[-1] > 1e-16 * peak):
+        first, pmf = 0, stats.betabinom.pmf(np.arange(n + 1), n, alpha, beta)
+    return _Predictive(n, first, np.asarray(pmf / pmf.sum(), dtype=np.float64))
 
 
 def betabinomial_loss_against_best(successes: FloatArray, failures: FloatArray, target: int) -> float:
@@ -88,21 +114,25 @@ def betabinomial_loss_against_best(successes: FloatArray, failures: FloatArray, 
         raise StatsInputError("every arm needs at least one unit for the Beta-Binomial loss")
     alpha = [float(int(1 + a)) for a in s]
     beta = [float(int(1 + b)) for b in f]
-    others = [j for j in range(k) if j != target]
-    # The steps of F_M: every rate some other arm can take, and the end of the range.
-    steps = np.unique(np.concatenate([np.arange(n[j] + 1) / n[j] for j in others]))
+    laws = [_predictive(n[j], alpha[j], beta[j]) for j in range(k)]
+    others = [laws[j] for j in range(k) if j != target]
+    # The steps of F_M: every rate some other arm can take (with mass), and the end of the range.
+    steps = np.unique(np.concatenate([law.rates for law in others] + [np.array([1.0])]))
     cdf_max = np.ones_like(steps)
-    for j in others:
-        cdf_j = np.minimum(np.cumsum(_betabinomial_pmf(n[j], alpha[j], beta[j])), 1.0)
-        index = np.searchsorted(np.arange(n[j] + 1) / n[j], steps, side="right") - 1
-        cdf_max *= cdf_j[index]
+    for law in others:
+        cdf = np.concatenate(([0.0], np.minimum(np.cumsum(law.pmf), 1.0)))
+        cdf_max *= cdf[np.searchsorted(law.rates, steps, side="right")]
     beyond = 1.0 - cdf_max  # P(M > u) on [steps[i], steps[i + 1])
     widths = np.diff(steps)
     # tail[i] = ∫_{steps[i]}^{1} P(M > u) du
     tail = np.concatenate((np.cumsum((beyond[:-1] * widths)[::-1])[::-1], [0.0]))
-    x = np.arange(n[target] + 1) / n[target]
+    x = laws[target].rates
     i = np.searchsorted(steps, x, side="right") - 1
+    # Below the first step, M exceeds u surely: G(x) = (steps[0] − x) + tail[0].
+    below = i < 0
+    i = np.maximum(i, 0)
     nxt = np.minimum(i + 1, steps.size - 1)
     gain = np.where(i + 1 < steps.size, beyond[i] * (steps[nxt] - x) + tail[nxt], 0.0)
-    pmf = _betabinomial_pmf(n[target], alpha[target], beta[target])
+    gain = np.where(below, steps[0] - x + tail[0], gain)
+    pmf = laws[target].pmf
     return max(0.0, float(np.dot(pmf, gain)))
