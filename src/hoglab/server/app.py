@@ -23,8 +23,8 @@ from hoglab import __version__
 from hoglab.schema import ErrorBody
 
 from .config import ServerConfig
-from .experiments import experiment_results
 from .experiments.event_samples import sample_event_properties
+from .experiments.legacy import experiment_results
 from .flags.cohorts import calculate_quietly
 from .http import load_routers
 from .http.bodies import REQUEST_MODELS
