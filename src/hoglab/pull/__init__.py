@@ -2,7 +2,7 @@
 incremental pulls.
 
 It reads the remote through the same API a notebook uses (:class:`hoglab.Client`: retries, 429 and
-``Retry-After``) and writes into a local hoglab data dir (``hoglab.server.pull.Mirror``):
+``Retry-After``) and writes into a local hoglab data dir (``hoglab.server.mirror.Mirror``):
 
 * events by keyset pages on ``(timestamp, uuid)`` under the 10,000-row cap (PostHog refuses OFFSET for personal
   keys), each page stored before the watermark moves past it;
@@ -16,7 +16,7 @@ Exports (PostHog's batch exports, Parquet or JSONL files under a folder) go thro
 ``pull(..., from_export="exports/")`` reads each file once and then tops up through the API.
 
 ``run.py`` is one pull end to end, ``remote.py`` reads the remote and copies it, ``export.py`` reads export
-files, ``report.py`` says what a pull will do and did. The writing side is the service's (``hoglab.server.pull``),
+files, ``report.py`` says what a pull will do and did. The writing side is the service's (``hoglab.server.mirror``),
 imported only when a pull runs; ``hoglab pull`` on the command line is :mod:`hoglab.cli.pull`.
 
 >>> report = pull("https://eu.posthog.com", 12345, data_dir="mirror/")  # doctest: +SKIP

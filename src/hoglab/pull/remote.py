@@ -21,7 +21,7 @@ from ..errors import InvalidArgument
 from .report import PullPlan, PullReport
 
 if TYPE_CHECKING:
-    from ..server.pull import Mirror
+    from ..server.mirror import Mirror
 
 __all__ = ["PAGE_ROWS", "Pacer", "Remote", "mirror_events", "mirror_objects", "mirror_persons", "seconds_per_query"]
 
@@ -103,7 +103,7 @@ class Remote:
             yield page
             if len(page) < PAGE_ROWS:
                 return
-            from ..server.pull import parse_moment
+            from ..server.mirror import parse_moment
 
             after, after_uuid = parse_moment(page[-1]["timestamp"]), str(page[-1]["uuid"])
 
@@ -139,7 +139,7 @@ def mirror_events(remote: Remote, mirror: Mirror, report: PullReport, since: dat
         for page in remote.event_pages(since, after, after_uuid):
             copied = mirror.write_events(page)
             last = page[-1]
-            from ..server.pull import parse_moment
+            from ..server.mirror import parse_moment
 
             mirror.advance(parse_moment(last["timestamp"]), str(last["uuid"]), copied)
             report.events_fetched += len(page)

@@ -96,7 +96,7 @@ def pull(
     window = _duration(lookback, "lookback")
     start = datetime(1970, 1, 1, tzinfo=UTC)
     if since is not None:
-        from ..server.pull import parse_moment
+        from ..server.mirror import parse_moment
 
         try:
             start = parse_moment(since)
@@ -108,7 +108,7 @@ def pull(
     began = time.monotonic()
     store, engine, close = _local(service, data_dir)
     try:
-        from ..server.pull import Mirror
+        from ..server.mirror import Mirror
 
         if client is None and host is not None:
             client = Client(host, secret, project, progress=False)
