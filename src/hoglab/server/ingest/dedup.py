@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["drop_duplicates", "lookup_days"]
 
-# One lookup per group commit; a group is capped (``Ingestor.max_group_events``), and so is the IN list here.
+# One lookup per group commit; a group is capped (``Ingestor.slice_events``), and so is the IN list here.
 _LOOKUP_CHUNK = 2000
 _MAX_LOOKUP_SQL = 64 * 1024 * 1024
 
