@@ -33,14 +33,21 @@ if TYPE_CHECKING:
 
 __all__ = ["drop_duplicates", "lookup_days"]
 
-# One lookup per group commit; a group is capped (``Ingestor.slice_events``), and so is the IN list here.
-_LOOKUP_CHUNK = 2000
+# One lookup per group commit: a group is cut to ``Ingestor.slice_events`` (5,000) events of a big request. Each
+# lookup reads every uuid of the days and event names it names, however few it asks about, so one big IN list
+# costs less than several small ones (10,000 uuids: ~400 KB of SQL).
+_LOOKUP_CHUNK = 10_000
 _MAX_LOOKUP_SQL = 64 * 1024 * 1024
+# Event names are the sender's (up to 200 characters each, thousands of them in a group): the statement may outgrow
+# ClickHouse's default max_query_size (256 KiB) and its 50,000-element syntax tree, which a capture must never
+# fail on. The lookup is the service's own statement, so its size is bounded by the group, not by a user.
+_LOOKUP_SETTINGS = {"max_query_size": _MAX_LOOKUP_SQL, "max_ast_elements": 10_000_000,
+                    "max_expanded_ast_elements": 10_000_000}  # fmt: skip
 
 
-def lookup_days(timestamp: datetime) -> tuple[date, date, date]:
-    """The days a stored copy of an event at ``timestamp`` may sit in."""
-    day = timestamp.date()
+def lookup_days(timestamp: datetime | date) -> tuple[date, date, date]:
+    """The days a stored copy of an event at ``timestamp`` (or on that day) may sit in."""
+    day = timestamp.date() if isinstance(timestamp, datetime) else timestamp
     return day - timedelta(days=1), day, day + timedelta(days=1)
 
 
@@ -48,16 +55,16 @@ def _stored_uuids(engine: Engine, team_id: int, events: Sequence[CapturedEvent])
     found: set[str] = set()
     for start in range(0, len(events), _LOOKUP_CHUNK):
         chunk = events[start : start + _LOOKUP_CHUNK]
-        keys = {(day, e.event) for e in chunk for day in lookup_days(e.timestamp)}
+        # The distinct (day, name) pairs first: a big group has few of them, and three days for each.
+        pairs = {(e.timestamp.date(), e.event) for e in chunk}
+        keys = {(day, name) for first, name in pairs for day in lookup_days(first)}
         key_list = ",".join(f"(toDate('{day.isoformat()}'),{quote_string(name)})" for day, name in sorted(keys))
         uuid_list = ",".join(f"'{e.uuid}'" for e in chunk)  # canonical UUIDs (events.py), nothing to escape
         sql = (
             f"SELECT DISTINCT toString(uuid) AS uuid FROM hoglab.events WHERE team_id = {int(team_id)} "
             f"AND (toDate(timestamp), event) IN ({key_list}) AND uuid IN ({uuid_list})"
         )
-        # Event names are the sender's (up to 200 characters each): the statement may outgrow ClickHouse's default
-        # max_query_size (256 KiB), which a capture must never fail on.
-        table = engine.execute(sql, settings={"max_query_size": _MAX_LOOKUP_SQL})
+        table = engine.execute(sql, settings=_LOOKUP_SETTINGS)
         found.update(str(value) for value in table.column("uuid").to_pylist())
     return found
 
