@@ -93,7 +93,7 @@ def clip(value: Any) -> Any:
     at most 200 characters (a warning never carries a big or unwritable value).
 
     >>> clip("x" * 500) == "x" * 200, clip(1.5), clip({"a": [1]}), clip(2**70), clip(float("nan"))
-    (True, 1.5, '{"a":[1]}', '1180591620717411303424', 'nan')
+    (True, 1.5, '{"a":[1]}', '1180591620717411303424', 'null')
     """
     if value is None or isinstance(value, bool):
         return value
