@@ -82,9 +82,9 @@ def _probe(http: httpx.Client, token: str, n: int) -> float:
 
 def _big_body(token: str, size: int, seed: int) -> bytes:
     # As posthog-python sends them: each with its uuid (looked up by the writer's dedup) and a $set.
-    events = [{"event": "$pageview" if i % 3 else "signup", "distinct_id": f"a-{(seed * 7919 + i) % 20000}",
+    events = [{"event": "view" if i % 3 else "signup", "distinct_id": f"a{(seed * 7919 + i) % 20000}",
                "uuid": str(uuid.uuid4()),
-               "properties": {"$current_url": f"/p/{i % 50}", "$set": {"plan": "pro" if i % 2 else "free"}}}
+               "properties": {"$set": {"plan": "pro" if i % 2 else "free"}}}
               for i in range(size)]  # fmt: skip
     return gzip.compress(orjson.dumps({"api_key": token, "batch": events}), compresslevel=1)
 
