@@ -104,8 +104,8 @@ def test_a_resent_batch_is_counted_once(make_project: Callable[..., TestProject]
 
 
 def _rows(project: TestProject, sql: str) -> list[list[Any]]:
-    answer = project.http.post(f"/api/projects/{project.id}/query/",
-                               json={"query": {"kind": "HogQLQuery", "query": sql}, "refresh": "force_blocking"})  # fmt: skip
+    body = {"query": {"kind": "HogQLQuery", "query": sql}, "refresh": "force_blocking"}
+    answer = project.http.post(f"/api/projects/{project.id}/query/", json=body)
     assert answer.status_code == 200, answer.text
     rows: list[list[Any]] = answer.json()["results"]
     return rows

@@ -159,7 +159,9 @@ def test_a_mixed_batch_keeps_its_good_events(
     assert details["field"] == field if "field" in details else warning == "event_timestamp_in_future"
 
 
-def test_a_batch_of_only_bad_events_is_answered_and_warned_about(client: _Client, engine: ChdbEngine, team: int) -> None:
+def test_a_batch_of_only_bad_events_is_answered_and_warned_about(
+    client: _Client, engine: ChdbEngine, team: int
+) -> None:
     answer = client.post("/batch/", json={"api_key": TOKEN, "batch": [{"event": "x"}, "junk"]})
     assert answer.status_code == 200 and answer.json()["kept"] == 0 and answer.json()["dropped"] == 2
     assert _count(engine, team) == 0

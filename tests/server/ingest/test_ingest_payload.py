@@ -12,7 +12,14 @@ from urllib.parse import urlencode
 
 import pytest
 
-from hoglab.server.ingest import EventDropped, IngestError, decode_payload, normalize_batch, normalize_event, triage_batch
+from hoglab.server.ingest import (
+    EventDropped,
+    IngestError,
+    decode_payload,
+    normalize_batch,
+    normalize_event,
+    triage_batch,
+)
 from hoglab.server.ingest.payload import MAX_BODY_BYTES
 from hoglab.server.ingest.warnings import clip
 
@@ -173,8 +180,10 @@ def test_a_time_in_the_future_and_a_bad_sent_at_are_warned_about() -> None:
     assert ahead.timestamp == NOW
     (warning,) = ahead.warnings
     assert warning.type == "event_timestamp_in_future"
-    assert warning.details == {"timestamp": "2026-05-03T00:00:00Z", "sentAt": "", "offset": "", "now": NOW.isoformat(),
-                               "result": "2026-05-03T00:00:00+00:00", "eventUuid": ahead.uuid, "eventName": "later"}  # fmt: skip
+    assert warning.details == {
+        "timestamp": "2026-05-03T00:00:00Z", "sentAt": "", "offset": "", "now": NOW.isoformat(),
+        "result": "2026-05-03T00:00:00+00:00", "eventUuid": ahead.uuid, "eventName": "later",
+    }  # fmt: skip
     # An unparseable sent_at is ignored (no skew correction): the event keeps its own time.
     skew = normalize_event({**EVENT, "timestamp": "2026-05-01T10:00:00Z"}, sent_at="soon", now=NOW)
     assert skew.timestamp == datetime(2026, 5, 1, 10, tzinfo=UTC)
@@ -191,9 +200,10 @@ def test_triage_counts_repaired_events_and_lists_the_first_problems() -> None:
     triage = triage_batch(raws, now=NOW, attr_prefix="")
     assert len(triage.events) == 2 and triage.repaired == 1 and len(triage.dropped) == 30
     assert len(triage.problems) == 20
-    assert triage.problems[0] == {"index": 1, "result": "warning", "type": "ignored_invalid_timestamp",
-                                  "attr": "1__timestamp",
-                                  "detail": '"timestamp" is not an ISO 8601 date-time: stored at the capture time.'}  # fmt: skip
+    assert triage.problems[0] == {
+        "index": 1, "result": "warning", "type": "ignored_invalid_timestamp", "attr": "1__timestamp",
+        "detail": '"timestamp" is not an ISO 8601 date-time: stored at the capture time.',
+    }  # fmt: skip
     assert triage.problems[1]["attr"] == "2__distinct_id"
 
 

@@ -203,7 +203,8 @@ def test_warnings_are_written_with_their_events(engine: ChdbEngine, team: int) -
     try:
         dropped = [IngestionWarning("missing_distinct_id", {"index": 0}), IngestionWarning("invalid_event", {})]
         assert ingestor.submit(team, [], dropped).result(30) == 0
-        repaired = normalize_batch([{"event": "e", "distinct_id": "d", "timestamp": "later", "uuid": str(uuid.uuid4())}])
+        late = {"event": "e", "distinct_id": "d", "timestamp": "later", "uuid": str(uuid.uuid4())}
+        repaired = normalize_batch([late])
         assert ingestor.submit(team, repaired).result(30) == 1
         assert ingestor.submit(team, repaired).result(30) == 0  # the retry
     finally:

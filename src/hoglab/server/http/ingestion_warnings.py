@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Query
 
-from ..ingest.warnings import read_summaries
+from ..query.ingestion_warnings import read_summaries
 from ..state import ServiceState, get_state
 from .auth import AuthContext, require_scope
 from .routing import SlashRouter
