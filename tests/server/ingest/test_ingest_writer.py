@@ -229,3 +229,23 @@ def test_a_failed_slice_fails_its_request_and_drops_the_rest(engine: ChdbEngine,
     finally:
         ingestor.close()
     assert _count(engine, team) == 100 + 5  # the first slice stays: a retry with the same uuids adds the rest
+
+
+def test_a_resend_queued_behind_its_big_original_is_stored_once(engine: ChdbEngine, team: int) -> None:
+    """An SDK resends a 1,050-event batch (plus ten new events) while the original is still being written in
+    100-event slices: the resend's first slice shares a group with the original's last, and every later slice
+    relies on what the writer remembers instead of a lookup of its own. Only the ten new events are added."""
+    ingestor = Ingestor(engine, window=0.2, slice_events=100)
+    try:
+        now = datetime.now(UTC)
+        raw = [{"event": "e", "distinct_id": f"r{i % 40}", "uuid": str(uuid.uuid4())} for i in range(1050)]
+        new = [{"event": "e", "distinct_id": "n", "uuid": str(uuid.uuid4())} for _ in range(10)]
+        resend = [*raw[:500], *new, *raw[500:]]
+        first = ingestor.submit(team, normalize_batch(raw, now=now))
+        again = ingestor.submit(team, normalize_batch(resend, now=now))  # queued within the first group's window
+        assert (first.result(120), again.result(120)) == (1050, 10)
+    finally:
+        ingestor.close()
+    table = engine.execute(f"SELECT toString(uuid) AS u, count() AS n FROM events WHERE team_id = {team} GROUP BY u")
+    counts = {r["u"]: r["n"] for r in table.to_pylist()}
+    assert set(counts) == {e["uuid"] for e in resend} and set(counts.values()) == {1}

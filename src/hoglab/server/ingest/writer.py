@@ -34,12 +34,12 @@ import weakref
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ..engine.base import Engine
-from .dedup import drop_duplicates
+from .dedup import LOOKUP_SPAN, stored_uuids
 from .events import CapturedEvent, normalize_batch
 from .person_store import PersonStore
 from .persons import PersonRows, PersonState, next_version, valid_other_id
@@ -62,6 +62,10 @@ class _Job:
     taken: int = 0  # events handed to groups so far
     stored: int = 0  # events written (duplicates are not)
     failed: bool = False
+    # Dedup (dedup.py): events[:checked] were looked up; known holds the uuids found stored then, and every uuid
+    # written for the project since (this request's earlier slices included), so a slice needs no lookup of its own.
+    checked: int = 0
+    known: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -222,12 +226,52 @@ class Ingestor:
                     if piece.last and not piece.job.failed:
                         piece.job.future.set_result(piece.job.stored)
 
+    def _look_up(self, group: list[_Piece]) -> None:
+        """Find which of the group's events are already stored: one lookup per project for what its requests have
+        not looked up yet (a big request's next LOOKUP_SPAN events at once)."""
+        wanted: dict[int, list[CapturedEvent]] = {}
+        asking: dict[int, list[_Job]] = {}
+        for piece in group:
+            job = piece.job
+            if job.checked < piece.end:
+                end = min(len(job.events), max(piece.end, job.checked + LOOKUP_SPAN))
+                wanted.setdefault(job.team_id, []).extend(job.events[job.checked : end])
+                asking.setdefault(job.team_id, []).append(job)
+                job.checked = end
+        for team, events in wanted.items():
+            found = stored_uuids(self.engine, team, events)
+            for job in asking[team]:
+                job.known |= found
+
+    def _fresh(self, group: list[_Piece]) -> tuple[list[list[CapturedEvent]], dict[int, set[str]]]:
+        """Each piece's events without those stored before or earlier in the group; and what that writes."""
+        self._look_up(group)
+        seen: dict[int, set[str]] = {}
+        fresh: list[list[CapturedEvent]] = []
+        for piece in group:
+            known, written = piece.job.known, seen.setdefault(piece.job.team_id, set())
+            kept = []
+            for e in piece.events:
+                if e.uuid not in known and e.uuid not in written:
+                    written.add(e.uuid)
+                    kept.append(e)
+            fresh.append(kept)
+        return fresh, seen
+
+    def _remember(self, written: dict[int, set[str]]) -> None:
+        """What a commit wrote is a duplicate for every waiting request of the project that looked up before it."""
+        with self._wake:
+            for team, uuids in written.items():
+                for job in self._queues.get(team, ()):
+                    if job.checked:
+                        job.known |= uuids
+
     def _commit(self, group: list[_Piece]) -> list[int]:
         rows: list[tuple[Any, ...]] = []
         warned: list[tuple[int, str, str, str, datetime]] = []
         changes = PersonRows()
         # Before persons: a resent event must not re-apply its $set either.
-        fresh = drop_duplicates(self.engine, [(piece.job.team_id, piece.events) for piece in group])
+        fresh, written = self._fresh(group)
         with self.persons.lock:
             # Each project's persons for the ids these events name (the events' own, and the other id of a merge).
             named: dict[int, set[str]] = {}
@@ -263,5 +307,6 @@ class Ingestor:
             self.engine.insert_arrow("events", events_table(rows))
         if warned:
             self.engine.insert_arrow("ingestion_warnings", warnings_table(warned))
+        self._remember(written)
         self.commits += 1
         return [len(events) for events in fresh]
