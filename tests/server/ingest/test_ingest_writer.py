@@ -10,8 +10,10 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import posthog
 import pyarrow as pa
 import pytest
+from posthog import request as posthog_request
 from test_ingest_persons import _check, _scenario
 
 from hoglab.server.engine import EngineError
@@ -39,9 +41,6 @@ class _Recorder:
 
 
 def test_posthog_python_request_body_is_stored(engine: ChdbEngine, team: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    posthog = pytest.importorskip("posthog")
-    from posthog import request as posthog_request
-
     recorder = _Recorder()
     monkeypatch.setattr(posthog_request, "_session", recorder)
     sdk = posthog.Posthog("phc_sdk", host="http://hoglab.test", sync_mode=True, gzip=True)

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS
 
-from ...engine.materialized import registry_version
+from ...engine.catalog import ENGINE_CATALOG
 from ...hogql import CompiledQuery, compile_hogql
+from ...hogql.catalog import Catalog
 from ...hogql.textguard import text_guards_enabled
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ class RunContext:
 
     ``now`` is taken once per request so every sub-query of it resolves relative dates (``-7d``) the same way.
     ``tag`` goes on every engine query of the request (``log_comment``), so cancelling the request kills them all.
+    ``catalog`` is what the compiler is told of the engine (its materialized properties): the engine's.
     """
 
     project: ProjectRecord
@@ -128,6 +130,7 @@ class RunContext:
     person_overrides: bool = False
     max_rows: int = MAX_SELECT_RETURNED_ROWS
     timings: Timings = field(default_factory=Timings)
+    catalog: Catalog = ENGINE_CATALOG
 
     @property
     def team_id(self) -> int:
@@ -160,7 +163,7 @@ class RunContext:
             numeric = sorted((table, sorted(keys)) for table, keys in (numeric_properties or {}).items())
             inputs = (repr(values), repr(filters), repr(numeric), repr(query_log))
             key = (self.team_id, self.timezone, self.person_overrides, hogql, inputs, default_limit, max_limit,
-                   registry_version(),  # a newly materialized property compiles to its column
+                   self.catalog.version(),  # a newly materialized property compiles to its column
                    text_guards_enabled())  # fmt: skip
             compiled = COMPILED.get(key)
             if compiled is None:
@@ -175,6 +178,7 @@ class RunContext:
                     filters=filters,
                     numeric_properties=numeric_properties,
                     query_log=query_log,
+                    catalog=self.catalog,
                 )
                 COMPILED.put(key, compiled)
             return compiled
