@@ -103,9 +103,12 @@ class _Session:
             self.broken = True
             raise
 
-    def stream(self, sql: str, fmt: str, settings: Mapping[str, Any], consume: Callable[[bytes], None]) -> None:
-        """Run ``sql`` and hand each block's output to ``consume`` as the engine writes it; if ``consume`` raises,
-        the statement is cancelled (and the session dropped) before the error goes on."""
+    def stream(
+        self, sql: str, fmt: str, settings: Mapping[str, Any], counter: ResultBytes, consume: Callable[[bytes], None]
+    ) -> None:
+        """Run ``sql`` and hand each block's output to ``consume`` as the engine writes it, each counted on
+        ``counter`` before it is copied out of the engine; if either raises, the statement is cancelled (and the
+        session dropped) before the error goes on."""
         self._apply(settings)
         # chDB's own connection object: the Python wrapper's StreamingResult ends a stream at the first output
         # without rows, so an empty answer would lose its head (column names and types).
@@ -116,19 +119,22 @@ class _Session:
             if _NOT_STREAMABLE not in str(exc):
                 raise
             # DESCRIBE, EXPLAIN, SHOW and writes cannot stream (nothing ran yet): their answer in one piece.
-            consume(self.run(sql, fmt, settings))
+            whole = self.run(sql, fmt, settings)
+            counter.add(len(whole))
+            consume(whole)
             return
         result = chunk = None
         try:
             while True:
                 result = conn.streaming_fetch_result(handle)
-                if result is None:
+                size = result.size() if result is not None else 0
+                if not size:
                     break
+                counter.add(size)  # before the copy: a refused block is never copied into Python
                 chunk = result.bytes()
-                if not chunk:
-                    break
+                result = None
                 consume(chunk)
-                result = chunk = None  # one block's output held at a time
+                chunk = None  # one block's output held at a time
         except BaseException as exc:
             self.broken = True  # as in run: whatever the statement left in the connection stays with it
             with suppress(Exception):
@@ -328,11 +334,13 @@ class ChdbEngine:
         """The settings that put a project's queries in its own share of the engine's memory (its workload)."""
         return {"workload": self._live().workload(int(project_id))}
 
-    def _stream(self, sql: str, fmt: str, settings: Mapping[str, Any], consume: Callable[[bytes], None]) -> None:
+    def _stream(
+        self, sql: str, fmt: str, settings: Mapping[str, Any], counter: ResultBytes, consume: Callable[[bytes], None]
+    ) -> None:
         core = self._live()
         with core.reads.session() as session:
             try:
-                session.stream(sql, fmt, settings, consume)
+                session.stream(sql, fmt, settings, counter, consume)
             except RuntimeError as exc:  # chdb.ChdbError is a RuntimeError
                 raise error_from_message(str(exc)) from None
 
@@ -361,12 +369,13 @@ class ChdbEngine:
         tables: list[pa.Table] = []
 
         def consume(chunk: bytes) -> None:
-            table = pa.ipc.open_stream(chunk).read_all()  # decompressed: what the answer holds
-            counter.add(table.nbytes)
+            table = pa.ipc.open_stream(chunk).read_all()
+            if table.nbytes > len(chunk):  # decompressed (the engine compresses Arrow): count what it holds
+                counter.add(table.nbytes - len(chunk))
             tables.append(table)
 
         try:
-            self._stream(sql, "ArrowStream", wanted, consume)
+            self._stream(sql, "ArrowStream", wanted, counter, consume)
         except BaseException:
             tables.clear()  # a refused answer's memory must not live on in the traceback
             raise
@@ -381,12 +390,8 @@ class ChdbEngine:
         counter = ResultBytes(wanted)
         chunks = JsonCompactChunks()
 
-        def consume(chunk: bytes) -> None:
-            counter.add(len(chunk))
-            chunks.add(chunk)
-
         try:
-            self._stream(sql, "JSONCompact", wanted, consume)
+            self._stream(sql, "JSONCompact", wanted, counter, chunks.add)
         except BaseException:
             chunks.clear()  # a refused answer's memory must not live on in the traceback
             raise
