@@ -16,46 +16,25 @@ True
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import orjson
-
 from hoglab.errors import HoglabError
 from hoglab.schema import parse_relative_date
 
 from ..filters.dates import moment_before
+from .patterns import search, text_of
 
 __all__ = ["UnsupportedFilter", "match_property", "text_of"]
 
-# ReDoS guard: PostHog bounds regex backtracking; Python's re cannot, so refuse very long patterns/values instead.
-_MAX_REGEX_LENGTH = 1_000
-_MAX_REGEX_SUBJECT = 10_000
 # PostHog's flags service reads only these units of a relative date, and moves back without truncating.
 _FLAG_DATE_UNITS = frozenset("hdwmy")
 
 
 class UnsupportedFilter(HoglabError):
     """The filter cannot be decided here (an operator PostHog reserves for cohorts or flag dependencies)."""
-
-
-def text_of(value: Any) -> str:
-    """A property value as PostHog's flags service renders it for text comparisons (JSON text for non-strings).
-
-    >>> text_of("a"), text_of(True), text_of(3), text_of(2.5), text_of({"a": 1})
-    ('a', 'true', '3', '2.5', '{"a":1}')
-    """
-    if isinstance(value, str):
-        return value
-    if isinstance(value, float) and value.is_integer() and math.isfinite(value):
-        return f"{value:.1f}"
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return str(value)
 
 
 def _number(value: Any) -> float | None:
@@ -98,17 +77,6 @@ def _exact(expected: Any, actual: Any) -> bool:
     if isinstance(expected, list):
         return any(text_of(v).lower() == target for v in expected)
     return text_of(expected).lower() == target
-
-
-def _regex(pattern: Any, actual: Any) -> bool | None:
-    text = text_of(pattern)
-    subject = text_of(actual)
-    if len(text) > _MAX_REGEX_LENGTH or len(subject) > _MAX_REGEX_SUBJECT:
-        return None
-    try:
-        return re.search(text, subject) is not None
-    except (re.error, RecursionError):
-        return None
 
 
 def _zone(timezone: str) -> ZoneInfo:
@@ -170,7 +138,7 @@ def match_property(flt: Mapping[str, Any], properties: Mapping[str, Any], *, tim
     """Whether ``properties`` (the person's, request overrides applied) satisfy one filter.
 
     ``UnsupportedFilter`` for operators that belong to cohort or flag-dependency matching. A filter whose value
-    can't be compared (a non-numeric ``gt``, a broken regex) does not match, as in PostHog.
+    can't be compared (a non-numeric ``gt``, a pattern RE2 cannot compile) does not match, as in PostHog.
     """
     key = flt.get("key")
     operator = flt.get("operator") or "exact"
@@ -193,7 +161,7 @@ def match_property(flt: Mapping[str, Any], properties: Mapping[str, Any], *, tim
     if operator in ("icontains", "not_icontains"):
         return (text_of(expected).lower() in text_of(actual).lower()) != (operator == "not_icontains")
     if operator in ("regex", "not_regex"):
-        found = _regex(expected, actual)
+        found = search(expected, actual)  # RE2: linear in the value, whatever the pattern (flags/patterns.py)
         return False if found is None else found != (operator == "not_regex")
     if operator in ("gt", "gte", "lt", "lte"):
         left, right = _number(actual), _number(expected)

@@ -24,6 +24,7 @@ from pydantic import Field, field_validator
 from hoglab.schema._base import RequestModel
 
 from ..errors import NotFound, PermissionDenied, ValidationFailed
+from ..experiments.rules import to_utc
 from ..state import ServiceState, get_state
 from ..store import KeyRecord, validate_scopes
 from ..store.db import utcnow
@@ -50,9 +51,18 @@ class KeyCreate(RequestModel):
     def _known(cls, value: list[str]) -> list[str]:
         return list(validate_scopes(value))
 
+    @field_validator("expires_at", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        # ISO text only, as PostHog (Django REST framework) reads it: a number is not taken for a Unix time.
+        if value is not None and not isinstance(value, str | datetime):
+            raise ValueError("Datetime has wrong format. Use ISO 8601: YYYY-MM-DDThh:mm[:ss[.ffffff]][Z|+HH:MM].")
+        return value
+
     @field_validator("expires_at")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
+        # A naive time is UTC, as PostHog (Django's TIME_ZONE) reads one.
         return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
@@ -93,7 +103,10 @@ def list_keys(key: Manager, state: State) -> list[dict[str, Any]]:
 @router.post(BASE, status_code=201, summary="Create a personal API key", openapi_extra=json_body_openapi(KeyCreate))
 def create_key(request: Request, key: Manager, state: State, raw: Annotated[bytes, Depends(raw_body)]) -> Any:
     payload = validate_body(KeyCreate, parse_json_object(raw, request.headers.get("content-type")))
-    if payload.expires_at is not None and payload.expires_at <= utcnow():
+    # In UTC, as it is stored: a 400 when the shift leaves the calendar (9999-12-31T23:59:59-14:00), as PostHog's
+    # "Datetime value out of range." (Django REST framework's conversion), not an overflow later.
+    expires_at = to_utc(payload.expires_at, "expires_at")
+    if expires_at is not None and expires_at <= utcnow():
         raise ValidationFailed("expires_at must be in the future.", attr="expires_at")
     if payload.scoped_teams is not None:
         known = {p.id for p in state.store.projects.list(payload.scoped_teams)}
@@ -101,7 +114,7 @@ def create_key(request: Request, key: Manager, state: State, raw: Annotated[byte
         if missing:
             raise ValidationFailed(f"No project with id {missing[0]}.", attr="scoped_teams")
     record, value = state.store.keys.create(
-        key.user.id, payload.scopes, payload.scoped_teams, label=payload.label, expires_at=payload.expires_at
+        key.user.id, payload.scopes, payload.scoped_teams, label=payload.label, expires_at=expires_at
     )
     return key_body(record, value)
 

@@ -13,6 +13,7 @@ mirror never loses an event and never holds one twice.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,12 +25,15 @@ from hoglab.schema import ExperimentCreate
 from ..engine.base import Engine
 from ..engine.settings import quote_string
 from ..experiments.rules import create_with_flag, to_utc, usable_metric_fields
+from ..flags.patterns import invalid_patterns
 from ..ingest.person_store import PersonStore
 from ..ingest.persons import PersonRows, next_version
 from ..ingest.rows import events_table, person_tables
 from ..store import ProjectRecord, PullSource, Store
 
 __all__ = ["Mirror", "MirrorError", "parse_moment"]
+
+log = logging.getLogger("hoglab.server.pull")
 
 # Reads of the mirror's own tables are bookkeeping, not user queries: no row cap, no time limit.
 _READ = {"max_result_rows": 0, "max_execution_time": 0}
@@ -59,6 +63,14 @@ def _text(value: Any) -> str:
     if value is None:
         return "{}"
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def _disabled_patterns(what: str, filters: Mapping[str, Any]) -> None:
+    """Say which regex conditions of a copied definition never match here: RE2 cannot compile their pattern
+    (a lookaround, a backreference), so they are stored as the remote has them and evaluate as PostHog's flags
+    service evaluates a pattern it cannot compile, as not matching; the rest of the copy goes on."""
+    for problem in invalid_patterns(filters):
+        log.warning("%s: the condition %s is disabled (never matches)", what, problem)
 
 
 def _sql_moment(moment: datetime) -> str:
@@ -221,6 +233,7 @@ class Mirror:
             "active": bool(remote.get("active", True)),
             "ensure_experience_continuity": bool(remote.get("ensure_experience_continuity")),
         }
+        _disabled_patterns(f"flag {remote.get('key')!r} (remote id {remote_id})", fields["filters"])
         local_id = self.store.pulls.local_id(self.source.id, "flag", remote_id)
         local = self.store.flags.get(local_id) if local_id is not None else None
         if local is None:
@@ -237,6 +250,7 @@ class Mirror:
         remote_id = int(remote["id"])
         name, description = str(remote.get("name") or ""), str(remote.get("description") or "")
         filters = dict(remote.get("filters") or {})
+        _disabled_patterns(f"cohort {name!r} (remote id {remote_id})", filters)
         local_id = self.store.pulls.local_id(self.source.id, "cohort", remote_id)
         if local_id is not None and self.store.cohorts.get(local_id, self.project.id) is not None:
             self.store.cohorts.update(local_id, name=name, description=description, filters=filters)
