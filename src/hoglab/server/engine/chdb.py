@@ -343,6 +343,14 @@ class ChdbEngine:
                 session.stream(sql, fmt, settings, counter, consume)
             except RuntimeError as exc:  # chdb.ChdbError is a RuntimeError
                 raise error_from_message(str(exc)) from None
+            except EngineError:
+                # Refused while streaming: the cancelled statement's threads may still be finishing. Wait for them
+                # (KILL ... SYNC on its tag), so the memory it held is free before anyone purges the allocator.
+                tag = settings.get("log_comment")
+                if tag:
+                    with suppress(Exception):
+                        self.cancel(str(tag))
+                raise
 
     def _run(self, pool: str, sql: str, fmt: str, settings: Mapping[str, Any]) -> bytes:
         core = self._live()
