@@ -63,10 +63,9 @@ def compute(
 ) -> bytes:
     """Run the query through its kind's runner; the answer's members (see :func:`.answers.answer_members`).
 
-    Its statements compile under ``compile_budget``, one at a time for the project (``gate.compiling``).
-
-    Every statement runs in the project's share of the memory budget, and the answer bytes the engine produces
-    are counted on the project's share of the answer memory until the answer is written (``engine/memory.py``).
+    Its statements compile under ``compile_budget``, one at a time for the project (``gate.compiling``), and run
+    in the project's share of the memory budget; the answer bytes the engine produces are counted on the
+    project's share of the answer memory until the answer is written (``engine/memory.py``).
     """
     with LimitedEngine(engine, limits, cancelled, project_id=int(project.id)) as view:
         if person_overrides is None:
