@@ -31,10 +31,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed-app
 	$(BIN)/hoglab demo --data-dir $(DATA) --port $(PORT) --out $(OUT)
 
-## The whole test suite: lint, types, unit and integration tests, notebooks.
+## The whole test suite: lint, types, layer contracts, unit and integration tests, notebooks.
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench notebooks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache  # the layer contracts of pyproject.toml [tool.importlinter]
 	$(BIN)/pytest -n 2 --dist loadgroup tests
 	$(NO_SERVICE_ENV) $(BIN)/pytest -p no:xdist --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with notebooks/sanitize.cfg notebooks

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from hoglab.demo import generate_events
+from hoglab.server.demo import generate_events
 from hoglab.server.engine.chdb import ChdbEngine
 from hoglab.server.engine.settings import quote_string
 from hoglab.server.ingest import load_file

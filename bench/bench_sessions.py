@@ -26,7 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hoglab.demo import generate_events
+from hoglab.server.demo import generate_events
 from hoglab.server.engine.chdb import ChdbEngine
 from hoglab.server.engine.ddl import create_statements
 from hoglab.server.hogql import compile_hogql

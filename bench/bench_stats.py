@@ -19,7 +19,12 @@ from collections.abc import Callable
 import numpy as np
 
 from hoglab.stats import Count, Proportion, Ratio, SampleMean, compare_many
-from hoglab.stats.posthog import funnel_verdict, posthog_monte_carlo_funnel
+from hoglab.stats.posthog import (
+    betabinomial_loss_against_best,
+    funnel_verdict,
+    funnel_verdict_v2,
+    posthog_monte_carlo_funnel,
+)
 
 VARIANTS = 10
 UNITS = 20_000  # per variant
@@ -103,6 +108,25 @@ def timed(fn: Callable[[], object], runs: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
+def posthog_v2_funnel_monte_carlo(funnel: dict[str, tuple[int, int]], seed: int) -> tuple[list[float], float]:
+    """PostHog's v2 funnel definitions, vectorised: 10,000 Beta draws per arm for the pairwise probabilities, then
+    10,000 Beta-Binomial draws per arm for the loss of the best observed rate against the best of the others."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(seed)
+    s = np.array([v[0] for v in funnel.values()], dtype=float)
+    f = np.array([v[1] for v in funnel.values()], dtype=float)
+    draws = rng.beta(1 + s[:, None], 1 + f[:, None], size=(s.size, 10_000))
+    probabilities = [float((draws[0] >= draws[1:].max(axis=0)).mean())]
+    probabilities += [float((draws[i] > draws[0]).mean()) for i in range(1, s.size)]
+    n = (s + f).astype(int)
+    rates = np.array([sps.betabinom.rvs(n[i], 1 + s[i], 1 + f[i], size=10_000, random_state=rng) / n[i]
+                      for i in range(s.size)])  # fmt: skip
+    best = int(np.argmax(s / n))
+    loss = float(np.maximum(0.0, np.delete(rates, best, axis=0).max(axis=0) - rates[best]).mean())
+    return probabilities, loss
+
+
 def main() -> None:
     metrics = make_metrics()
     compare_many(metrics, method="bayesian")  # warm-up: imports, first-call costs
@@ -129,6 +153,15 @@ def main() -> None:
     verdict_time, _ = timed(lambda: funnel_verdict(funnel), RUNS)
     mc_verdict_time, _ = timed(lambda: posthog_monte_carlo_funnel(funnel, seed=2), MC_RUNS)
 
+    funnel_verdict_v2(funnel)
+    v2_time, v2 = timed(lambda: funnel_verdict_v2(funnel), RUNS)
+    v2_mc_time, (v2_mc, v2_mc_loss) = timed(lambda: posthog_v2_funnel_monte_carlo(funnel, seed=3), MC_RUNS)
+    successes = np.array([v[0] for v in funnel.values()], dtype=float)
+    failures = np.array([v[1] for v in funnel.values()], dtype=float)
+    best = int(np.argmax(successes / (successes + failures)))
+    loss_time, loss = timed(lambda: betabinomial_loss_against_best(successes, failures, best), RUNS)
+    v2_gap = max(abs(a - b) for a, b in zip(v2.probability.values(), v2_mc, strict=True))
+
     header = f"{VARIANTS} variants x {len(metrics)} metrics, {UNITS:,} units per variant"
     print(f"hoglab.stats benchmark: {header}")
     print(f"  compare_many(method='bayesian')      {ours_time * 1e3:8.1f} ms  (median of {RUNS})")
@@ -141,6 +174,10 @@ def main() -> None:
     print(f"  funnel_verdict (deterministic)       {verdict_time * 1e3:8.1f} ms  (10 variants)")
     print(f"  posthog_monte_carlo_funnel           {mc_verdict_time * 1e3:8.1f} ms")
     print(f"  ratio                                {mc_verdict_time / verdict_time:8.1f} x")
+    print(f"  funnel_verdict_v2 (deterministic)    {v2_time * 1e3:8.1f} ms  (10 variants, {v2.significance_code})")
+    print(f"  PostHog's v2 Monte Carlo (10,000)    {v2_mc_time * 1e3:8.1f} ms")
+    print(f"  largest |v2 probability - MC|        {v2_gap:.4f}  (MC standard error <= 0.005)")
+    print(f"  Beta-Binomial loss, exact sums       {loss_time * 1e3:8.1f} ms  {loss:.3e} (MC {v2_mc_loss:.3e})")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import stat
 import subprocess
 import sys
-import types
 
 import httpx
 import pytest
@@ -70,9 +69,11 @@ def test_importing_hoglab_local_does_not_import_the_server():
 
 def test_demo_start_calls_the_demo_seed_hook_with_state_and_project(hoglab_service, monkeypatch):
     calls = []
-    fake_demo = types.ModuleType("hoglab.demo")
-    fake_demo.seed = lambda state, project: calls.append((state.store.data_dir, project.name))  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "hoglab.demo", fake_demo)
+
+    def record(state, project):
+        calls.append((state.store.data_dir, project.name))
+
+    monkeypatch.setattr("hoglab.server.demo.seed", record)
     with start_local_service(hoglab_service.data_dir, demo=True):
         pass
     assert calls == [(hoglab_service.data_dir, "Demo project")]
@@ -82,9 +83,7 @@ def test_a_failing_demo_seed_does_not_stop_the_service(hoglab_service, monkeypat
     def broken_seed(state, project):
         raise RuntimeError("no demo today")
 
-    fake_demo = types.ModuleType("hoglab.demo")
-    fake_demo.seed = broken_seed  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "hoglab.demo", fake_demo)
+    monkeypatch.setattr("hoglab.server.demo.seed", broken_seed)
     with start_local_service(hoglab_service.data_dir, demo=True) as service:
         assert httpx.get(f"{service.url}/api/projects/", headers=service.headers).status_code == 200
     assert "no demo today" in caplog.text

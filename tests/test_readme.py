@@ -10,7 +10,7 @@ import orjson
 import pandas as pd
 import pytest
 
-from hoglab.demo import default_end, generate_events, seed
+from hoglab.server.demo import default_end, generate_events, seed
 
 README = Path(__file__).parents[1] / "README.md"
 USERS = 600

@@ -34,7 +34,7 @@ def _analyse(client: Client, experiment_id: int, out: Path, *, refresh: bool) ->
 
 
 def _demo_experiment_id(client: Client) -> int:
-    from hoglab.demo import DEMO_EXPERIMENT
+    from hoglab.server.demo import DEMO_EXPERIMENT
 
     listing = client.experiments.list(archived=None)
     chosen = listing[listing["feature_flag_key"] == DEMO_EXPERIMENT.feature_flag_key]

@@ -1,7 +1,7 @@
 """``hoglab pull``: a local, uncapped copy of a PostHog (or hoglab) project, kept fresh by incremental pulls.
 
 It reads the remote through the same API a notebook uses (:class:`hoglab.Client`: retries, 429 and
-``Retry-After``) and writes into a local hoglab data dir (``hoglab.server.pull.Mirror``):
+``Retry-After``) and writes into a local hoglab data dir (``hoglab.server.mirror.Mirror``):
 
 * events by keyset pages on ``(timestamp, uuid)`` under the 10,000-row cap (PostHog refuses OFFSET for personal
   keys), each page stored before the watermark moves past it;
@@ -36,7 +36,7 @@ from .errors import ConfigurationError, InvalidArgument
 
 if TYPE_CHECKING:
     from .local import LocalService
-    from .server.pull import Mirror
+    from .server.mirror import Mirror
 
 __all__ = ["PullPlan", "PullReport", "pull"]
 
@@ -193,7 +193,7 @@ class _Remote:
             yield page
             if len(page) < PAGE_ROWS:
                 return
-            from .server.pull import parse_moment
+            from .server.mirror import parse_moment
 
             after, after_uuid = parse_moment(page[-1]["timestamp"]), str(page[-1]["uuid"])
 
@@ -228,7 +228,7 @@ def _mirror_events(remote: _Remote, mirror: Mirror, report: PullReport, since: d
         for page in remote.event_pages(since, after, after_uuid):
             copied = mirror.write_events(page)
             last = page[-1]
-            from .server.pull import parse_moment
+            from .server.mirror import parse_moment
 
             mirror.advance(parse_moment(last["timestamp"]), str(last["uuid"]), copied)
             report.events_fetched += len(page)
@@ -300,7 +300,7 @@ def pull(
     window = _duration(lookback, "lookback")
     start = datetime(1970, 1, 1, tzinfo=UTC)
     if since is not None:
-        from .server.pull import parse_moment
+        from .server.mirror import parse_moment
 
         try:
             start = parse_moment(since)
@@ -312,7 +312,7 @@ def pull(
     began = time.monotonic()
     store, engine, close = _local(service, data_dir)
     try:
-        from .server.pull import Mirror
+        from .server.mirror import Mirror
 
         if client is None and host is not None:
             client = Client(host, secret, project, progress=False)

@@ -20,7 +20,7 @@ from .errors import InvalidArgument
 
 if TYPE_CHECKING:
     from ._pull import PullReport
-    from .server.pull import Mirror
+    from .server.mirror import Mirror
 
 __all__ = ["export_files", "read_export"]
 
@@ -88,7 +88,7 @@ def read_export(
     """Read every export file below ``root`` the mirror has not read yet."""
     from tqdm.auto import tqdm
 
-    from .server.pull import parse_moment
+    from .server.mirror import parse_moment
 
     done = set(mirror.refresh().files_done)
     files = [p for p in export_files(root) if str(p.relative_to(root)) not in done]

@@ -44,7 +44,7 @@ def demo(hoglab_service: LocalService) -> Iterator[Demo]:
     import orjson
 
     from hoglab.client import Client
-    from hoglab.demo import generate_events, seed
+    from hoglab.server.demo import generate_events, seed
 
     store = hoglab_service.state.store
     project = store.projects.create("notebook demo")

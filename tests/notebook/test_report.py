@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from notebooktesting import Demo
 
-from hoglab.demo import DEMO_EXPERIMENT
 from hoglab.notebook._report import experiment_report
+from hoglab.server.demo import DEMO_EXPERIMENT
 from hoglab.stats import minimum_detectable_effect, power, sample_size
 
 

@@ -11,7 +11,13 @@ import pytest
 from scipy import stats
 
 from hoglab.stats import StatsInputError
-from hoglab.stats.posthog import ExperimentStats, experiment_results
+from hoglab.stats.posthog import (
+    ExperimentStats,
+    PostHogStatsError,
+    experiment_results,
+    experiment_results_by_breakdown,
+    split_baseline,
+)
 from posthog_openapi import assert_valid
 
 FREQUENTIST = {"method": "frequentist"}
@@ -145,3 +151,96 @@ def test_values_too_large_for_the_formulas_answer_without_a_test_instead_of_over
                                         stats_config={"method": method})  # fmt: skip
     assert base.validation_failures == () and result.stats.sum == 120 * big
     assert result.p_value is None and result.chance_to_win is None and result.significant is None
+
+
+# --- baselines (holdouts), breakdowns, retention, thresholds, answer fields -----------------------------------------
+
+
+def test_any_arm_can_be_the_baseline_a_holdout_too() -> None:
+    # PostHog's holdout arm is a variant "holdout-<id>"; against it, each variant's absolute effect is Welch's test.
+    arms = [ExperimentStats("control", 2000, 4100.0, 21000.0), ExperimentStats("test", 2000, 4400.0, 23500.0),
+            ExperimentStats("holdout-7", 800, 1500.0, 7600.0)]  # fmt: skip
+    holdout, others = split_baseline(arms, "holdout-7")
+    config = {"method": "frequentist", "frequentist": {"difference_type": "ABSOLUTE"}}
+    base, results = experiment_results("mean", holdout, others, stats_config=config)
+    assert base.stats.key == "holdout-7" and [r.stats.key for r in results] == ["control", "test"]
+
+    def moments(s: ExperimentStats) -> tuple[float, float, int]:
+        n = s.number_of_samples
+        return s.sum / n, math.sqrt((s.sum_squares - s.sum**2 / n) / (n - 1)), n
+
+    for r in results:
+        welch = stats.ttest_ind_from_stats(*moments(r.stats), *moments(holdout), equal_var=False)
+        assert r.p_value == pytest.approx(welch.pvalue, rel=1e-9)
+
+
+def test_breakdowns_give_the_same_statistics_per_value_and_overall() -> None:
+    rows = [
+        (("Chrome",), ExperimentStats("control", 900, 90, 90)), (("Chrome",), ExperimentStats("test", 880, 118, 118)),
+        (("Safari",), ExperimentStats("control", 400, 52, 52)), (("Safari",), ExperimentStats("test", 420, 60, 60)),
+        (("Edge",), ExperimentStats("control", 60, 6, 6)),
+    ]  # fmt: skip
+    result = experiment_results_by_breakdown("funnel", rows, baseline_key="control", stats_config=FREQUENTIST)
+    for value, (base, [test]) in result.by_breakdown.items():
+        cell = {s.key: s for v, s in rows if v == value}
+        expected_base, [expected] = experiment_results("funnel", cell["control"],
+                                                       [cell.get("test", ExperimentStats("test", 0, 0, 0))],
+                                                       stats_config=FREQUENTIST)  # fmt: skip
+        assert (base, test) == (expected_base, expected)
+    # A value without a test row: zero units there.
+    edge = result.by_breakdown[("Edge",)][1][0]
+    assert edge.validation_failures == ("not-enough-exposures", "not-enough-metric-data")
+    totals = {"control": rows[0][1] + rows[2][1] + rows[4][1], "test": rows[1][1] + rows[3][1]}
+    assert result.overall == experiment_results("funnel", totals["control"], [totals["test"]], stats_config=FREQUENTIST)
+    with pytest.raises(PostHogStatsError) as info:
+        experiment_results_by_breakdown("funnel", rows, baseline_key="holdout-1")
+    assert info.value.code == "no_data"
+
+
+def test_retention_is_a_ratio_of_completions_to_starts() -> None:
+    control = ExperimentStats("control", 1000, 300.0, 300.0, 1000.0, 1000.0, 300.0)
+    test = ExperimentStats("test", 1000, 360.0, 360.0, 1000.0, 1000.0, 360.0)
+    _, [retention] = experiment_results("retention", control, [test], stats_config=FREQUENTIST)
+    _, [ratio] = experiment_results("ratio", control, [test], stats_config=FREQUENTIST)
+    assert retention.p_value == ratio.p_value and retention.confidence_interval == ratio.confidence_interval
+    few = ExperimentStats("test", 1000, 4.0, 4.0, 1000.0, 1000.0, 4.0)
+    assert experiment_results("retention", control, [few])[1][0].validation_failures == ("not-enough-metric-data",)
+    assert experiment_results("ratio", control, [few])[1][0].validation_failures == ()
+
+
+def test_a_thresholded_mean_is_a_proportion_without_the_funnel_minimum() -> None:
+    control, test = ExperimentStats("control", 500, 40.0, 40.0), ExperimentStats("test", 500, 3.0, 3.0)
+    _, [r] = experiment_results("mean", control, [test], stats_config=FREQUENTIST, threshold=True)
+    assert r.validation_failures == ()  # a mean metric: no "not-enough-metric-data"
+    p = [3 / 500, 40 / 500]
+    welch_var = p[0] * (1 - p[0]) / 500 + p[1] * (1 - p[1]) / 500  # proportion variances, not sample variances
+    delta_var = p[0] * (1 - p[0]) / (500 * p[1] ** 2) + p[0] ** 2 * p[1] * (1 - p[1]) / (500 * p[1] ** 4)
+    assert r.point_estimate == pytest.approx(p[0] / p[1] - 1) and welch_var > 0
+    half = r.confidence_interval[1] - r.point_estimate
+    assert half / math.sqrt(delta_var) == pytest.approx(stats.t.ppf(0.975, r.test.degrees_of_freedom), rel=1e-9)
+
+
+def test_posthog_json_round_trip_with_cuped_fields_and_the_old_name() -> None:
+    body = {"key": "test", "number_of_samples": 100, "sum": 250.5, "sum_squares": 750.25, "covariate_sum": 90.0,
+            "covariate_sum_squares": 270.0, "main_covariate_sum_product": 220.0, "validation_failures": []}  # fmt: skip
+    s = ExperimentStats.from_posthog(body)
+    assert s.covariate_sum_product == 220.0 and s.has_covariate()
+    assert s.to_posthog()["covariate_sum_product"] == 220.0
+    assert ExperimentStats.from_posthog(s.to_posthog()) == s
+    with pytest.raises(StatsInputError):
+        ExperimentStats.from_posthog({"key": "x"})
+    with pytest.raises(StatsInputError):
+        _ = ExperimentStats("a", 1, 1, 1) + ExperimentStats("b", 1, 1, 1)
+
+
+def test_results_carry_the_cuped_adjustment_and_the_whole_test() -> None:
+    base = ExperimentStats("control", 2801, 280, 560, covariate_sum=195, covariate_sum_squares=390,
+                           covariate_sum_product=-18)  # fmt: skip
+    test = ExperimentStats("test", 2800, 205, 510, covariate_sum=110, covariate_sum_squares=380,
+                           covariate_sum_product=-8)  # fmt: skip
+    b, [r] = experiment_results("mean", base, [test], cuped=True)
+    assert r.cuped is not None and r.cuped.control_unadjusted_mean == pytest.approx(280 / 2801)
+    assert r.test is not None and r.test.chance_to_win == r.chance_to_win
+    assert b.to_posthog(baseline=True)["covariate_sum"] == 195
+    with pytest.raises(StatsInputError, match="cuped_variance"):
+        experiment_results("mean", base, [test], cuped_variance="exact")  # type: ignore[arg-type]

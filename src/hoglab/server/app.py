@@ -9,7 +9,6 @@ True
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -22,9 +21,10 @@ from pydantic.json_schema import models_json_schema
 from hoglab import __version__
 from hoglab.schema import ErrorBody
 
+from . import demo
 from .config import ServerConfig
-from .experiments import experiment_results
 from .experiments.event_samples import sample_event_properties
+from .experiments.legacy import experiment_results
 from .flags.cohorts import calculate_quietly
 from .http import load_routers
 from .http.bodies import REQUEST_MODELS
@@ -171,23 +171,12 @@ def create_app(
 
 
 def seed_demo_hook(project_id: int) -> StartupHook:
-    """A startup hook filling the demo project through ``hoglab.demo.seed(state, project)``, when that exists.
-
-    The demo data set belongs to the engine work; until ``hoglab.demo`` exists the demo project is empty.
-    """
+    """A startup hook filling the demo project with :func:`hoglab.server.demo.seed` (events and experiment, once)."""
 
     def seed_demo(state: ServiceState) -> None:
-        try:
-            demo = importlib.import_module("hoglab.demo")
-        except ModuleNotFoundError as exc:
-            if exc.name != "hoglab.demo":
-                raise
-            log.info("hoglab.demo is not available: the demo project has no events yet")
-            return
-        seed = getattr(demo, "seed", None)
         project = state.store.projects.get(project_id)
-        if seed is not None and project is not None:
-            seed(state, project)
+        if project is not None:
+            demo.seed(state, project)
 
     return seed_demo
 

@@ -46,6 +46,7 @@ from ._proportions import (
     two_proportion_ztest,
     wilson_interval,
 )
+from ._ratio_cuped import JointMoments, RatioCovariate, RatioCupedAdjustment, ratio_cuped
 from ._results import ArmSummary, Comparison, VariantComparison, Verdict
 from ._sequential import confidence_sequence, sequential_p_value
 from ._srm import SRMResult, srm
@@ -61,12 +62,15 @@ __all__ = [
     "Effect",
     "FunnelVariant",
     "GammaPosterior",
+    "JointMoments",
     "NormalPosterior",
     "PostHogFunnelVerdict",
     "PostHogStatsError",
     "PostHogTrendVerdict",
     "Proportion",
     "Ratio",
+    "RatioCovariate",
+    "RatioCupedAdjustment",
     "SRMResult",
     "SampleMean",
     "SignificanceCode",
@@ -104,6 +108,7 @@ __all__ = [
     "posthog_monte_carlo_funnel",
     "posthog_monte_carlo_trend",
     "power",
+    "ratio_cuped",
     "risk_ratio_interval",
     "running_time",
     "sample_size",

@@ -4,10 +4,16 @@ Three generations, each with PostHog's fields, thresholds and decisions, determi
 
 * legacy "v1" (``/results/``): :func:`funnel_verdict`, :func:`trend_verdict` (the seeded Monte Carlo references
   are here too: :func:`posthog_monte_carlo_funnel`, :func:`posthog_monte_carlo_trend`);
-* "v2" Bayesian: :func:`funnel_verdict_v2`, :func:`count_verdict_v2`, :func:`continuous_verdict_v2`, and the
-  loss against the best of several arms, :func:`loss_against_best`;
+* "v2" Bayesian: :func:`funnel_verdict_v2`, :func:`count_verdict_v2`, :func:`continuous_verdict_v2` (pairwise
+  probabilities, the loss against the best of the others, Beta-Binomial for funnels), the two older trend rules
+  PostHog's tests still exercise (:func:`trend_verdict_v2_early`, :func:`experiment_trends_verdict`), and the
+  losses, :func:`loss_against_best`, :func:`betabinomial_loss_against_best`;
 * the current engine behind ``ExperimentQuery``: :func:`experiment_results` over :class:`ExperimentStats`,
-  frequentist or Bayesian.
+  frequentist (fixed or sequential) or Bayesian, with CUPED, any baseline arm (holdouts) and breakdowns
+  (:func:`experiment_results_by_breakdown`); its parts are public too: the statistics
+  (:class:`SampleMeanStatistic`, :class:`ProportionStatistic`, :class:`RatioStatistic`, :func:`effect_between`),
+  CUPED (:func:`cuped_adjust`), the tests (:func:`frequentist_test`, :func:`bayesian_test`) and the settings
+  (:func:`resolve_stats_settings`, :func:`resolve_cuped`, :func:`baseline_variant_key`).
 
 hoglab's own methods (:func:`hoglab.stats.compare`) stay as they are; docs/statistics.md sets them side by side.
 
@@ -17,10 +23,39 @@ hoglab's own methods (:func:`hoglab.stats.compare`) stay as they are; docs/stati
 """
 
 from ._errors import PostHogStatsError
-from ._loss import loss_against_best
+from ._loss import betabinomial_loss_against_best, loss_against_best
 from ._posthog import funnel_verdict, posthog_funnel_sample_size, posthog_poisson_p_value, trend_verdict
-from ._posthog_engine import ExperimentStats, ExperimentVariantResult, experiment_results
+from ._posthog_bayesian import BayesianResult, GaussianPrior, bayesian_test, gaussian_risk
+from ._posthog_config import (
+    DEFAULT_CUPED_LOOKBACK_DAYS,
+    DEFAULT_SEQUENTIAL_TUNING_PARAMETER,
+    CupedSettings,
+    StatsSettings,
+    TeamDefaults,
+    baseline_variant_key,
+    bayesian_ci_level,
+    bayesian_interval_bounds,
+    resolve_cuped,
+    resolve_stats_settings,
+)
+from ._posthog_cuped import CupedAdjustment, CupedCovariate, cuped_adjust, cuped_adjust_arm, cuped_pair_theta
+from ._posthog_engine import (
+    BreakdownResults,
+    ExperimentStats,
+    ExperimentVariantResult,
+    experiment_results,
+    experiment_results_by_breakdown,
+    split_baseline,
+)
+from ._posthog_frequentist import FrequentistResult, frequentist_test
 from ._posthog_mc import SIMULATIONS, posthog_monte_carlo_funnel, posthog_monte_carlo_trend
+from ._posthog_statistics import (
+    EffectEstimate,
+    ProportionStatistic,
+    RatioStatistic,
+    SampleMeanStatistic,
+    effect_between,
+)
 from ._posthog_types import (
     CONTROL_VARIANT_KEY,
     EXPECTED_LOSS_SIGNIFICANCE_LEVEL,
@@ -38,35 +73,73 @@ from ._posthog_v2 import (
     continuous_posterior_v2,
     continuous_verdict_v2,
     count_verdict_v2,
+    experiment_trends_verdict,
     funnel_verdict_v2,
+    pairwise_probabilities,
+    trend_verdict_v2_early,
 )
+from ._ratio_cuped import RatioCovariate
 
 __all__ = [
     "CONTROL_VARIANT_KEY",
+    "DEFAULT_CUPED_LOOKBACK_DAYS",
+    "DEFAULT_SEQUENTIAL_TUNING_PARAMETER",
     "EXPECTED_LOSS_SIGNIFICANCE_LEVEL",
     "FF_DISTRIBUTION_THRESHOLD",
     "MIN_PROBABILITY_FOR_SIGNIFICANCE",
     "P_VALUE_SIGNIFICANCE_LEVEL",
     "SIMULATIONS",
+    "BayesianResult",
+    "BreakdownResults",
+    "CupedAdjustment",
+    "CupedCovariate",
+    "CupedSettings",
+    "EffectEstimate",
     "ExperimentStats",
     "ExperimentVariantResult",
+    "FrequentistResult",
     "FunnelVariant",
+    "GaussianPrior",
     "PostHogFunnelVerdict",
     "PostHogStatsError",
     "PostHogTrendVerdict",
     "PostHogV2Verdict",
+    "ProportionStatistic",
+    "RatioCovariate",
+    "RatioStatistic",
+    "SampleMeanStatistic",
     "SignificanceCode",
+    "StatsSettings",
+    "TeamDefaults",
     "TrendVariant",
+    "baseline_variant_key",
+    "bayesian_ci_level",
+    "bayesian_interval_bounds",
+    "bayesian_test",
+    "betabinomial_loss_against_best",
     "continuous_posterior_v2",
     "continuous_verdict_v2",
     "count_verdict_v2",
+    "cuped_adjust",
+    "cuped_adjust_arm",
+    "cuped_pair_theta",
+    "effect_between",
     "experiment_results",
+    "experiment_results_by_breakdown",
+    "experiment_trends_verdict",
+    "frequentist_test",
     "funnel_verdict",
     "funnel_verdict_v2",
+    "gaussian_risk",
     "loss_against_best",
+    "pairwise_probabilities",
     "posthog_funnel_sample_size",
     "posthog_monte_carlo_funnel",
     "posthog_monte_carlo_trend",
     "posthog_poisson_p_value",
+    "resolve_cuped",
+    "resolve_stats_settings",
+    "split_baseline",
     "trend_verdict",
+    "trend_verdict_v2_early",
 ]

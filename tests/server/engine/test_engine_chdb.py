@@ -234,7 +234,7 @@ def test_another_process_is_told_who_holds_the_directory(engine: ChdbEngine) -> 
 def test_importing_the_package_does_not_import_chdb_and_open_engine_picks_chdb(tmp_path: Path) -> None:
     done = _run(f"""
         import sys
-        import hoglab.server.engine, hoglab.server.ingest, hoglab.server.http.capture, hoglab.demo
+        import hoglab.server.engine, hoglab.server.ingest, hoglab.server.http.capture, hoglab.server.demo
         assert "chdb" not in sys.modules, "chdb imported too early"
         from hoglab.server.config import ServerConfig
         from hoglab.server.engine import open_engine

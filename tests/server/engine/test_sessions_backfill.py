@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import chdb
 import pytest
 
 from hoglab.server.engine.ddl import TABLES, create_statements
@@ -18,7 +19,6 @@ pytestmark = pytest.mark.xdist_group("hogql_chdb")
 
 @pytest.fixture
 def conn(chdb_dir: Path) -> Iterator[Any]:
-    chdb = pytest.importorskip("chdb")
     chdb_dir.mkdir(parents=True, exist_ok=True)
     connection = chdb.connect(str(chdb_dir))
     connection.query(f"DROP DATABASE IF EXISTS {DATABASE}")

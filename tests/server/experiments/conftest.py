@@ -18,7 +18,7 @@ import pytest
 from hoglab.local import LocalService
 from hoglab.server.ingest import load_file
 
-from .oracle import write_jsonl
+from .legacy.oracle import write_jsonl
 
 _counter = itertools.count()
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from hoglab.demo import DEMO_EXPERIMENT, seed
+from hoglab.server.demo import DEMO_EXPERIMENT, seed
 from hoglab.server.hogql import compile_hogql
 
 from .helpers import ask

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import posthog
 import pytest
 
 from hoglab.server.flags.hashing import variant_for
@@ -19,8 +20,6 @@ from hoglab.server.hogql import compile_hogql
 from hoglab.stats.posthog import trend_verdict
 
 from .helpers import iso
-
-posthog = pytest.importorskip("posthog")
 
 pytestmark = [
     pytest.mark.xdist_group("flags_service"),

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import chdb
 import pytest
 
 from hoglab.server.engine.ddl import create_statements
@@ -55,7 +56,6 @@ def world() -> World:
 
 @pytest.fixture(scope="session")
 def ch(chdb_dir: Path, world: World) -> Iterator[Runner]:
-    chdb = pytest.importorskip("chdb")
     # The process's one chDB path (tests/conftest.py); this suite keeps to its own database in it.
     chdb_dir.mkdir(parents=True, exist_ok=True)
     conn = chdb.connect(str(chdb_dir))

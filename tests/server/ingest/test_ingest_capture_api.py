@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import importlib.util
 import json
 import os
 import signal
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import posthog
 import pytest
 from capture_app import make_app
 from fastapi import FastAPI
@@ -248,10 +248,7 @@ def test_sigkill_loses_no_acknowledged_event(tmp_path: Path) -> None:
     assert not rejected & stored
 
 
-@pytest.mark.skipif(importlib.util.find_spec("posthog") is None, reason="the posthog SDK is not installed")
 def test_the_official_posthog_sdk_captures_into_the_service(tmp_path: Path) -> None:
-    import posthog
-
     service = _Service(tmp_path, {TOKEN: 9})
     try:
         sdk = posthog.Posthog(TOKEN, host=service.url, sync_mode=True, gzip=True)

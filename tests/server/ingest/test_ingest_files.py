@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -230,7 +231,6 @@ def test_parquet_extension_types_read_locally_for_a_clickhouse_server(tmp_path: 
 
 
 def test_parquet_written_by_duckdb(engine: ChdbEngine, team: int, tmp_path: Path) -> None:
-    duckdb = pytest.importorskip("duckdb")
     path = tmp_path / "duck.parquet"
     duckdb.sql(f"""COPY (SELECT uuid() AS uuid, '$pageview' AS event, 'd-' || i AS distinct_id,
                         TIMESTAMPTZ '2026-02-01 10:00:00+00' + INTERVAL (i) SECOND AS timestamp,

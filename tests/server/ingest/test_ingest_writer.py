@@ -6,8 +6,10 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
+import posthog
 import pyarrow as pa
 import pytest
+from posthog import request as posthog_request
 
 from hoglab.server.engine import EngineError
 from hoglab.server.engine.chdb import ChdbEngine
@@ -33,9 +35,6 @@ class _Recorder:
 
 
 def test_posthog_python_request_body_is_stored(engine: ChdbEngine, team: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    posthog = pytest.importorskip("posthog")
-    from posthog import request as posthog_request
-
     recorder = _Recorder()
     monkeypatch.setattr(posthog_request, "_session", recorder)
     sdk = posthog.Posthog("phc_sdk", host="http://hoglab.test", sync_mode=True, gzip=True)

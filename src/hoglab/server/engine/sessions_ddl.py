@@ -16,28 +16,16 @@ created. Engines open before they take inserts, so no event falls between the tw
 
 from __future__ import annotations
 
-__all__ = ["ATTRIBUTION_KEYS", "SESSIONS_TABLE", "session_statements"]
+__all__ = ["SESSIONS_TABLE", "session_statements"]
 
 SESSIONS_TABLE = "sessions"
-
-ATTRIBUTION_KEYS = (
-    "utm_source",
-    "utm_medium",
-    "utm_campaign",
-    "utm_term",
-    "utm_content",
-    "$referring_domain",
-    "gclid",
-    "gad_source",
-    "fbclid",
-)
-"""Event properties of a session's first event kept as its entry attribution (``$entry_<key>``), in tuple order."""
 
 _TS = "DateTime64(6, 'UTC')"
 
 # Firsts and lasts are argMin/argMax states: min() of (timestamp, value) tuples compares tuples generically and
 # made a load ~5x slower than these. The first event's properties are kept whole and read at query time (the
-# entry attribution), so each event is parsed once, for its URL.
+# entry attribution: which keys is the compiler's view's choice, hogql/sessions.py), so each event is parsed once,
+# for its URL.
 _TABLE = f"""
 CREATE TABLE IF NOT EXISTS {{db}}.sessions (
     team_id Int64,

@@ -1,31 +1,12 @@
-"""Experiment results from events, with PostHog's legacy engine semantics (reference sections 5.4 to 5.6).
+"""Experiments: PostHog's rules for experiments and their flags, and their results in two generations.
 
-``experiment_results`` is the app's ``ServiceState.experiment_results``: the ``results`` and
-``secondary_results`` endpoints call it. The work is split in four steps, one module each:
+* :mod:`.rules`: what both generations share: creating an experiment with its flag, updates, metric fields,
+  launch and end dates (the HTTP views of ``http/experiments.py`` call it);
+* :mod:`.event_samples`: recent event properties for ``requires_flag_implementation``;
+* :mod:`.legacy`: the seed's results of a metric stored as a legacy insight filter (the ``results`` and
+  ``secondary_results`` endpoints, ``ServiceState.experiment_results``);
+* :mod:`.metric`: PostHog's current generation, ``ExperimentQuery`` and ``ExperimentExposureQuery``: query kinds
+  of the one query service (their runners are listed in ``query/runners`` ``RUNNER_MODULES``).
 
-* :mod:`.legacy`: the stored legacy insight filter → the shared schema's nodes (400s name the legacy field);
-* :mod:`.queries`: the TrendsQuery / FunnelsQuery of the metric and its exposures, over the experiment's window;
-* :mod:`.metrics`: those queries through the insight runners (no second trend or funnel engine);
-* :mod:`.verdicts`: per-variant numbers and ``hoglab.stats.posthog``'s deterministic verdict;
-* :mod:`.service`: the cache, ``?refresh``, drafts, and the ``{result, last_refresh, is_cached}`` wrapper.
+Nothing is imported here, so reading the shared rules does not load either generation.
 """
-
-from .legacy import PER_USER_MATH, CustomExposure, LegacyMetric, read_custom_exposure, read_metric
-from .queries import Arms
-from .service import Plan, compute, experiment_results, plan_for
-from .verdicts import NO_RESULTS_FLAGS, check_variants
-
-__all__ = [
-    "NO_RESULTS_FLAGS",
-    "PER_USER_MATH",
-    "Arms",
-    "CustomExposure",
-    "LegacyMetric",
-    "Plan",
-    "check_variants",
-    "compute",
-    "experiment_results",
-    "plan_for",
-    "read_custom_exposure",
-    "read_metric",
-]

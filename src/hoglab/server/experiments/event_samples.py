@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..engine.catalog import ENGINE_CATALOG
 from ..hogql import HogQLError, compile_hogql
 from ..store import ProjectRecord
 
@@ -46,6 +47,7 @@ def _sample(state: ServiceState, project: ProjectRecord, event: str | None) -> l
             values={"event": event} if event is not None else None,
             timezone=project.timezone or "UTC",
             default_limit=None,
+            catalog=ENGINE_CATALOG,
         )
     except HogQLError as exc:
         # A name no event can have (text that isn't valid Unicode, say): nothing to sample.

@@ -22,7 +22,7 @@ from ..filters.properties import hogql_expression
 from ..http.bodies import validate_body
 from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, Store, UserRecord
 from ..store.experiments import METRIC_COLUMNS
-from .legacy import read_metric
+from .legacy.filters import read_metric
 
 __all__ = [
     "MODEL_ERROR_ATTRS",

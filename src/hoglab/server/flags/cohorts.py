@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from hoglab.errors import HoglabError
 
+from ..engine.catalog import ENGINE_CATALOG
 from ..engine.ddl import DATABASE
 from ..hogql import compile_hogql
 from ..ingest.persons import next_version
@@ -133,13 +134,18 @@ def _leaf_sql(
         max_limit=_MAX_ROWS,
         person_overrides=overrides,
         filters={"properties": event_filters},
+        catalog=ENGINE_CATALOG,
     )
     return compiled.sql
 
 
 def _everyone_sql(project: ProjectRecord) -> str:
     return compile_hogql(
-        "SELECT id AS person_id FROM persons", team_id=int(project.id), default_limit=None, max_limit=_MAX_ROWS
+        "SELECT id AS person_id FROM persons",
+        team_id=int(project.id),
+        default_limit=None,
+        max_limit=_MAX_ROWS,
+        catalog=ENGINE_CATALOG,
     ).sql
 
 
@@ -250,6 +256,7 @@ def members_of(engine: Engine, project: ProjectRecord, person_id: str, cohort_id
         team_id=int(project.id),
         values={"person": person, "cohorts": sorted(cohort_ids)},
         default_limit=None,
+        catalog=ENGINE_CATALOG,
     )
     table = engine.execute(compiled.sql, settings=compiled.settings)
     return {int(value) for value in table.column("cohort_id").to_pylist()}

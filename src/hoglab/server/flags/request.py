@@ -16,7 +16,7 @@ from typing import Any
 
 from hoglab.errors import HoglabError
 
-__all__ = ["MAX_DISTINCT_ID", "FlagsRequest", "FlagsRequestError", "parse_flags_request"]
+__all__ = ["MAX_DISTINCT_ID", "FlagsRequest", "FlagsRequestError", "parse_flags_request", "process_bool"]
 
 # Capture keeps 200 characters of a distinct id; flags hash the same text so both agree on the person.
 MAX_DISTINCT_ID = 200
@@ -58,14 +58,19 @@ def _identifier(value: Any) -> str | None:
     return value[:MAX_DISTINCT_ID] if isinstance(value, str) else None
 
 
-def _truthy(value: Any) -> bool:
-    # PostHog's process_bool: JSON true, or the strings SDKs put in query-string style bodies.
+def process_bool(value: Any) -> bool:
+    """PostHog's ``process_bool``: JSON ``true``, or one of the strings SDKs send in query strings and form-style
+    bodies (``true``, ``1``, ``yes``, any case, spaces around); anything else (``None`` included) is false.
+
+    >>> [process_bool(v) for v in (True, " Yes", "1", "false", 1, None)]
+    [True, True, True, False, False, False]
+    """
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "1", "yes"))
 
 
 def parse_flags_request(data: Mapping[str, Any]) -> FlagsRequest:
     """Check one decoded body; :class:`FlagsRequestError` names the first bad field."""
-    disable = _truthy(data.get("disable_flags"))
+    disable = process_bool(data.get("disable_flags"))
     raw_id = data.get("distinct_id")
     if raw_id is None and not disable:
         raise FlagsRequestError(

@@ -5,12 +5,16 @@ Pipeline: parse (sqlglot's ClickHouse dialect, narrowed: dialect.py, parse.py) -
 fields, properties and persons into guarded views (resolve.py, scope.py, props.py, tables.py) -> project time
 zone (timezones.py) -> proof that every table read is team-guarded (guard.py) -> ClickHouse SQL.
 
+It reads no engine state: what it must know of the engine (which properties are materialized as columns) comes
+in a catalog its caller hands it (catalog.py; the query service passes the engine's, ``engine/catalog.py``).
+
 >>> compile_hogql("select count() from events", team_id=1).columns
 ('count()',)
 
 See docs/hogql.md for what is accepted and why.
 """
 
+from .catalog import NO_MATERIALIZED, Catalog, StaticCatalog
 from .compiler import REQUIRED_SETTINGS, CompiledQuery, compile_hogql
 from .errors import HogQLError
 from .parse import parse_hogql, parse_hogql_expr
@@ -18,12 +22,15 @@ from .tables import PERSON_OVERRIDES_DDL, PERSON_OVERRIDES_TABLE, TABLES
 from .values import escape_identifier, escape_literal
 
 __all__ = [
+    "NO_MATERIALIZED",
     "PERSON_OVERRIDES_DDL",
     "PERSON_OVERRIDES_TABLE",
     "REQUIRED_SETTINGS",
     "TABLES",
+    "Catalog",
     "CompiledQuery",
     "HogQLError",
+    "StaticCatalog",
     "compile_hogql",
     "escape_identifier",
     "escape_literal",

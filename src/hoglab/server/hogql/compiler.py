@@ -20,6 +20,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from .catalog import NO_MATERIALIZED, Catalog
 from .check import check_query
 from .errors import HogQLError
 from .parse import parse_hogql
@@ -83,6 +84,7 @@ def compile_hogql(
     filters: Any = None,
     numeric_properties: Mapping[str, Collection[str]] | None = None,
     query_log: Sequence[Mapping[str, Any]] = (),
+    catalog: Catalog = NO_MATERIALIZED,
 ) -> CompiledQuery:
     """Compile one HogQL SELECT for project ``team_id``; every refusal is a :class:`HogQLError`.
 
@@ -91,6 +93,8 @@ def compile_hogql(
     ``events.person_id`` through the person merge table. ``numeric_properties`` (HogQL table -> property keys the
     project's data types as numbers, PostHog's property definitions) are read as numbers where order matters.
     ``query_log`` are the records the ``query_log`` table shows: the caller's own, and nobody else's.
+    ``catalog`` says which properties the engine holds as columns (:mod:`.catalog`; the query service passes the
+    engine's); a key it names is read from its column, with the same answer.
     """
     _validate_args(team_id, timezone, max_limit, default_limit, database)
     if not isinstance(query, str):
@@ -108,6 +112,7 @@ def compile_hogql(
             filters,
             numeric_properties,
             query_log,
+            catalog,
         )
     except HogQLError as e:
         raise e.locate(query) from None
@@ -142,6 +147,7 @@ def _compile(
     filters: Any,
     numeric_properties: Mapping[str, Collection[str]] | None,
     query_log: Sequence[Mapping[str, Any]],
+    catalog: Catalog,
 ) -> CompiledQuery:
     tree = parse_hogql(query)
     bound = bind_placeholders(tree, values, timezone=timezone, special={"filters": _filters_builder(filters, timezone)})
@@ -157,6 +163,7 @@ def _compile(
         person_overrides=person_overrides,
         numeric_properties=numeric_properties,
         query_log=query_log,
+        catalog=catalog,
     )
     resolver.resolve_query(top, Env())
     columns = name_columns(top, resolver.scopes)

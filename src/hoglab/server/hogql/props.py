@@ -22,6 +22,8 @@ from collections.abc import Collection, Mapping
 
 from sqlglot import exp
 
+from .catalog import Catalog
+
 __all__ = [
     "EVENT_PROPERTIES_META",
     "JSON_META",
@@ -44,7 +46,7 @@ TABLE_META = "hq_table"  # HogQL table a JSON column or property access belongs 
 KEY_META = "hq_key"  # a property access of one top-level key: that key
 EVENT_PROPERTIES_META = "hq_event_props"  # node is the events view's ``properties`` column (value: its database)
 PERSON_PROPERTIES_META = "hq_person_props"  # node is the persons view's ``properties`` column (value: its database)
-_MATERIALIZED_META = "hq_mat"  # the access reads a materialized column holding the same values (engine/materialized)
+_MATERIALIZED_META = "hq_mat"  # the access reads a materialized column holding the same values (the catalog's)
 
 
 def mark_json(node: exp.Expr, name: str, table: str | None = None) -> exp.Expr:
@@ -55,8 +57,9 @@ def mark_json(node: exp.Expr, name: str, table: str | None = None) -> exp.Expr:
     return node
 
 
-def json_access(base: exp.Expr, keys: list[exp.Expr]) -> exp.Expr:
-    """``JSONExtract(base, k1, k2, ..., 'Nullable(String)')``, flattening an access already made on ``base``."""
+def json_access(base: exp.Expr, keys: list[exp.Expr], catalog: Catalog) -> exp.Expr:
+    """``JSONExtract(base, k1, k2, ..., 'Nullable(String)')``, flattening an access already made on ``base``; a
+    single key of ``events``/``persons`` ``properties`` is marked with the ``catalog``'s column for it, if any."""
     if base.meta.get(PROP_META):
         args = list(base.expressions[:-1])
         root = args[0]
@@ -74,9 +77,7 @@ def json_access(base: exp.Expr, keys: list[exp.Expr]) -> exp.Expr:
         node.meta[NAME_META] = last.this
         source = _materializable(root)
         if len(keys) == 1 and source is not None:
-            from ..engine.materialized import lookup
-
-            node.meta[_MATERIALIZED_META] = lookup(last.this, *source)
+            node.meta[_MATERIALIZED_META] = catalog.column(last.this, *source)
     return node
 
 
@@ -90,8 +91,8 @@ def _materializable(root: exp.Expr) -> tuple[str, str] | None:
 
 def use_materialized(tree: exp.Expr) -> None:
     """Read materialized columns instead of ``JSONExtract(<events or persons>.properties, key, ...)`` where one
-    exists: the column's expression is that very extraction (engine/materialized.py), and the views carry it as
-    they carry ``properties`` (hogql/tables.py), so the answer is the same."""
+    the catalog names one: the column's expression is that very extraction (engine/materialized.py), and the views
+    carry it as they carry ``properties`` (hogql/tables.py), so the answer is the same."""
     for node in list(tree.find_all(exp.Anonymous)):
         column = node.meta.get(_MATERIALIZED_META)
         if not column or not node.meta.get(PROP_META):

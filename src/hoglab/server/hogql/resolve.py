@@ -26,6 +26,7 @@ from typing import Any
 from sqlglot import exp
 
 from .budget import checkpoint
+from .catalog import NO_MATERIALIZED, Catalog
 from .check import chain_top
 from .errors import HogQLError, node_span
 from .nullsafe import NULLABLE_META, apply_null_rules
@@ -78,8 +79,10 @@ class Resolver:
         person_overrides: bool,
         numeric_properties: Mapping[str, Collection[str]] | None = None,
         query_log: Sequence[Mapping[str, Any]] = (),
+        catalog: Catalog = NO_MATERIALIZED,
     ) -> None:
         self.team_id = team_id
+        self.catalog = catalog
         self.query_log = query_log
         self.numeric_properties = numeric_properties or {}
         self.database = database
@@ -242,7 +245,7 @@ class Resolver:
             ref.meta[NULLABLE_META] = True
             if kind is True:
                 mark_json(ref, name)
-                return json_access(ref, _keys(rest[1:])) if len(rest) > 1 else ref
+                return json_access(ref, _keys(rest[1:]), self.catalog) if len(rest) > 1 else ref
             return ref if len(rest) == 1 else None
         if source.kind == "numbers":
             if name != "number" or len(rest) > 1:
@@ -273,7 +276,7 @@ class Resolver:
                 ref.meta[EVENT_PROPERTIES_META] = self.database  # keys may be materialized columns (props.py)
             elif schema.name == "persons" and name == "properties":
                 ref.meta[PERSON_PROPERTIES_META] = self.database
-            return json_access(ref, _keys(rest[1:])) if len(rest) > 1 else ref
+            return json_access(ref, _keys(rest[1:]), self.catalog) if len(rest) > 1 else ref
         if len(rest) > 1:
             raise _err(f"Field '{name}' has no sub-fields", node)
         ref.meta[NAME_META] = name
@@ -317,7 +320,7 @@ class Resolver:
         key = keys[0]
         if not (isinstance(key, exp.Literal) and key.is_string):
             raise _err("Property keys in [...] must be strings, e.g. properties['$browser']", key)
-        bracket.replace(json_access(base, [exp.Literal.string(key.this)]))
+        bracket.replace(json_access(base, [exp.Literal.string(key.this)], self.catalog))
 
     # ---- joins and views ---------------------------------------------------------------------------------
 
@@ -348,7 +351,7 @@ class Resolver:
             needs_person_id=source.needs_person_id,
             sample=source.sample,
         )
-        return build_view(source.schema.name, opts)
+        return build_view(source.schema.name, opts, self.catalog)
 
     def _replace_tables(self, scope: Scope) -> None:
         for source in scope.sources:

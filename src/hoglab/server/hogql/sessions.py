@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from sqlglot import exp, parse_one
 
-from ..engine.sessions_ddl import ATTRIBUTION_KEYS
 from .dialect import HogQLDialect
 
 __all__ = [
+    "ATTRIBUTION_KEYS",
     "CHANNEL_TYPES",
     "ORGANIC_MEDIUMS",
     "OTHER_NAMES",
@@ -33,6 +33,23 @@ __all__ = [
     "SOURCE_CATEGORIES",
     "session_view_items",
 ]
+
+ATTRIBUTION_KEYS = (
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "utm_term",
+    "utm_content",
+    "$referring_domain",
+    "gclid",
+    "gad_source",
+    "fbclid",
+)
+"""Event properties of a session's first event read as its entry attribution (``$entry_<key>``), in tuple order.
+
+The engine keeps the first event's properties whole (``first_properties``, engine/sessions_ddl.py); which keys the
+view reads is PostHog's sessions schema and the channel rules below (they read five of them), so it is the
+compiler's to say."""
 
 # Sources and referring domains by category, by their first significant name ("www.google.co.uk" -> "google",
 # "t.co" -> "t"): a short list of GA4's source categories.

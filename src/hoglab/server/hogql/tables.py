@@ -19,7 +19,7 @@ from typing import Literal
 
 from sqlglot import exp
 
-from ..engine.materialized import materialized_columns, registry_version
+from .catalog import NO_MATERIALIZED, Catalog
 from .query_log import QUERY_LOG_FIELDS
 from .sessions import OTHER_NAMES, SESSION_FIELDS, session_view_items
 from .values import call
@@ -254,7 +254,7 @@ def _not_deleted(raw: str) -> exp.Expr:
     return call("equals", _argmax(raw, "is_deleted"), _lit(0))
 
 
-def _events_view(opts: ViewOptions) -> exp.Select:
+def _events_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
     raw = "__hq_e"
     person_id: exp.Expr = _col(raw, "person_id")
     if opts.person_overrides and opts.needs_person_id:
@@ -276,12 +276,12 @@ def _events_view(opts: ViewOptions) -> exp.Select:
         exp.alias_(_col(raw, "$session_id"), "$session_id", quoted=True),
         exp.alias_(call("JSONExtractString", _col(raw, "properties"), _lit("$window_id")), "$window_id", quoted=True),
         exp.alias_(person_id, "person_id", quoted=True),
-        # materialized properties (engine/materialized.py): read only where props.use_materialized puts them
-        *(exp.alias_(_as_text(_col(raw, c)), c, quoted=True) for c in materialized_columns(opts.database).values()),
+        # materialized properties (the catalog's): read only where props.use_materialized puts them
+        *(exp.alias_(_as_text(_col(raw, c)), c, quoted=True) for c in materialized),
     ]
     select = _select(raw, "events", opts, items)
     if opts.person_overrides and opts.needs_person_id:
-        overrides = _overrides_view(opts)
+        overrides = _overrides_view(opts, ())
         overrides.select(exp.alias_(_lit(1), "matched", quoted=True), copy=False)
         select.join(
             exp.Subquery(this=overrides, alias=exp.TableAlias(this=exp.to_identifier("__hq_o"))),
@@ -300,7 +300,7 @@ def _events_view(opts: ViewOptions) -> exp.Select:
     return select
 
 
-def _persons_view(opts: ViewOptions) -> exp.Select:
+def _persons_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
     raw = "__hq_p"
     items = [
         exp.alias_(_col(raw, "id"), "id", quoted=True),
@@ -312,14 +312,14 @@ def _persons_view(opts: ViewOptions) -> exp.Select:
         # version without the key (engine/materialized.py). Read only where props.use_materialized puts them.
         *(
             exp.alias_(_as_text(call("tupleElement", _argmax_of_tuple(raw, c), _lit(1))), c, quoted=True)
-            for c in materialized_columns(opts.database, "persons").values()
+            for c in materialized
         ),
     ]
     select = _select(raw, "persons", opts, items).group_by(_col(raw, "id"), copy=False)
     return select.having(_not_deleted(raw), copy=False)
 
 
-def _pdi_view(opts: ViewOptions) -> exp.Select:
+def _pdi_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
     raw = "__hq_d"
     items = [
         exp.alias_(_col(raw, "distinct_id"), "distinct_id", quoted=True),
@@ -329,7 +329,7 @@ def _pdi_view(opts: ViewOptions) -> exp.Select:
     return select.having(_not_deleted(raw), copy=False)
 
 
-def _cohort_view(opts: ViewOptions) -> exp.Select:
+def _cohort_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
     # Rows of a cohort's newest calculation (its highest version) are its members; older versions are history.
     raw, inner = "__hq_c", "__hq_cv"
     latest = _select(inner, "cohort_people", opts, [_col(inner, "cohort_id"), call("max", _col(inner, "version"))])
@@ -348,7 +348,7 @@ def _cohort_view(opts: ViewOptions) -> exp.Select:
     return select.group_by(_col(raw, "cohort_id"), _col(raw, "person_id"), copy=False)
 
 
-def _overrides_view(opts: ViewOptions) -> exp.Select:
+def _overrides_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
     raw = "__hq_v"
     items = [
         exp.alias_(_col(raw, "old_person_id"), "old_person_id", quoted=True),
@@ -357,7 +357,7 @@ def _overrides_view(opts: ViewOptions) -> exp.Select:
     return _select(raw, PERSON_OVERRIDES_TABLE, opts, items).group_by(_col(raw, "old_person_id"), copy=False)
 
 
-def _sessions_view(opts: ViewOptions) -> exp.Select:
+def _sessions_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
     raw = "__hq_s"
     select = _select(raw, "sessions", opts, session_view_items(raw, opts.timezone))
     return select.group_by(_col(raw, "session_id"), copy=False)
@@ -373,13 +373,17 @@ _BUILDERS = {
 }
 
 
+_MATERIALIZABLE = ("events", "persons")
+
+
 @functools.lru_cache(maxsize=256)
-def _cached_view(table: str, opts: ViewOptions, materialized_version: int) -> exp.Select:
-    return _BUILDERS[table](opts)
+def _cached_view(table: str, opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
+    return _BUILDERS[table](opts, materialized)
 
 
-def build_view(table: str, opts: ViewOptions) -> exp.Select:
-    """The guarded subquery standing in for HogQL table ``table`` (a key of ``TABLES``).
+def build_view(table: str, opts: ViewOptions, catalog: Catalog = NO_MATERIALIZED) -> exp.Select:
+    """The guarded subquery standing in for HogQL table ``table`` (a key of ``TABLES``); the events and persons
+    views also carry the ``catalog``'s materialized columns.
 
     >>> sql = build_view("persons", ViewOptions(team_id=7, database="hoglab", timezone="UTC")).sql("clickhouse")
     >>> sql[sql.index("FROM") : sql.index("GROUP")]
@@ -387,7 +391,9 @@ def build_view(table: str, opts: ViewOptions) -> exp.Select:
     """
     # Built once per (table, options) and copied: copying a tree is about twice as fast as building it.
     # The cached tree is never handed out, so no caller can change what later queries get.
-    template = _cached_view(table, opts, registry_version())
+    # Keyed on the columns themselves, so a view is never reused for another set of columns.
+    materialized = tuple(catalog.columns(opts.database, table).values()) if table in _MATERIALIZABLE else ()
+    template = _cached_view(table, opts, materialized)
     view = template.copy()
     view.meta[GUARD_META] = template.meta[GUARD_META]
     return view

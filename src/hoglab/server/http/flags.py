@@ -26,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import APIError, AuthenticationFailed, NotAuthenticated, ValidationFailed
 from ..flags import Evaluation, FlagsRequestError, decide_body, evaluate_request, flags_body, parse_flags_request
-from ..flags.request import FlagsRequest
+from ..flags.request import FlagsRequest, process_bool
 from ..ingest import IngestError, decode_payload
 from ..state import ServiceState
 from ..store import ProjectRecord
@@ -45,10 +45,6 @@ def _version(request: Request, default: int) -> int:
     # PostHog reads ``v`` as an integer and falls back when it isn't one (posthog-js 1.19 sent junk).
     raw = request.query_params.get("v", "")
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 4 else default
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("true", "1", "yes")
 
 
 def _prepare(request: Request, body: bytes) -> tuple[ServiceState, ProjectRecord, FlagsRequest]:
@@ -82,7 +78,7 @@ def _prepare(request: Request, body: bytes) -> tuple[ServiceState, ProjectRecord
 def _answer_flags(request: Request, body: bytes) -> dict[str, Any]:
     state, project, flags_request = _prepare(request, body)
     evaluation = evaluate_request(state, project, flags_request)
-    config = _truthy(request.query_params.get("config"))
+    config = process_bool(request.query_params.get("config"))
     return flags_body(evaluation, _version(request, 1), str(uuid.uuid4()), config=config)
 
 

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..engine.catalog import ENGINE_CATALOG
 from ..hogql import HogQLError, compile_hogql, escape_identifier, escape_literal
 
 __all__ = ["MAX_PROMPT_CHARS", "Vocabulary", "draft_sql", "project_vocabulary"]
@@ -228,7 +229,7 @@ def draft_sql(prompt: str, vocab: Vocabulary, *, team_id: int, timezone: str = "
             lines.append(f"LIMIT {int(top.group(1))}")
     sql = "\n".join(lines)
     try:
-        compile_hogql(sql, team_id=team_id, timezone=timezone)
+        compile_hogql(sql, team_id=team_id, timezone=timezone, catalog=ENGINE_CATALOG)
     except HogQLError:
         return FALLBACK
     return sql
@@ -254,7 +255,9 @@ def project_vocabulary(engine: Any, project: Any) -> Vocabulary:
     2,000 persons; read through the HogQL compiler, so only the project's own rows are seen."""
     names: dict[str, tuple[str, ...]] = {}
     for field_name, hogql in _VOCABULARY_SQL.items():
-        compiled = compile_hogql(hogql, team_id=int(project.id), timezone=project.timezone or "UTC")
+        compiled = compile_hogql(
+            hogql, team_id=int(project.id), timezone=project.timezone or "UTC", catalog=ENGINE_CATALOG
+        )
         table = engine.execute(compiled.sql, settings=compiled.settings)
         names[field_name] = tuple(str(v) for v in table.column("name").to_pylist() if v)
     return Vocabulary(**names)

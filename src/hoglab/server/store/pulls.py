@@ -1,4 +1,8 @@
-"""Mirrors of remote projects: each local project's source, its events watermark, and the objects copied."""
+"""Mirrors of remote projects: each local project's source, its events watermark, and the objects copied.
+
+``server/mirror`` (the server side of ``hoglab pull``) writes through this repository; the rows live here, not
+there, because only ``server/store`` talks to SQLite.
+"""
 
 from __future__ import annotations
 

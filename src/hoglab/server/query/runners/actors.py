@@ -35,13 +35,11 @@ from .common import first_event_time
 from .events import strip_alias
 from .funnels import funnel_person_rows
 from .insight_actors import INSIGHT_ACTOR_KINDS, insight_actors_sql
+from .person_tuples import ACTOR_DISPLAY_NAME, ACTOR_PERSON
 from .trends import previous_range
 from .trends_sql import effective_math
 
 __all__ = ["run_actors"]
-
-_PERSON = "tuple(toString(id), pdi_ids, properties, created_at, is_identified)"
-
 
 def _trend_actors(source: InsightActorsQuery, ctx: RunContext, p: Params) -> str:
     from .common import series_conditions
@@ -100,17 +98,10 @@ def _funnel_actors(source: FunnelsActorsQuery, ctx: RunContext, p: Params) -> st
 
 
 def _jsonable(value: Any, kind: str) -> Any:
-    if kind == "person" and isinstance(value, list):
-        pid, distinct_ids, properties, created_at, identified = value
-        try:
-            props = orjson.loads(properties) if properties else {}
-        except orjson.JSONDecodeError:
-            props = {}
-        return {"id": pid, "distinct_ids": distinct_ids, "properties": props, "created_at": created_at,
-                "is_identified": bool(identified)}  # fmt: skip
-    if kind == "person_display_name" and isinstance(value, list) and len(value) == 2:
-        display_name, person_id = value
-        return {"display_name": display_name, "id": person_id}
+    if kind == "person":
+        return ACTOR_PERSON.decode(value)
+    if kind == "person_display_name":
+        return ACTOR_DISPLAY_NAME.decode(value)
     return value
 
 
@@ -125,7 +116,7 @@ def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
         # "actor" is the person object under the name PostHog's persons modal asks for.
         kind = "person" if text == "actor" else text
         kinds.append(kind if kind in ("person", "person_display_name") else "")
-        columns.append(f"{_PERSON if kind == 'person' else '(' + text + ')'} AS c{i}")
+        columns.append(f"{ACTOR_PERSON.sql if kind == 'person' else '(' + text + ')'} AS c{i}")
     where: list[str] = []
     source_sql = None
     if isinstance(query.source, InsightActorsQuery) and query.source.source.kind in INSIGHT_ACTOR_KINDS:

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS
 
-from ...engine.materialized import registry_version
+from ...engine.catalog import ENGINE_CATALOG
 from ...hogql import CompiledQuery, compile_hogql
 from ...hogql.budget import CompileBudget
+from ...hogql.catalog import Catalog
 from ...hogql.textguard import text_guards_enabled
 
 if TYPE_CHECKING:
@@ -120,6 +121,7 @@ class RunContext:
 
     ``now`` is taken once per request so every sub-query of it resolves relative dates (``-7d``) the same way.
     ``tag`` goes on every engine query of the request (``log_comment``), so cancelling the request kills them all.
+    ``catalog`` is what the compiler is told of the engine (its materialized properties): the engine's.
     ``compile_budget`` bounds each statement's compiling (``hogql/budget.py``); ``compile_slot`` is entered
     around it: the project's share of compiling (``query/fairness.py``), one statement at a time per project.
     """
@@ -131,6 +133,7 @@ class RunContext:
     person_overrides: bool = False
     max_rows: int = MAX_SELECT_RETURNED_ROWS
     timings: Timings = field(default_factory=Timings)
+    catalog: Catalog = ENGINE_CATALOG
     compile_budget: CompileBudget | None = None
     compile_slot: Callable[[], AbstractContextManager[None]] | None = None
 
@@ -167,7 +170,7 @@ class RunContext:
             numeric = sorted((table, sorted(keys)) for table, keys in (numeric_properties or {}).items())
             inputs = (repr(values), repr(filters), repr(numeric), repr(query_log))
             key = (self.team_id, self.timezone, self.person_overrides, hogql, inputs, default_limit, max_limit,
-                   registry_version(),  # a newly materialized property compiles to its column
+                   self.catalog.version(),  # a newly materialized property compiles to its column
                    text_guards_enabled())  # fmt: skip
             compiled = COMPILED.get(key)
             if compiled is None:
@@ -187,6 +190,7 @@ class RunContext:
                         filters=filters,
                         numeric_properties=numeric_properties,
                         query_log=query_log,
+                        catalog=self.catalog,
                     )
                 if budget is not None:
                     budget.check_sql(compiled.sql)

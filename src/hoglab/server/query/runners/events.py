@@ -36,6 +36,7 @@ from ...hogql import HogQLError, parse_hogql_expr
 from ...hogql.functions import is_aggregate
 from .base import RunContext, register
 from .common import series_conditions
+from .person_tuples import EVENT_DISPLAY_NAME, EVENT_PERSON
 
 __all__ = ["run_events", "strip_alias"]
 
@@ -45,7 +46,6 @@ _STAR = (
 )
 _STAR_KEYS = ("uuid", "event", "properties", "timestamp", "distinct_id", "elements_chain", "created_at",
               "$session_id", "$window_id")  # fmt: skip
-_PERSON = "tuple(toString(person_id), person.created_at, person.properties, distinct_id)"
 
 
 def strip_alias(expression: str) -> str:
@@ -88,16 +88,10 @@ def _jsonable(value: Any, kind: str, team_id: int) -> Any:
         with contextlib.suppress(orjson.JSONDecodeError):
             event["properties"] = orjson.loads(event["properties"] or "{}")
         return event
-    if kind == "person" and isinstance(value, list):
-        uuid, created_at, properties, distinct_id = value
-        try:
-            props = orjson.loads(properties) if properties else {}
-        except orjson.JSONDecodeError:
-            props = {}
-        return {"uuid": uuid, "created_at": created_at, "properties": props, "distinct_id": distinct_id}
-    if kind == "person_display_name" and isinstance(value, list) and len(value) == 3:
-        display_name, person_id, distinct_id = value
-        return {"display_name": display_name, "id": person_id, "distinct_id": distinct_id}
+    if kind == "person":
+        return EVENT_PERSON.decode(value)
+    if kind == "person_display_name":
+        return EVENT_DISPLAY_NAME.decode(value)
     return value
 
 
@@ -115,7 +109,7 @@ def run_events(query: EventsQuery, ctx: RunContext) -> dict[str, Any]:
             kinds.append("*")
             aggregates.append(False)
         elif text == "person":
-            select_sql.append(_PERSON)
+            select_sql.append(EVENT_PERSON.sql)
             kinds.append("person")
             aggregates.append(False)
         elif text == "person_display_name":

@@ -17,7 +17,7 @@ Each builder also returns the legacy filter PostHog reports for it (``filters``,
 stored filter with the experiment's overrides applied.
 
 >>> from datetime import UTC, datetime
->>> from .legacy import read_metric
+>>> from .filters import read_metric
 >>> arms = Arms("new-checkout", ("control", "test"), datetime(2025, 6, 1, 9, tzinfo=UTC), None, "Europe/Berlin")
 >>> query, filters = count_query(read_metric({"insight": "TRENDS", "events": [{"id": "purchase"}]}), arms)
 >>> query.breakdownFilter.breakdown, query.dateRange.date_from, filters["display"]
@@ -41,7 +41,7 @@ from hoglab.schema import (
     TrendsQuery,
 )
 
-from .legacy import CustomExposure, LegacyMetric
+from .filters import CustomExposure, LegacyMetric
 
 __all__ = [
     "CUMULATIVE",

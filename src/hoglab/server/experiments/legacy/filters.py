@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from hoglab.schema import EventsNode, FunnelExclusion, FunnelsFilter, TrendsFilter, validation_error_body
 from hoglab.schema.nodes import COUNT_PER_ACTOR_MATH, PROPERTY_MATH
 
-from ..errors import ValidationFailed
+from ...errors import ValidationFailed
 
 __all__ = ["PER_USER_MATH", "CustomExposure", "LegacyMetric", "read_custom_exposure", "read_metric"]
 

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ValidationFailed
-from ..query.failures import api_error
-from ..query.query_log import logged
-from ..query.runners import RunContext
-from ..query.runners.funnels import run_funnels
-from ..query.runners.trends import run_trends
-from .legacy import CustomExposure, LegacyMetric
+from ...errors import ValidationFailed
+from ...query.failures import api_error
+from ...query.query_log import logged
+from ...query.runners import RunContext
+from ...query.runners.funnels import run_funnels
+from ...query.runners.trends import run_trends
+from .filters import CustomExposure, LegacyMetric
 from .queries import Arms, count_query, exposure_query, funnel_query
 
 __all__ = ["FunnelRun", "TrendRun", "run_funnel_metric", "run_trend_metric"]

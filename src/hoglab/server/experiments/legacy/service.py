@@ -30,25 +30,25 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..engine.base import EngineError
-from ..engine.limits import LimitedEngine, statement_limits
-from ..errors import NotFound, ServerError
-from ..hogql.budget import CompileBudget
-from ..query.answers import dumps, join_members
-from ..query.cache import cache_key, data_version
-from ..query.failures import api_error
-from ..query.fairness import FairGate, ProjectBusy
-from ..query.jobs import iso, tag_for
-from ..query.runners import RunContext, has_person_overrides
-from ..store import ExperimentRecord, FlagRecord, ProjectRecord
-from ..store.db import utcnow
-from .legacy import CustomExposure, LegacyMetric, read_custom_exposure, read_metric
-from .metrics import run_funnel_metric, run_trend_metric
+from ...engine.base import EngineError
+from ...engine.limits import LimitedEngine, statement_limits
+from ...errors import NotFound, ServerError
+from ...hogql.budget import CompileBudget
+from ...query.answers import dumps, join_members
+from ...query.cache import cache_key, data_version
+from ...query.failures import api_error
+from ...query.fairness import FairGate, ProjectBusy
+from ...query.jobs import iso, tag_for
+from ...query.runners import RunContext, has_person_overrides
+from ...store import ExperimentRecord, FlagRecord, ProjectRecord
+from ...store.db import utcnow
+from .filters import CustomExposure, LegacyMetric, read_custom_exposure, read_metric
 from .queries import Arms
+from .runs import run_funnel_metric, run_trend_metric
 from .verdicts import check_variants, funnel_result, secondary_values, trend_result
 
 if TYPE_CHECKING:
-    from ..state import ServiceState
+    from ...state import ServiceState
 
 __all__ = ["Plan", "compute", "experiment_results", "plan_for"]
 

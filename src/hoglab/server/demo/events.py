@@ -23,30 +23,23 @@ True
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..flags.hashing import variant_for
+from .experiment import CONVERSION, DEMO_EXPERIMENT, FLAG_KEY, end_of
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from hoglab.server.engine.base import Engine
-    from hoglab.server.ingest.files import LoadReport
-    from hoglab.server.state import ServiceState
-    from hoglab.server.store import ProjectRecord
-
-__all__ = ["DEMO_EXPERIMENT", "DEMO_SEED", "DEMO_USERS", "DemoExperiment", "default_end", "generate_events",
-           "seed", "seed_events"]  # fmt: skip
+__all__ = ["DEMO_DAYS", "DEMO_SEED", "DEMO_USERS", "generate_events"]
 
 DEMO_SEED = 20260101
 DEMO_USERS = 20_000
 DEMO_DAYS = 60
-FLAG_KEY = "new-checkout"
-CONVERSION = {"control": 0.30, "test": 0.345}
 
 _BROWSERS = np.array(["Chrome", "Safari", "Firefox", "Edge"])
 _BROWSER_P = [0.62, 0.22, 0.1, 0.06]
@@ -58,71 +51,6 @@ _PLANS = np.array(["free", "pro", "enterprise"])
 _PLAN_P = [0.7, 0.25, 0.05]
 _PAGES = np.array(["/", "/pricing", "/docs", "/blog", "/features", "/about"])
 _SITE = "https://hoglab.example"
-
-
-@dataclass(frozen=True)
-class DemoExperiment:
-    """The demo's running experiment, in the shapes the Experiments API takes (legacy ``filters``)."""
-
-    name: str = "New checkout flow"
-    description: str = "Does the redesigned checkout page turn more checkout visits into purchases?"
-    feature_flag_key: str = FLAG_KEY
-    variants: tuple[dict[str, Any], ...] = (
-        {"key": "control", "name": "Control", "rollout_percentage": 50},
-        {"key": "test", "name": "New checkout", "rollout_percentage": 50},
-    )
-    days_running: int = 30
-    filters: dict[str, Any] = field(default_factory=lambda: {
-        "insight": "FUNNELS",
-        "events": [
-            {"id": "$pageview", "name": "$pageview", "type": "events", "order": 0,
-             "properties": [{"key": "$current_url", "value": "/checkout", "operator": "icontains", "type": "event"}]},
-            {"id": "purchase", "name": "purchase", "type": "events", "order": 1},
-        ],
-        "funnel_window_interval": 14,
-        "funnel_window_interval_unit": "day",
-    })  # fmt: skip
-    secondary_metrics: tuple[dict[str, Any], ...] = (
-        {"name": "Purchases", "filters": {"insight": "TRENDS", "events": [{"id": "purchase", "order": 0}]}},
-    )
-
-    def start_for(self, end: datetime | date | None = None) -> datetime:
-        """When the experiment started, for data generated up to ``end``."""
-        return _end(end) - timedelta(days=self.days_running)
-
-    @property
-    def start_date(self) -> datetime:
-        """The start for the default ``end`` (today, 00:00 UTC)."""
-        return self.start_for(None)
-
-    def create_body(self, end: datetime | date | None = None) -> dict[str, Any]:
-        """A ``POST /api/projects/:id/experiments/`` body creating this experiment, already started."""
-        start = self.start_for(end)
-        return {
-            "name": self.name,
-            "description": self.description,
-            "feature_flag_key": self.feature_flag_key,
-            "start_date": start.isoformat(),
-            "parameters": {"feature_flag_variants": [dict(v) for v in self.variants], "minimum_detectable_effect": 10},
-            "filters": {**self.filters, "date_from": start.isoformat()},
-            "secondary_metrics": [dict(m) for m in self.secondary_metrics],
-        }
-
-
-DEMO_EXPERIMENT = DemoExperiment()
-
-
-def default_end() -> datetime:
-    """Today at 00:00 UTC: the demo's data ends there, so relative ranges (``-30d``) have data."""
-    return datetime.combine(datetime.now(UTC).date(), datetime.min.time(), tzinfo=UTC)
-
-
-def _end(end: datetime | date | None) -> datetime:
-    if end is None:
-        return default_end()
-    if not isinstance(end, datetime):
-        return datetime.combine(end, datetime.min.time(), tzinfo=UTC)
-    return end if end.tzinfo else end.replace(tzinfo=UTC)
 
 
 def _uuids(rng: np.random.Generator, n: int) -> pa.Array:
@@ -201,11 +129,8 @@ def generate_events(
 ) -> pa.Table:
     """The demo's events in PostHog's export shape: ``uuid, event, distinct_id, timestamp, properties,
     elements_chain`` (``timestamp`` a UTC timestamp, ``properties`` JSON text), sorted by time."""
-
-    from hoglab.server.flags.hashing import variant_for
-
     rng = np.random.default_rng(seed)
-    end_us = int(_end(end).timestamp() * _US)
+    end_us = int(end_of(end).timestamp() * _US)
     start_us = end_us - days * _DAY
     exp_start_us = int(DEMO_EXPERIMENT.start_for(end).timestamp() * _US)
 
@@ -358,42 +283,3 @@ def _table(cols: dict[str, np.ndarray], rng: np.random.Generator, browser: np.nd
         "properties": props,
         "elements_chain": pa.array(np.full(n, ""), pa.string()),
     })  # fmt: skip
-
-
-def seed_events(
-    engine: Engine, project_id: int, *, seed: int = DEMO_SEED, end: datetime | date | None = None,
-    users: int = DEMO_USERS,
-) -> LoadReport:  # fmt: skip
-    """Generate the demo's events and load them into ``project_id`` through the file loader (persons and
-    all). Create the experiment's metadata with ``DEMO_EXPERIMENT.create_body(end)``."""
-    import pyarrow.parquet as pq
-
-    from hoglab.server.ingest.files import load_file
-
-    table = generate_events(seed=seed, end=end, users=users)
-    with tempfile.TemporaryDirectory(prefix="hoglab-demo-") as tmp:
-        path = Path(tmp) / "demo-events.parquet"
-        pq.write_table(table, path, compression="zstd")
-        return load_file(engine, project_id, path)
-
-
-def seed(
-    state: ServiceState, project: ProjectRecord, *, seed: int = DEMO_SEED, end: datetime | date | None = None,
-    users: int = DEMO_USERS,
-) -> None:  # fmt: skip
-    """Fill the demo project of a running service: its events and its experiment, each only once.
-
-    Called by ``hoglab serve --demo`` (and ``hoglab demo``) when the service starts; a restart finds both
-    already there and leaves them alone, so ids and results stay put.
-    """
-    from hoglab.server.experiments.rules import create_with_flag
-
-    engine = state.engine
-    if engine is None:
-        raise RuntimeError("the demo needs the service's events engine")
-    stored = engine.execute(f"SELECT count() AS n FROM events WHERE team_id = {int(project.id)}")
-    if int(stored.column("n")[0].as_py()) == 0:
-        seed_events(engine, project.id, seed=seed, end=end, users=users)
-    if state.store.flags.get_by_key(project.id, DEMO_EXPERIMENT.feature_flag_key) is None:
-        user = state.store.users.default()
-        create_with_flag(state.store, project.id, user.id, DEMO_EXPERIMENT.create_body(end))

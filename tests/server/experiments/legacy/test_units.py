@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import pytest
 
 from hoglab.server.errors import ValidationFailed
-from hoglab.server.experiments import Arms, read_custom_exposure, read_metric
-from hoglab.server.experiments.metrics import FunnelRun, TrendRun
-from hoglab.server.experiments.queries import count_query, exposure_query, funnel_query
-from hoglab.server.experiments.verdicts import funnel_result, secondary_values, trend_result
+from hoglab.server.experiments.legacy import Arms, read_custom_exposure, read_metric
+from hoglab.server.experiments.legacy.queries import count_query, exposure_query, funnel_query
+from hoglab.server.experiments.legacy.runs import FunnelRun, TrendRun
+from hoglab.server.experiments.legacy.verdicts import funnel_result, secondary_values, trend_result
 
 ARMS = Arms("flag", ("control", "test"), datetime(2025, 1, 1, 12, tzinfo=UTC), None, "Asia/Kolkata")
 

@@ -33,15 +33,15 @@ from sqlglot import exp
 
 from hoglab.schema import EventsNode, ExperimentFunnelMetric, ExperimentMeanMetric, ExperimentRatioMetric
 
-from ..errors import ValidationFailed
-from ..filters.params import Params
-from ..filters.properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
-from ..hogql.parse import parse_hogql_expr
-from ..query.runners.common import series_conditions
-from ..query.runners.funnel_replay import packed_event_key, replay_expr, unpacked
-from ..query.runners.funnels_sql import unordered_replay
-from .metric_resolve import ResolvedExperiment
-from .rules import FEATURE_FLAG_CALLED
+from ...errors import ValidationFailed
+from ...filters.params import Params
+from ...filters.properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
+from ...hogql.parse import parse_hogql_expr
+from ...query.runners.common import series_conditions
+from ...query.runners.funnel_replay import packed_event_key, replay_expr, unpacked
+from ...query.runners.funnels_sql import unordered_replay
+from ..rules import FEATURE_FLAG_CALLED
+from .resolve import ResolvedExperiment
 
 __all__ = [
     "MULTIPLE_VARIANT_KEY",

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 from scipy import stats
 
-from hoglab.demo import DEMO_EXPERIMENT, DEMO_USERS, default_end, generate_events, seed_events
 from hoglab.schema import ExperimentCreate
+from hoglab.server.demo import DEMO_EXPERIMENT, DEMO_USERS, default_end, generate_events, seed_events
 from hoglab.server.engine.chdb import ChdbEngine
 from hoglab.server.flags.hashing import variant_for
 
@@ -136,7 +136,7 @@ def test_seeding_an_engine(engine: ChdbEngine, demo: pa.Table, tmp_path: Path) -
 def test_the_demo_experiment_through_results(make_project) -> None:
     """The demo's experiment, seeded into the running service (a third of the default size), is significant
     through ``/results``, with the counts pandas finds in the same generated events; the secondary metric too."""
-    from hoglab.demo import seed
+    from hoglab.server.demo import seed
 
     users = 7000
     project = make_project()

@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import posthog
 import pytest
-
-posthog = pytest.importorskip("posthog")
 
 pytestmark = [pytest.mark.xdist_group("flags_service"), pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 

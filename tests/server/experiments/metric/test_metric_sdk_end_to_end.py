@@ -23,8 +23,6 @@ from hoglab.demo_metrics import METRIC_FLAG_KEY, feed_metric_experiment
 from hoglab.stats.posthog import ExperimentStats, experiment_results
 from posthog_openapi import CACHE_FIELDS, assert_valid
 
-pytest.importorskip("posthog")
-
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 USERS = 400

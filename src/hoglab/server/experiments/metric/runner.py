@@ -1,7 +1,7 @@
 """``ExperimentQuery``: one metric of a stored experiment, per variant, with PostHog's current statistics.
 
-The query arrives resolved (:mod:`.metric_resolve`: the experiment's flag, variants, dates, exposure criteria and
-stats method read in before the cache lookup). :mod:`.metric_query` writes the HogQL of the variants' sufficient
+The query arrives resolved (:mod:`.resolve`: the experiment's flag, variants, dates, exposure criteria and
+stats method read in before the cache lookup). :mod:`.query` writes the HogQL of the variants' sufficient
 statistics; :func:`hoglab.stats.posthog.experiment_results` turns them into ``baseline`` and ``variant_results``
 (frequentist ``p_value``/``confidence_interval`` or Bayesian ``chance_to_win``/``credible_interval``).
 
@@ -16,11 +16,11 @@ from typing import Any
 from hoglab.schema import CONTROL_VARIANT_KEY
 from hoglab.stats.posthog import ExperimentStats, experiment_results
 
-from ..filters.params import Params
-from ..query.runners.base import RunContext, register
-from ..query.runners.funnels_sql import PERSON_ROWS_SETTINGS
-from .metric_query import funnel_sql, mean_sql, ratio_sql
-from .metric_resolve import ResolvedExperimentQuery
+from ...filters.params import Params
+from ...query.runners.base import RunContext, register
+from ...query.runners.funnels_sql import PERSON_ROWS_SETTINGS
+from .query import funnel_sql, mean_sql, ratio_sql
+from .resolve import ResolvedExperimentQuery
 
 __all__ = ["run_experiment_query", "variant_stats"]
 

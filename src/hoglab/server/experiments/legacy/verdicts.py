@@ -33,8 +33,8 @@ from hoglab.stats.posthog import (
     trend_verdict,
 )
 
-from ..errors import ValidationFailed
-from .metrics import FunnelRun, TrendRun
+from ...errors import ValidationFailed
+from .runs import FunnelRun, TrendRun
 
 __all__ = ["NO_RESULTS_FLAGS", "check_variants", "funnel_result", "secondary_values", "trend_result", "trend_variants"]
 

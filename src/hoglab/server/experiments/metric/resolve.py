@@ -23,11 +23,11 @@ from hoglab.schema import (
     ExperimentStatsConfig,
 )
 
-from ..errors import NotFound, ValidationFailed
-from ..query.runners.base import register_resolver
+from ...errors import NotFound, ValidationFailed
+from ...query.runners.base import register_resolver
 
 if TYPE_CHECKING:
-    from ..store import ProjectRecord, Store
+    from ...store import ProjectRecord, Store
 
 __all__ = [
     "ResolvedExperiment",

@@ -1,0 +1,63 @@
+"""Filling a project with the demo: its events through the file loader, its experiment through the rules.
+
+``seed(state, project)`` is what ``hoglab serve --demo`` (and ``hoglab demo``, and ``start_local_service(...,
+demo=True)``) runs when the service starts (``server/app.py`` ``seed_demo_hook``); each part is written only once.
+
+For example (a sketch of a call, not run: it needs a running service's state)::
+
+    seed(state, state.store.projects.get(1), users=2_000)   # events loaded, experiment created with its flag
+"""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow.parquet as pq
+
+from ..experiments.rules import create_with_flag
+from ..ingest.files import LoadReport, load_file
+from .events import DEMO_SEED, DEMO_USERS, generate_events
+from .experiment import DEMO_EXPERIMENT
+
+if TYPE_CHECKING:
+    from ..engine.base import Engine
+    from ..state import ServiceState
+    from ..store import ProjectRecord
+
+__all__ = ["seed", "seed_events"]
+
+
+def seed_events(
+    engine: Engine, project_id: int, *, seed: int = DEMO_SEED, end: datetime | date | None = None,
+    users: int = DEMO_USERS,
+) -> LoadReport:  # fmt: skip
+    """Generate the demo's events and load them into ``project_id`` through the file loader (persons and
+    all). Create the experiment's metadata with ``DEMO_EXPERIMENT.create_body(end)``."""
+    table = generate_events(seed=seed, end=end, users=users)
+    with tempfile.TemporaryDirectory(prefix="hoglab-demo-") as tmp:
+        path = Path(tmp) / "demo-events.parquet"
+        pq.write_table(table, path, compression="zstd")
+        return load_file(engine, project_id, path)
+
+
+def seed(
+    state: ServiceState, project: ProjectRecord, *, seed: int = DEMO_SEED, end: datetime | date | None = None,
+    users: int = DEMO_USERS,
+) -> None:  # fmt: skip
+    """Fill the demo project of a running service: its events and its experiment, each only once.
+
+    Called by ``hoglab serve --demo`` (and ``hoglab demo``) when the service starts; a restart finds both
+    already there and leaves them alone, so ids and results stay put.
+    """
+    engine = state.engine
+    if engine is None:
+        raise RuntimeError("the demo needs the service's events engine")
+    stored = engine.execute(f"SELECT count() AS n FROM events WHERE team_id = {int(project.id)}")
+    if int(stored.column("n")[0].as_py()) == 0:
+        seed_events(engine, project.id, seed=seed, end=end, users=users)
+    if state.store.flags.get_by_key(project.id, DEMO_EXPERIMENT.feature_flag_key) is None:
+        user = state.store.users.default()
+        create_with_flag(state.store, project.id, user.id, DEMO_EXPERIMENT.create_body(end))

@@ -1,0 +1,39 @@
+"""The engine's :class:`~hoglab.server.hogql.catalog.Catalog`: what the HogQL compiler is told of the engine.
+
+The compiler imports nothing from the engine; the query service (``query/runners/base.py`` ``RunContext``) and
+the other callers of ``compile_hogql`` hand it :data:`ENGINE_CATALOG`, which answers from the process-wide
+registry of materialized properties (``materialized.py``): the columns the engine holds, none while
+``materialized.suspended()``, and a version that moves whenever either changes (compiled statements are cached by
+it, so a property materialized while the service runs is read from its column by the next compile). Each key the
+compiler asks for counts as one use of it, which automatic materialization ranks keys by (``autoprops.py``).
+
+>>> from hoglab.server.hogql.catalog import Catalog
+>>> catalog: Catalog = ENGINE_CATALOG
+>>> catalog.columns("nowhere", "events")
+{}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from . import materialized
+
+__all__ = ["ENGINE_CATALOG", "EngineCatalog"]
+
+
+class EngineCatalog:
+    """The materialized columns of this process's engine (one engine per process: the registry is global)."""
+
+    def version(self) -> Hashable:
+        return materialized.registry_version()
+
+    def column(self, key: str, database: str, table: str) -> str | None:
+        return materialized.lookup(key, database, table)
+
+    def columns(self, database: str, table: str) -> dict[str, str]:
+        return materialized.materialized_columns(database, table)
+
+
+ENGINE_CATALOG = EngineCatalog()
+"""The one engine catalog of the process."""
