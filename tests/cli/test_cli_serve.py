@@ -77,6 +77,22 @@ def test_serve_memory_and_time_limits_from_flags_then_environment(monkeypatch):
     assert _config(None).max_memory_usage == 4 * 1024**3
 
 
+def test_serve_memory_budget_and_compile_time_from_flags(monkeypatch, capsys):
+    from hoglab.cli import CommandError, build_parser as _build_parser
+    from hoglab.cli.common import server_config as _config
+
+    args = _build_parser().parse_args(["serve", "--memory-budget", "12GiB", "--max-compile-seconds", "1.5"])
+    config = _config(None, None, memory_budget=args.memory_budget, max_compile_seconds=args.max_compile_seconds)
+    assert (config.memory_budget, config.max_compile_seconds) == (12 * 1024**3, 1.5)
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--max-compile-seconds", "forever"])
+    assert exit_.value.code == 2 and "--max-compile-seconds" in _one_clear_line(capsys.readouterr().err)
+    monkeypatch.setenv("HOGLAB_MEMORY_BUDGET", "1MiB")  # too small to serve anything: refused before it starts
+    with pytest.raises(CommandError, match="at least 64 MiB") as refused:
+        _config(None)
+    assert refused.value.status == 2
+
+
 @pytest.mark.parametrize("value", ["lots", "-1G", "8 parsecs"])
 def test_bad_memory_limit_flag_is_one_line_and_status_2(capsys, value):
     with pytest.raises(SystemExit) as exit_:

@@ -1,7 +1,8 @@
 """``hoglab``: run the service and manage its projects and keys from a shell.
 
     hoglab serve [--host 127.0.0.1] [--port 8000] [--data-dir DIR] [--demo] [--clickhouse-url URL]
-                 [--max-memory-usage 8GiB] [--max-execution-time SECONDS]
+                 [--max-memory-usage 8GiB] [--max-execution-time SECONDS] [--memory-budget 12GiB]
+                 [--max-compile-seconds SECONDS]
     hoglab demo [--port 8000] [--data-dir DIR] [--out DIR] [--no-serve]
     hoglab report EXPERIMENT_ID [--out DIR] [--host URL] [--project ID] [--refresh]
     hoglab project create NAME [--timezone TZ] [--data-dir DIR]

@@ -24,6 +24,7 @@ __all__ = [
     "byte_size",
     "open_store",
     "port",
+    "positive_float",
     "positive_id",
     "positive_int",
     "project_id",
@@ -70,6 +71,21 @@ def positive_int(what: str) -> Callable[[str], int]:
     return parse
 
 
+def positive_float(what: str) -> Callable[[str], float]:
+    """An argparse type: a positive, finite number; ``what`` names it in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = 0.0
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"{what} is a positive number, got {text!r}")
+        return value
+
+    return parse
+
+
 def positive_id(what: str) -> Callable[[str], int]:
     """An argparse type: the positive id of ``what`` (``"a project"``)."""
     return positive_int(f"{what} id")
@@ -92,14 +108,16 @@ def byte_size(flag: str) -> Callable[[str], int]:
     return parse
 
 
-def server_config(data_dir: Path | None, clickhouse_url: str | None = None, **limits: int | None) -> ServerConfig:
+def server_config(data_dir: Path | None, clickhouse_url: str | None = None, **limits: float | None) -> ServerConfig:
     """The service settings from the arguments and ``HOGLAB_*`` variables; a bad variable is one line, status 2."""
     from hoglab.server.config import ServerConfig
+    from hoglab.server.engine.memory import MemoryBudget
     from hoglab.server.http.ratelimit import RateLimiter
 
     try:
         config = ServerConfig.from_env(data_dir=data_dir, clickhouse_url=clickhouse_url, **limits)
         RateLimiter.from_config(config)  # reads the rate strings: a typo in HOGLAB_RATE_LIMIT_* is caught here
+        MemoryBudget.from_config(config)  # a budget too small to serve anything is caught here too
     except ValueError as exc:
         raise CommandError(str(exc), status=2) from None
     return config

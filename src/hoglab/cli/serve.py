@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from hoglab import __version__
 
-from .common import CommandError, byte_size, open_store, port, positive_int, server_config
+from .common import CommandError, byte_size, open_store, port, positive_float, positive_int, server_config
 
 if TYPE_CHECKING:
     import socket
@@ -38,6 +38,15 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--max-result-bytes", type=byte_size("--max-result-bytes"), default=None, metavar="SIZE",
         help="largest answer, e.g. 64MiB (default: $HOGLAB_MAX_RESULT_BYTES, else 64MiB); over it a 400",
+    )  # fmt: skip
+    serve.add_argument(
+        "--memory-budget", type=byte_size("--memory-budget"), default=None, metavar="SIZE",
+        help="the process's memory for queries and answers, e.g. 12GiB (default: $HOGLAB_MEMORY_BUDGET, else two "
+        "thirds of the machine's memory); a project gets at most half",
+    )  # fmt: skip
+    serve.add_argument(
+        "--max-compile-seconds", type=positive_float("a time in seconds"), default=None, metavar="SECONDS",
+        help="CPU time to compile one HogQL statement (default: $HOGLAB_MAX_COMPILE_SECONDS, else 3); over it a 400",
     )  # fmt: skip
 
 
@@ -83,6 +92,8 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
         max_memory_usage=args.max_memory_usage,
         max_execution_time=args.max_execution_time,
         max_result_bytes=args.max_result_bytes,
+        memory_budget=args.memory_budget,
+        max_compile_seconds=args.max_compile_seconds,
     )
     with open_store(config.data_dir, create=True) as store:
         credentials = ensure_local_credentials(store, demo=True) if demo else None
