@@ -1,7 +1,9 @@
 """Metric experiments, PostHog's current shape: metrics on the experiment, analysed by ``ExperimentQuery``.
 
-A metric is one of three models told apart by ``metric_type`` (PostHog's ``ExperimentMeanMetric``,
-``ExperimentFunnelMetric``, ``ExperimentRatioMetric``); each reads events through :class:`EventsNode` sources.
+A metric is one of four models told apart by ``metric_type`` (PostHog's ``ExperimentMeanMetric``,
+``ExperimentFunnelMetric``, ``ExperimentRatioMetric``, ``ExperimentRetentionMetric``); each reads events through
+:class:`EventsNode` sources (a retention metric may also start at the exposure, :class:`ExperimentExposureNode`).
+Any metric may be broken down by up to three event or person properties (``breakdownFilter``).
 PostHog's ``ActionsNode`` and ``ExperimentDataWarehouseNode`` sources are refused with a message naming the field
 (hoglab has neither actions nor a data warehouse).
 
@@ -15,18 +17,26 @@ PostHog's ``ActionsNode`` and ``ExperimentDataWarehouseNode`` sources are refuse
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, field_validator, model_validator
 
 from ._base import RequestModel, ResponseModel
-from .filters import AnyPropertyFilter, DateRange
+from .filters import AnyPropertyFilter, BreakdownFilter, DateRange
 from .nodes import EventsNode
 
 __all__ = [
+    "EXPERIMENT_BREAKDOWN_TYPES",
     "EXPERIMENT_METRIC_MATH",
+    "MAX_EXPERIMENT_BREAKDOWNS",
+    "ExperimentBreakdownResult",
     "ExperimentEventExposureConfig",
     "ExperimentExposureCriteria",
+    "ExperimentExposureNode",
     "ExperimentExposureQuery",
     "ExperimentExposureQueryResponse",
     "ExperimentExposureTimeSeries",
@@ -36,8 +46,10 @@ __all__ = [
     "ExperimentQuery",
     "ExperimentQueryResponse",
     "ExperimentRatioMetric",
+    "ExperimentRetentionMetric",
     "ExperimentStatsConfig",
     "ExperimentVariantStats",
+    "metric_fingerprint",
     "parse_metric",
 ]
 
@@ -45,6 +57,13 @@ ConversionWindowUnit = Literal["second", "minute", "hour", "day", "week", "month
 MetricGoal = Literal["increase", "decrease"]
 FunnelOrderType = Literal["strict", "unordered", "ordered"]
 MultipleVariantHandling = Literal["exclude", "first_seen"]
+StartHandling = Literal["first_seen", "last_seen"]
+BreakdownAttributionType = Literal["first_touch", "last_touch", "step", "all_events"]
+
+MAX_EXPERIMENT_BREAKDOWNS = 3
+"""PostHog's limit on an experiment metric's breakdowns."""
+EXPERIMENT_BREAKDOWN_TYPES: frozenset[str] = frozenset({"event", "person"})
+"""The breakdown types hoglab computes for an experiment metric (PostHog also has group and session ones)."""
 
 EXPERIMENT_METRIC_MATH: frozenset[str] = frozenset(
     {"total", "sum", "avg", "min", "max", "unique_session", "dau", "hogql"}
@@ -78,6 +97,24 @@ def _experiment_math(node: EventsNode) -> EventsNode:
     return node
 
 
+def _experiment_breakdowns(value: Any) -> Any:
+    # PostHog's own message for too many breakdowns, before the generic filter's length check says it otherwise.
+    items = value.get("breakdowns") if isinstance(value, dict) else getattr(value, "breakdowns", None)
+    if isinstance(items, list):
+        if len(items) > MAX_EXPERIMENT_BREAKDOWNS:
+            raise ValueError(f"Maximum of {MAX_EXPERIMENT_BREAKDOWNS} breakdowns are supported for experiment metrics")
+        for item in items:
+            kind = (item.get("type") if isinstance(item, dict) else getattr(item, "type", None)) or "event"
+            if kind not in EXPERIMENT_BREAKDOWN_TYPES:
+                raise ValueError(f"Breakdowns of type {kind!r} are not supported in experiment metrics by hoglab: "
+                                 "event and person properties are.")  # fmt: skip
+    single = value.get("breakdown") if isinstance(value, dict) else getattr(value, "breakdown", None)
+    if single not in (None, "", []):
+        raise ValueError("An experiment metric's breakdowns go in breakdownFilter.breakdowns "
+                         '([{"property": "$browser", "type": "event"}]).')  # fmt: skip
+    return value
+
+
 class _MetricBase(RequestModel):
     kind: Literal["ExperimentMetric"] = "ExperimentMetric"
     uuid: str | None = Field(default=None, min_length=1, max_length=200)
@@ -90,6 +127,9 @@ class _MetricBase(RequestModel):
     sharedMetricId: float | None = None
     response: dict[str, Any] | None = None
     version: float | None = None
+    breakdownFilter: BreakdownFilter | None = None
+
+    _breakdowns = field_validator("breakdownFilter", mode="before")(_experiment_breakdowns)
 
 
 class ExperimentMeanMetric(_MetricBase):
@@ -122,6 +162,8 @@ class ExperimentFunnelMetric(_MetricBase):
     metric_type: Literal["funnel"] = "funnel"
     series: list[EventsNode] = Field(min_length=1, max_length=20)
     funnel_order_type: FunnelOrderType | None = None
+    breakdownAttributionType: BreakdownAttributionType | None = None
+    breakdownAttributionValue: int | None = Field(default=None, ge=0)
 
     @field_validator("series", mode="before")
     @classmethod
@@ -142,18 +184,111 @@ class ExperimentRatioMetric(_MetricBase):
     _sources_math = field_validator("numerator", "denominator")(_experiment_math)
 
 
-ExperimentMetric = Annotated[
-    ExperimentMeanMetric | ExperimentFunnelMetric | ExperimentRatioMetric, Field(discriminator="metric_type")
-]
+class ExperimentExposureNode(RequestModel):
+    """A retention metric's start at each unit's first exposure (PostHog's ``ExperimentExposureNode``)."""
+
+    kind: Literal["ExperimentExposureNode"] = "ExperimentExposureNode"
+    response: dict[str, Any] | None = None
+    version: float | None = None
+
+
+def _retention_start(value: Any) -> Any:
+    if isinstance(value, dict) and value.get("kind") == "ExperimentExposureNode":
+        return value
+    return _events_source(value)
+
+
+class ExperimentRetentionMetric(_MetricBase):
+    """Of the exposed units who did ``start_event`` after their exposure, the share who did ``completion_event``
+    between ``retention_window_start`` and ``retention_window_end`` units later (both ends inclusive; ``day`` and
+    ``hour`` windows count whole calendar days or hours). ``start_handling``: the first or last start event."""
+
+    metric_type: Literal["retention"] = "retention"
+    start_event: EventsNode | ExperimentExposureNode
+    completion_event: EventsNode
+    retention_window_start: int = Field(ge=0, le=100_000)
+    retention_window_end: int = Field(ge=0, le=100_000)
+    retention_window_unit: ConversionWindowUnit
+    start_handling: StartHandling
+
+    _start_kind = field_validator("start_event", mode="before")(_retention_start)
+    _completion_kind = field_validator("completion_event", mode="before")(_events_source)
+
+    @model_validator(mode="after")
+    def _window_and_start(self) -> ExperimentRetentionMetric:
+        if self.retention_window_start > self.retention_window_end:
+            raise ValueError("retention_window_start must not be after retention_window_end.")
+        if isinstance(self.start_event, ExperimentExposureNode):
+            # PostHog's retention_metric_error: settings an exposure-anchored start would silently ignore.
+            if self.conversion_window is not None or self.conversion_window_unit is not None:
+                raise ValueError("a conversion window cannot be combined with an experiment exposure start. "
+                                 "Retention already anchors on each user's first exposure.")  # fmt: skip
+            if self.start_handling == "last_seen":
+                raise ValueError("start_handling 'last_seen' cannot be combined with an experiment exposure start. "
+                                 "Retention always anchors on each user's first exposure.")  # fmt: skip
+        return self
+
+
+AnyExperimentMetric = ExperimentMeanMetric | ExperimentFunnelMetric | ExperimentRatioMetric | ExperimentRetentionMetric
+ExperimentMetric = Annotated[AnyExperimentMetric, Field(discriminator="metric_type")]
 """Any experiment metric, told apart by ``metric_type``."""
 
 _any_metric: TypeAdapter[Any] = TypeAdapter(ExperimentMetric)
 
 
-def parse_metric(data: dict[str, Any]) -> ExperimentMeanMetric | ExperimentFunnelMetric | ExperimentRatioMetric:
+def parse_metric(data: dict[str, Any]) -> AnyExperimentMetric:
     """Validate one metric dict (raises ``pydantic.ValidationError``)."""
-    metric: ExperimentMeanMetric | ExperimentFunnelMetric | ExperimentRatioMetric = _any_metric.validate_python(data)
+    metric: AnyExperimentMetric = _any_metric.validate_python(data)
     return metric
+
+
+_FINGERPRINT_IGNORED = frozenset({"uuid", "name", "kind", "fingerprint", "only_count_matured_users"})
+
+
+def metric_fingerprint(
+    metric: Mapping[str, Any],
+    start_date: datetime | str | None,
+    stats_method: str | None = None,
+    exposure_criteria: Mapping[str, Any] | None = None,
+    only_count_matured_users: bool = False,
+    excluded_variants: Iterable[str] | None = None,
+) -> str:
+    """PostHog's metric fingerprint (``experiment_metric_fingerprint.compute_metric_fingerprint``): the SHA-256 of
+    the sorted, compact JSON of what a metric's results depend on, which keys its stored timeseries.
+
+    The metric without ``uuid``/``name``/``kind``/``fingerprint`` (and without an empty ``breakdownFilter``), the
+    start date in UTC ISO form, the stats method (``bayesian`` by default), the exposure criteria when set, the
+    matured-users switch when on and the sorted excluded variants when any. CUPED and sequential settings are not
+    part of it, as in PostHog.
+
+    >>> metric_fingerprint({"metric_type": "mean", "uuid": "a", "source": {"event": "buy"}},
+    ...                    "2026-01-10T00:00:00Z")[:12]
+    'aba8412a8158'
+    """
+    clean = {k: v for k, v in metric.items() if k not in _FINGERPRINT_IGNORED}
+    breakdown = clean.get("breakdownFilter")
+    if breakdown is None:
+        clean.pop("breakdownFilter", None)
+    elif isinstance(breakdown, Mapping) and not breakdown.get("breakdowns"):
+        rest = {k: v for k, v in breakdown.items() if k != "breakdowns"}
+        if rest:
+            clean["breakdownFilter"] = rest
+        else:
+            clean.pop("breakdownFilter")
+    if isinstance(start_date, datetime):
+        start = (start_date if start_date.tzinfo else start_date.replace(tzinfo=UTC)).astimezone(UTC).isoformat()
+    else:
+        start = start_date  # type: ignore[assignment]
+    data: dict[str, Any] = {"metric": clean, "start_date": start, "stats_method": stats_method or "bayesian"}
+    if exposure_criteria:
+        data["exposure_criteria"] = dict(exposure_criteria)
+    if only_count_matured_users:
+        data["only_count_matured_users"] = True
+    excluded = sorted(set(excluded_variants or ()))
+    if excluded:
+        data["excluded_variants"] = excluded
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class ExperimentEventExposureConfig(RequestModel):
@@ -181,13 +316,20 @@ class ExperimentExposureCriteria(RequestModel):
 
 
 class ExperimentStatsConfig(RequestModel):
-    """``stats_config``: the method (Bayesian by default, PostHog's) and its settings, kept as sent."""
+    """``stats_config``: the method (Bayesian by default, PostHog's) and its settings, kept as sent.
+
+    ``frequentist``: ``alpha``, ``difference_type``, ``sequential_testing_enabled``, ``sequential_tuning_parameter``;
+    ``bayesian``: ``ci_level``, ``difference_type``; ``cuped``: ``{"enabled": bool, "lookback_days": 1-30}``
+    (hoglab's extension: ``"ratio": true`` also adjusts ratio metrics). Malformed values fall back to the team's
+    defaults and then PostHog's, at query time, as PostHog resolves them.
+    """
 
     model_config = RequestModel.model_config | {"extra": "allow"}
 
     method: Literal["bayesian", "frequentist"] | None = None
     bayesian: dict[str, Any] | None = None
     frequentist: dict[str, Any] | None = None
+    cuped: dict[str, Any] | None = None
 
 
 class _ExperimentQueryBase(RequestModel):
@@ -232,7 +374,11 @@ class ExperimentExposureQuery(_ExperimentQueryBase):
 
 
 class ExperimentVariantStats(ResponseModel):
-    """One variant's statistics and, for a non-baseline variant, its test (frequentist or Bayesian fields)."""
+    """One variant's statistics and, for a non-baseline variant, its test (frequentist or Bayesian fields).
+
+    With CUPED, ``covariate_sum``, ``covariate_sum_squares`` and ``covariate_sum_product`` (Σ metric × covariate)
+    are the pre-exposure covariate's sums; ``sum`` and ``sum_squares`` stay unadjusted.
+    """
 
     key: str
     number_of_samples: int
@@ -242,6 +388,9 @@ class ExperimentVariantStats(ResponseModel):
     denominator_sum_squares: float | None = None
     numerator_denominator_sum_product: float | None = None
     step_counts: list[int] | None = None
+    covariate_sum: float | None = None
+    covariate_sum_squares: float | None = None
+    covariate_sum_product: float | None = None
     validation_failures: list[str] | None = None
     method: Literal["bayesian", "frequentist"] | None = None
     significant: bool | None = None
@@ -251,13 +400,23 @@ class ExperimentVariantStats(ResponseModel):
     credible_interval: list[float] | None = None
 
 
+class ExperimentBreakdownResult(ResponseModel):
+    """One breakdown value's results: the value (one string per breakdown property), baseline and variants."""
+
+    breakdown_value: list[str]
+    baseline: ExperimentVariantStats
+    variants: list[ExperimentVariantStats]
+
+
 class ExperimentQueryResponse(ResponseModel):
-    """``ExperimentQuery``'s answer: the ``baseline`` (control) and one result per other variant."""
+    """``ExperimentQuery``'s answer: the ``baseline`` (control) and one result per other variant; with a breakdown,
+    ``breakdown_results`` per value and the top level over all values together."""
 
     kind: Literal["ExperimentQuery"] = "ExperimentQuery"
     metric: dict[str, Any] | None = None
     baseline: ExperimentVariantStats | None = None
     variant_results: list[ExperimentVariantStats] | None = None
+    breakdown_results: list[ExperimentBreakdownResult] | None = None
 
 
 class ExperimentExposureTimeSeries(ResponseModel):

@@ -168,6 +168,11 @@ def _metric_nodes(metric: Any) -> list[tuple[str, Any]]:
         return [(f"series__{i}", node) for i, node in enumerate(metric.series)]
     if metric.metric_type == "ratio":
         return [("numerator", metric.numerator), ("denominator", metric.denominator)]
+    if metric.metric_type == "retention":
+        nodes = [("completion_event", metric.completion_event)]
+        if metric.start_event.kind == "EventsNode":
+            nodes.insert(0, ("start_event", metric.start_event))
+        return nodes
     return [("source", metric.source)]
 
 

@@ -23,7 +23,9 @@ from types import TracebackType
 
 from .cohorts import CohortRepository
 from .db import DATABASE_FILENAME, Database, StoreError
+from .experiment_timeseries import DayResult, ExperimentTimeseriesRepository, RecalculationRecord
 from .experiments import ExperimentPage, ExperimentRepository, ExperimentStatus
+from .experiments_config import ExperimentsConfigRepository
 from .flags import DuplicateFlagKey, FlagRepository
 from .keys import KEY_PREFIX, VALID_SCOPES, KeyRepository, hash_key, validate_scopes
 from .migrations import migrate
@@ -41,6 +43,7 @@ __all__ = [
     "AsyncQueryRecord",
     "AsyncQueryRepository",
     "CohortRecord",
+    "DayResult",
     "DuplicateFlagKey",
     "ExperimentPage",
     "ExperimentRecord",
@@ -50,6 +53,7 @@ __all__ = [
     "ProjectRecord",
     "PullRepository",
     "PullSource",
+    "RecalculationRecord",
     "Store",
     "StoreError",
     "UserRecord",
@@ -71,6 +75,8 @@ class Store:
         self.pulls = PullRepository(self.db)
         self.experiments = ExperimentRepository(self.db)
         self.async_queries = AsyncQueryRepository(self.db)
+        self.experiments_config = ExperimentsConfigRepository(self.db)
+        self.experiment_timeseries = ExperimentTimeseriesRepository(self.db)
 
     @classmethod
     def open_at(cls, data_dir: Path | str) -> Store:

@@ -99,7 +99,12 @@ BAD = [
     ({"kind": "ExperimentMetric", "metric_type": "funnel", "series": []}, "query__metric__series", "1"),
     ({"kind": "ExperimentMetric", "metric_type": "ratio", "numerator": METRIC["source"]},
      "query__metric__denominator", "required"),
-    ({**METRIC, "metric_type": "retention"}, "query__metric", "metric_type"),
+    ({**METRIC, "metric_type": "retention"}, "query__metric__start_event", "required"),
+    ({**METRIC, "metric_type": "trends"}, "query__metric", "metric_type"),
+    ({**METRIC, "breakdownFilter": {"breakdowns": [{"property": p} for p in "abcd"]}},
+     "query__metric__breakdownFilter", "Maximum of 3 breakdowns are supported for experiment metrics"),
+    ({**METRIC, "breakdownFilter": {"breakdowns": [{"property": "x", "type": "group"}]}},
+     "query__metric__breakdownFilter", "'group'"),
 ]
 
 

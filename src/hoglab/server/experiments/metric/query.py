@@ -18,6 +18,13 @@ zeros out of the upper one). **ratio**: numerator and denominator the same way, 
 exposure is step 0 of an ordered/strict/unordered funnel over the metric's steps (the shared per-person replay of
 ``runners/funnel_replay.py``), within the conversion window of the exposure (3 years without one).
 
+**Breakdowns** (``breakdownFilter``, PostHog's ``BreakdownInjector``): each unit's value of every breakdown property
+is read off its *first exposure event* (``$$_posthog_breakdown_null_$$`` when missing), columns ``b1``..``b3``
+group every statement, and outlier percentiles are taken per breakdown value. **CUPED** (``lookback_days``): the
+same scan reaches back ``lookback_days`` before the start, and each unit's covariate is the same metric over
+``[first exposure − lookback, first exposure)`` (a mean's aggregate; for a funnel, 1 if the last step's event
+fired there), giving ``cov``, ``cov_squares`` and ``cov_product`` (Σ value × covariate) per group.
+
 Percentiles use ``quantileExactInclusive``: PostHog's ``quantile`` is the same interpolation on fewer than 8,192
 values and a random sample above; hoglab stays exact (and deterministic) at every size.
 """
@@ -26,7 +33,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlglot import exp
@@ -44,8 +52,12 @@ from ..rules import FEATURE_FLAG_CALLED
 from .resolve import ResolvedExperiment
 
 __all__ = [
+    "BREAKDOWN_NULL",
     "MULTIPLE_VARIANT_KEY",
     "NO_WINDOW_SECONDS",
+    "PLAIN",
+    "RATIO_COVARIATE_COLUMNS",
+    "Shape",
     "exposures_sql",
     "funnel_sql",
     "mean_sql",
@@ -54,9 +66,49 @@ __all__ = [
 ]
 
 MULTIPLE_VARIANT_KEY = "$multiple"
+BREAKDOWN_NULL = "$$_posthog_breakdown_null_$$"
+RATIO_COVARIATE_COLUMNS = ("pre_sum", "pre_sum_squares", "pre_denominator_sum", "pre_denominator_sum_squares",
+                           "pre_product", "numerator_pre_product", "numerator_pre_denominator_product",
+                           "denominator_pre_product", "denominator_pre_denominator_product")  # fmt: skip
+"""A ratio metric's pre-exposure sums for hoglab's ratio CUPED (``hoglab.stats.posthog.RatioCovariate``'s fields)."""
 NO_WINDOW_SECONDS = 3 * 365 * 24 * 3600
 """A funnel without a conversion window: PostHog's "all events" stand-in, three years."""
 _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86_400, "week": 7 * 86_400, "month": 30 * 86_400}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a metric's statement computes beyond the per-variant sums.
+
+    ``breakdowns``: ``(type, property)`` pairs (event or person), one column ``b<i>`` each; ``lookback_days``: the
+    CUPED pre-exposure window (``None``: no covariate).
+
+    >>> Shape((("event", "$browser"),), 14).columns
+    ['b1']
+    """
+
+    breakdowns: tuple[tuple[str, str], ...] = ()
+    lookback_days: int | None = None
+
+    @property
+    def columns(self) -> list[str]:
+        return [f"b{i}" for i in range(1, len(self.breakdowns) + 1)]
+
+    def lead(self, alias: str = "") -> str:
+        """The breakdown columns as a group list's tail (``", x.b1, x.b2"``; empty without breakdowns)."""
+        return "".join(f", {alias}{c}" for c in self.columns)
+
+    def picks(self, alias: str = "") -> str:
+        """The breakdown columns as a select list's tail, named ``b<i>`` whatever table they come from."""
+        return "".join(f", {alias}{c} AS {c}" for c in self.columns)
+
+    def since(self, start: datetime) -> datetime:
+        """Where the metric events' scan starts: the experiment's start, less the CUPED lookback."""
+        return start - timedelta(days=self.lookback_days) if self.lookback_days else start
+
+
+PLAIN = Shape()
+"""No breakdown, no CUPED."""
 
 
 def window_seconds(metric: Any) -> int:
@@ -98,9 +150,21 @@ def _exposure_parts(experiment: ResolvedExperiment, p: Params, project: Any) -> 
     return parts, variant
 
 
+def breakdown_value_sql(kind: str, prop: str, p: Params) -> str:
+    """One breakdown property's value of an event as text, PostHog's null label when missing.
+
+    >>> breakdown_value_sql("person", "plan", Params())
+    'coalesce(toString(person.properties.plan), {p0})'
+    """
+    return f"coalesce(toString({property_access(prop, kind)}), {p.add(BREAKDOWN_NULL)})"
+
+
 def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: datetime,
-                  exposure: tuple[list[str], str] | None = None) -> str:  # fmt: skip
-    """One row per exposed person: ``entity_id, variant, first_exposure_time, last_exposure_time``.
+                  exposure: tuple[list[str], str] | None = None, shape: Shape = PLAIN,
+                  first_uuid: bool = False) -> str:  # fmt: skip
+    """One row per exposed person: ``entity_id, variant, first_exposure_time, last_exposure_time`` and the
+    breakdown values of their first exposure event, ``b1``.. (PostHog's ``BreakdownInjector``); with
+    ``first_uuid``, that event's ``first_exposure_uuid`` too.
 
     ``exposure``: the :func:`_exposure_parts` the caller already bound to ``p`` (the funnel needs them too).
     """
@@ -109,9 +173,13 @@ def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: 
         chosen = f"argMin({variant}, timestamp)"
     else:
         chosen = f"if(uniqExact({variant}) > 1, {p.add(MULTIPLE_VARIANT_KEY)}, any({variant}))"
+    values = "".join(f", argMin({breakdown_value_sql(kind, prop, p)}, timestamp) AS {column}"
+                     for (kind, prop), column in zip(shape.breakdowns, shape.columns, strict=True))  # fmt: skip
+    if first_uuid:
+        values += ", argMin(uuid, timestamp) AS first_exposure_uuid"
     return f"""
         SELECT person_id AS entity_id, {chosen} AS variant,
-               min(timestamp) AS first_exposure_time, max(timestamp) AS last_exposure_time
+               min(timestamp) AS first_exposure_time, max(timestamp) AS last_exposure_time{values}
         FROM events
         WHERE timestamp >= {p.add(experiment.start)} AND timestamp <= {p.add(end)} AND {" AND ".join(parts)}
         GROUP BY entity_id
@@ -166,11 +234,23 @@ def _value_expr(node: EventsNode, attr: str) -> str:
     return "toFloat(1)"
 
 
-def _per_person(node: EventsNode, window: int) -> str:
-    """The aggregate of a person's metric events (``m``) after their exposure (``x``), 0 without any."""
+def _post_window(window: int) -> str:
+    """A metric event (``m``) after the person's first exposure (``x``), within the window of the last one."""
     inside = "m.timestamp >= x.first_exposure_time"
     if window:
         inside += f" AND m.timestamp < x.last_exposure_time + toIntervalSecond({int(window)})"
+    return inside
+
+
+def _pre_window(lookback_days: int) -> str:
+    """A metric event in the CUPED window, the ``lookback_days`` before the person's first exposure (PostHog's
+    ``build_cuped_pre_window_predicate``; the conversion window does not apply)."""
+    return (f"m.timestamp >= x.first_exposure_time - toIntervalDay({int(lookback_days)}) "
+            "AND m.timestamp < x.first_exposure_time")  # fmt: skip
+
+
+def _per_person(node: EventsNode, inside: str) -> str:
+    """The aggregate of a person's metric events (``m``) for which ``inside`` holds, 0 without any."""
     math = hogql_math(node.math_hogql, "math_hogql")[1] if node.math == "hogql" else node.math
     if math == "unique_session":
         return f"toFloat(uniqExactIf(m.session_id, {inside} AND m.session_id != ''))"
@@ -194,27 +274,42 @@ def _stop(p: Params, end: datetime, window: int) -> str:
 
 
 def _entity_values(node: EventsNode, p: Params, project: Any, attr: str, experiment: ResolvedExperiment,
-                   end: datetime, window: int) -> str:  # fmt: skip
-    events = _events_of(node, p, project, attr, experiment.start, _stop(p, end, window))
+                   end: datetime, window: int, shape: Shape) -> str:  # fmt: skip
+    """Per exposed person: ``entity_id, variant, b..``, ``value`` and with CUPED ``covariate`` (one scan)."""
+    events = _events_of(node, p, project, attr, shape.since(experiment.start), _stop(p, end, window))
+    covariate = ""
+    if shape.lookback_days:
+        covariate = f", {_per_person(node, _pre_window(shape.lookback_days))} AS covariate"
     return f"""
-        SELECT x.entity_id AS entity_id, x.variant AS variant, {_per_person(node, window)} AS value
+        SELECT x.entity_id AS entity_id, x.variant AS variant{shape.picks("x.")},
+               {_per_person(node, _post_window(window))} AS value{covariate}
         FROM exposures AS x LEFT JOIN ({events}) AS m ON x.entity_id = m.entity_id
-        GROUP BY x.entity_id, x.variant
+        GROUP BY x.entity_id, x.variant{shape.lead("x.")}
     """
 
 
+def _covariate_sums(shape: Shape, value: str = "value") -> str:
+    if not shape.lookback_days:
+        return ""
+    return (f", sum(covariate) AS cov, sum(covariate * covariate) AS cov_squares, "
+            f"sum({value} * covariate) AS cov_product")  # fmt: skip
+
+
 def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-             end: datetime) -> str:  # fmt: skip
-    """``variant, n, total, squares`` of each variant (``$multiple`` included; the runner drops it)."""
+             end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
+    """``variant, b.., n, total, squares`` (and the CUPED sums) of each variant and breakdown value (``$multiple``
+    included; the runner drops it)."""
     window = window_seconds(metric)
-    exposures = exposures_sql(experiment, p, project, end)
-    values = _entity_values(metric.source, p, project, "metric.source", experiment, end, window)
+    exposures = exposures_sql(experiment, p, project, end, shape=shape)
+    values = _entity_values(metric.source, p, project, "metric.source", experiment, end, window, shape)
     low, high = metric.lower_bound_percentile, metric.upper_bound_percentile
+    lead = shape.lead()
     if low is None and high is None:
         return f"""
             WITH exposures AS ({exposures}), entity_metrics AS ({values})
-            SELECT variant, count() AS n, sum(value) AS total, sum(value * value) AS squares
-            FROM entity_metrics GROUP BY variant
+            SELECT variant{lead}, count() AS n, sum(value) AS total, sum(value * value) AS squares
+                   {_covariate_sums(shape)}
+            FROM entity_metrics GROUP BY variant{lead}
         """
     low_expr = "min(value)" if low is None else f"quantileExactInclusive({float(low)})(value)"
     if high is None:
@@ -225,36 +320,59 @@ def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Pa
                      "max(value))")  # fmt: skip
     else:
         high_expr = f"quantileExactInclusive({float(high)})(value)"
+    # Percentiles per breakdown value, as PostHog's percentiles CTE groups by the breakdown columns.
+    if shape.columns:
+        by = " AND ".join(f"bd.{c} = e.{c}" for c in shape.columns)
+        bounds = f"SELECT {', '.join(shape.columns)}, {low_expr} AS low, {high_expr} AS high FROM entity_metrics " \
+                 f"GROUP BY {', '.join(shape.columns)}"
+        joined = f"entity_metrics AS e INNER JOIN bounds AS bd ON {by}"
+    else:
+        bounds = f"SELECT {low_expr} AS low, {high_expr} AS high FROM entity_metrics"
+        joined = "entity_metrics AS e CROSS JOIN bounds AS bd"
+    covariate = ", e.covariate AS covariate" if shape.lookback_days else ""
     return f"""
-        WITH exposures AS ({exposures}), entity_metrics AS ({values}),
-             bounds AS (SELECT {low_expr} AS low, {high_expr} AS high FROM entity_metrics)
-        SELECT variant, count() AS n, sum(capped) AS total, sum(capped * capped) AS squares
-        FROM (SELECT e.variant AS variant, least(greatest(b.low, e.value), b.high) AS capped
-              FROM entity_metrics AS e CROSS JOIN bounds AS b)
-        GROUP BY variant
+        WITH exposures AS ({exposures}), entity_metrics AS ({values}), bounds AS ({bounds})
+        SELECT variant{lead}, count() AS n, sum(capped) AS total, sum(capped * capped) AS squares
+               {_covariate_sums(shape, "capped")}
+        FROM (SELECT e.variant AS variant{shape.picks("e.")},
+                     least(greatest(bd.low, e.value), bd.high) AS capped{covariate}
+              FROM {joined})
+        GROUP BY variant{lead}
     """
 
 
 def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-              end: datetime) -> str:  # fmt: skip
-    """``variant, n, total, squares, denominator_sum, denominator_squares, product`` of each variant."""
+              end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
+    """``variant, b.., n, total, squares, denominator_sum, denominator_squares, product`` of each variant and
+    breakdown value; with a lookback, hoglab's ratio CUPED sums too (:data:`RATIO_COVARIATE_COLUMNS`: y, d the
+    person's numerator and denominator, a, b the same over the pre-exposure window)."""
     window = window_seconds(metric)
-    exposures = exposures_sql(experiment, p, project, end)
-    numerator = _entity_values(metric.numerator, p, project, "metric.numerator", experiment, end, window)
-    denominator = _entity_values(metric.denominator, p, project, "metric.denominator", experiment, end, window)
+    exposures = exposures_sql(experiment, p, project, end, shape=shape)
+    numerator = _entity_values(metric.numerator, p, project, "metric.numerator", experiment, end, window, shape)
+    denominator = _entity_values(metric.denominator, p, project, "metric.denominator", experiment, end, window,
+                                 shape)  # fmt: skip
+    pre = ""
+    if shape.lookback_days:
+        y, d, a, b = "nu.value", "de.value", "nu.covariate", "de.covariate"
+        products = (a, f"{a} * {a}", b, f"{b} * {b}", f"{a} * {b}", f"{y} * {a}", f"{y} * {b}", f"{d} * {a}",
+                    f"{d} * {b}")  # fmt: skip
+        pre = "".join(f", sum({e}) AS {name}" for e, name in zip(products, RATIO_COVARIATE_COLUMNS, strict=True))
     return f"""
         WITH exposures AS ({exposures}), numerator AS ({numerator}), denominator AS ({denominator})
-        SELECT nu.variant AS variant, count() AS n, sum(nu.value) AS total, sum(nu.value * nu.value) AS squares,
+        SELECT nu.variant AS variant{shape.picks("nu.")}, count() AS n, sum(nu.value) AS total,
+               sum(nu.value * nu.value) AS squares,
                sum(de.value) AS denominator_sum, sum(de.value * de.value) AS denominator_squares,
-               sum(nu.value * de.value) AS product
+               sum(nu.value * de.value) AS product{pre}
         FROM numerator AS nu INNER JOIN denominator AS de ON nu.entity_id = de.entity_id
-        GROUP BY variant
+        GROUP BY variant{shape.lead("nu.")}
     """
 
 
 def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-               end: datetime) -> str:  # fmt: skip
-    """``variant, n, total, s1..sN`` (persons reaching each metric step) of each variant."""
+               end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
+    """``variant, b.., n, total, s1..sN`` (persons reaching each metric step) of each variant and breakdown value;
+    with a lookback, ``cov, cov_squares, cov_product`` of the 0/1 covariate "did the last step's event in the
+    pre-exposure window" (PostHog's ``build_funnel_covariate_value_expr``; an unordered funnel gets none)."""
     window = window_seconds(metric)
     steps: Sequence[EventsNode] = metric.series
     n = len(steps) + 1  # step 0 is the exposure
@@ -267,6 +385,7 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
     mask = " + ".join(f"if({c}, {1 << i}, 0)" for i, c in enumerate(conds))
     order = metric.funnel_order_type or "ordered"
     micros = (window or NO_WINDOW_SECONDS) * 1_000_000
+    lookback = shape.lookback_days if order != "unordered" else None
     if order == "unordered":
         replay = unordered_replay(n, micros)
         # PostHog's unordered funnel only sees events from the person's first exposure on.
@@ -274,10 +393,13 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
     else:
         replay = replay_expr(n, micros, strict=order == "strict", attribution_step=None, exclusions=False)
         since = ""
-    exposures = exposures_sql(experiment, p, project, end, exposure=(exposure_parts, variant))
+    exposures = exposures_sql(experiment, p, project, end, exposure=(exposure_parts, variant), shape=shape)
+    # With CUPED the one scan reaches back by the lookback (PostHog's extend_date_from_for_funnel_cuped); the
+    # replay still only sees events from the start, the earlier ones feed the covariate alone.
+    scan_from = shape.since(experiment.start) if lookback else experiment.start
     relevant = f"""
         SELECT person_id AS entity_id, timestamp, toInt64({mask}) AS m0 FROM events
-        WHERE timestamp >= {p.add(experiment.start)} AND timestamp <= {_stop(p, end, window)} AND m0 != 0
+        WHERE timestamp >= {p.add(scan_from)} AND timestamp <= {_stop(p, end, window)} AND m0 != 0
     """
     if since:
         relevant = f"""
@@ -293,12 +415,29 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
     """
     counts = ", ".join(f"countIf(step_reached >= {j}) AS s{j}" for j in range(1, n))
     arrays = unpacked("ks")
-    persons = f"""(SELECT actor_id, {arrays["ts"]} AS ts, {arrays["m"]} AS m
-                   FROM (SELECT actor_id, arraySort(groupArray(k0)) AS ks FROM ({events}) GROUP BY actor_id))"""
+    keep, covariate = ["actor_id"], ""
+    if lookback:
+        start_us = p.add(int(experiment.start.timestamp() * 1_000_000))
+        grouped = (f"arraySort(groupArrayIf(k0, ts0 >= {start_us})) AS ks, "
+                   f"groupArrayIf(ts0, bitAnd(m0, {1 << (n - 1)}) != 0) AS last_step_times")  # fmt: skip
+        keep.append("last_step_times")
+        first = "toUnixTimestamp64Micro(x.first_exposure_time)"
+        pre = f"t >= {first} - {int(lookback) * 86_400_000_000} AND t < {first}"
+        covariate = f"if(arrayExists(t -> {pre}, r.last_step_times), 1, 0)"
+    else:
+        grouped = "arraySort(groupArray(k0)) AS ks"
+    persons = f"""(SELECT {", ".join(keep)}, {arrays["ts"]} AS ts, {arrays["m"]} AS m
+                   FROM (SELECT actor_id, {grouped} FROM ({events}) GROUP BY actor_id))"""
+    sums = ""
+    if covariate:
+        done = f"if(r.step_reached = {n - 1}, 1, 0)"
+        sums = (f", sum({covariate}) AS cov, sum({covariate}) AS cov_squares, "
+                f"sum({done} * {covariate}) AS cov_product")  # fmt: skip
     return f"""
         WITH exposures AS ({exposures}),
-             reached AS ({replay.select(["actor_id"], ["ts", "m"], persons)})
-        SELECT x.variant AS variant, count() AS n, countIf(r.step_reached = {n - 1}) AS total, {counts}
+             reached AS ({replay.select(keep, ["ts", "m"], persons)})
+        SELECT x.variant AS variant{shape.picks("x.")}, count() AS n, countIf(r.step_reached = {n - 1}) AS total,
+               {counts}{sums}
         FROM exposures AS x LEFT JOIN reached AS r ON x.entity_id = r.actor_id
-        GROUP BY variant
+        GROUP BY variant{shape.lead("x.")}
     """

@@ -4,6 +4,10 @@ Both kinds name an experiment by id; its flag, variants, dates, exposure criteri
 store. The query service resolves them *before* its cache lookup (``runners.base.register_resolver``), so the
 cache key covers the experiment's stored settings: PATCHing the experiment gives the next query a new key.
 
+The project's experiment defaults (``/experiments_config/``: CUPED, sequential testing, matured users) are read in
+too, so changing them also gives the next query a new key; the stats resolve them as PostHog does
+(``hoglab.stats.posthog.resolve_cuped``, ``resolve_stats_settings``).
+
 Another project's experiment is "not found" (404), as PostHog's ``Experiment.objects.get(team=...)`` is; a draft
 (no ``start_date``) is a 400 saying so.
 """
@@ -16,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from hoglab.schema import (
-    CONTROL_VARIANT_KEY,
     ExperimentExposureCriteria,
     ExperimentExposureQuery,
     ExperimentQuery,
     ExperimentStatsConfig,
 )
+from hoglab.stats.posthog import TeamDefaults, baseline_variant_key
 
 from ...errors import NotFound, ValidationFailed
 from ...query.runners.base import register_resolver
@@ -34,6 +38,7 @@ __all__ = [
     "ResolvedExperimentQuery",
     "ResolvedExposureQuery",
     "resolve_experiment",
+    "team_defaults",
 ]
 
 
@@ -51,6 +56,32 @@ class ResolvedExperiment(_Frozen):
     end: datetime | None = None
     exposure_criteria: ExperimentExposureCriteria = ExperimentExposureCriteria()
     stats_config: dict[str, Any] = {}
+    team_config: dict[str, Any] = {}
+    only_count_matured_users: bool = False
+
+    @property
+    def baseline(self) -> str:
+        """The arm every other variant is compared with (``stats_config.baseline_variant_key``, else control)."""
+        return baseline_variant_key(self.stats_config, self.variants)
+
+    @property
+    def team_defaults(self) -> TeamDefaults:
+        """The project's CUPED and sequential defaults, as the stats resolve them."""
+        return team_defaults(self.team_config)
+
+
+def team_defaults(config: dict[str, Any]) -> TeamDefaults:
+    """PostHog's team defaults from a project's saved ``experiments_config`` (absent fields: PostHog's).
+
+    >>> team_defaults({"default_cuped_enabled": True}).cuped_enabled
+    True
+    """
+    return TeamDefaults(
+        sequential_testing_enabled=bool(config.get("default_sequential_testing_enabled")),
+        sequential_tuning_parameter=config.get("default_sequential_tuning_parameter"),
+        cuped_enabled=bool(config.get("default_cuped_enabled")),
+        cuped_lookback_days=config.get("default_cuped_lookback_days"),
+    )
 
 
 class ResolvedExperimentQuery(_Frozen):
@@ -97,18 +128,23 @@ def resolve_experiment(
             attr="query__experiment_id",
         )
     variants = tuple(str(v.get("key")) for v in flag.variants if v.get("key"))
-    if CONTROL_VARIANT_KEY not in variants:
-        raise ValidationFailed(
-            f"Experiment {experiment_id}'s flag {flag.key!r} has no {CONTROL_VARIANT_KEY!r} variant to compare with.",
-            attr="query__experiment_id",
-        )
     stop = end or record.end_date
     criteria = exposure_criteria or ExperimentExposureCriteria.model_validate(record.exposure_criteria or {})
     stats = ExperimentStatsConfig.model_validate(record.stats_config or {}).model_dump(mode="json", exclude_none=True)
+    baseline = baseline_variant_key(stats, variants)
+    if baseline not in variants:
+        # PostHog's wording; a flag without control and no configured baseline compares with its first variant.
+        raise ValidationFailed(
+            f"Invalid baseline_variant_key: {baseline!r}. Must be one of: {', '.join(variants)}",
+            attr="query__experiment_id",
+        )
+    team = store.experiments_config.get(project.id)
+    matured = getattr(record, "only_count_matured_users", None)
     return ResolvedExperiment(
         experiment_id=experiment_id, flag_key=flag.key, variants=variants, start=start.astimezone(UTC),
         end=None if stop is None else stop.astimezone(UTC),
-        exposure_criteria=criteria, stats_config=stats,
+        exposure_criteria=criteria, stats_config=stats, team_config=team,
+        only_count_matured_users=bool(team.get("default_only_count_matured_users") if matured is None else matured),
     )  # fmt: skip
 
 

@@ -1,9 +1,21 @@
 """``ExperimentQuery``: one metric of a stored experiment, per variant, with PostHog's current statistics.
 
-The query arrives resolved (:mod:`.resolve`: the experiment's flag, variants, dates, exposure criteria and
-stats method read in before the cache lookup). :mod:`.query` writes the HogQL of the variants' sufficient
-statistics; :func:`hoglab.stats.posthog.experiment_results` turns them into ``baseline`` and ``variant_results``
-(frequentist ``p_value``/``confidence_interval`` or Bayesian ``chance_to_win``/``credible_interval``).
+The query arrives resolved (:mod:`.resolve`: the experiment's flag, variants, dates, exposure criteria, stats
+settings and the project's experiment defaults read in before the cache lookup). :mod:`.query` and
+:mod:`.retention` write the HogQL of the variants' sufficient statistics; :mod:`hoglab.stats.posthog` turns them
+into ``baseline`` and ``variant_results`` (frequentist ``p_value``/``confidence_interval``, fixed-horizon or
+sequential, or Bayesian ``chance_to_win``/``credible_interval``).
+
+* **CUPED** (``stats_config.cuped``, else the project's default): mean metrics and ordered/strict funnels get the
+  pre-exposure covariate's sums (``covariate_sum``, ``covariate_sum_squares``, ``covariate_sum_product``) and
+  adjusted statistics; metrics PostHog gives none (retention, unordered funnels, means of a session property)
+  silently get none, as in PostHog. Ratio metrics only with hoglab's extension ``stats_config.cuped.ratio: true``
+  (:func:`hoglab.stats.posthog.experiment_results`' delta-method ratio CUPED), whose nine pre-exposure sums come
+  back in each arm's ``ratio_covariate``.
+* **Breakdowns** (``breakdownFilter.breakdowns``, at most three): ``breakdown_results`` has the same statistics
+  per value (:func:`hoglab.stats.posthog.experiment_results_by_breakdown`), the top level is every value
+  together. ``breakdown_limit`` keeps the values with the most units and sums the rest into
+  ``$$_posthog_breakdown_other_$$`` (last); without one, past :data:`MAX_BREAKDOWN_VALUES` values too.
 
 A variant nobody was exposed to answers zeros (PostHog adds missing variants the same way); persons seen with
 several variants under ``exclude`` are left out of every variant.
@@ -11,72 +23,192 @@ several variants under ``exclude`` are left out of every variant.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hoglab.schema import CONTROL_VARIANT_KEY
-from hoglab.stats.posthog import ExperimentStats, experiment_results
+from hoglab.schema import AnyExperimentMetric
+from hoglab.stats.posthog import (
+    ExperimentStats,
+    ExperimentVariantResult,
+    RatioCovariate,
+    experiment_results_by_breakdown,
+    resolve_cuped,
+)
 
 from ...filters.params import Params
 from ...query.runners.base import RunContext, register
+from ...query.runners.breakdowns import BREAKDOWN_OTHER
 from ...query.runners.funnels_sql import PERSON_ROWS_SETTINGS
-from .query import funnel_sql, mean_sql, ratio_sql
-from .resolve import ResolvedExperimentQuery
+from .query import RATIO_COVARIATE_COLUMNS, Shape, funnel_sql, mean_sql, ratio_sql
+from .resolve import ResolvedExperiment, ResolvedExperimentQuery
+from .retention import retention_sql
 
-__all__ = ["run_experiment_query", "variant_stats"]
+__all__ = ["MAX_BREAKDOWN_VALUES", "cuped_lookback", "run_experiment_query", "variant_stats"]
+
+MAX_BREAKDOWN_VALUES = 1000
+"""Breakdown values kept without a ``breakdown_limit`` (PostHog keeps them all); the rest are summed into Other, so
+a property unique per person cannot make one statistical test per person."""
 
 
-def variant_stats(metric_type: str, key: str, row: dict[str, Any] | None, steps: int = 0) -> ExperimentStats:
-    """One variant's :class:`ExperimentStats` from its row of the metric's statement (zeros without a row).
+def cuped_lookback(metric: AnyExperimentMetric, experiment: ResolvedExperiment) -> int | None:
+    """The CUPED lookback in days when CUPED applies to this metric, else ``None`` (PostHog's
+    ``resolve_experiment_cuped_config`` and its metric check; ratio metrics: hoglab's opt-in extension).
+
+    >>> from datetime import UTC, datetime
+    >>> from hoglab.schema import parse_metric
+    >>> exp = ResolvedExperiment(experiment_id=1, flag_key="f", variants=("control", "test"),
+    ...                          start=datetime(2026, 1, 1, tzinfo=UTC), stats_config={"cuped": {"enabled": True}})
+    >>> cuped_lookback(parse_metric({"metric_type": "mean", "source": {"event": "buy"}}), exp)
+    14
+    >>> cuped_lookback(parse_metric({"metric_type": "funnel", "series": [{"event": "buy"}],
+    ...                              "funnel_order_type": "unordered"}), exp) is None
+    True
+    """
+    settings = resolve_cuped(experiment.stats_config, experiment.team_defaults)
+    if not settings.enabled:
+        return None
+    if metric.metric_type == "mean":
+        if getattr(metric.source, "math_property_type", None) == "session_properties":
+            return None  # PostHog's session-property means have no pre-exposure sessions to read
+        return settings.lookback_days
+    if metric.metric_type == "funnel":
+        return None if metric.funnel_order_type == "unordered" else settings.lookback_days
+    if metric.metric_type == "ratio":
+        section = experiment.stats_config.get("cuped")
+        return settings.lookback_days if isinstance(section, Mapping) and section.get("ratio") is True else None
+    return None
+
+
+def variant_stats(metric_type: str, key: str, row: Mapping[str, Any] | None, steps: int = 0) -> ExperimentStats:
+    """One variant's :class:`ExperimentStats` from its row of the metric's statement (zeros without a row); the
+    CUPED covariate's sums when the row has them.
 
     >>> variant_stats("funnel", "test", {"n": 90, "total": 12, "s1": 40, "s2": 12}, steps=2).step_counts
     (40, 12)
     >>> variant_stats("mean", "control", None).number_of_samples
     0
+    >>> variant_stats("mean", "test", {"n": 2, "total": 70, "squares": 2500, "cov": 11, "cov_squares": 61,
+    ...                                "cov_product": 390}).covariate_sum_product
+    390.0
     """
     row = row or {}
     n = int(row.get("n") or 0)
     total = float(row.get("total") or 0)
+    covariate: dict[str, Any] = {}
+    if "cov" in row:
+        covariate = {"covariate_sum": float(row.get("cov") or 0),
+                     "covariate_sum_squares": float(row.get("cov_squares") or 0),
+                     "covariate_sum_product": float(row.get("cov_product") or 0)}  # fmt: skip
     if metric_type == "funnel":
         counts = tuple(int(row.get(f"s{j}") or 0) for j in range(1, steps + 1))
-        return ExperimentStats(key, n, total, total, step_counts=counts)
+        return ExperimentStats(key, n, total, total, step_counts=counts, **covariate)
     squares = float(row.get("squares") or 0)
-    if metric_type == "ratio":
+    if metric_type in ("ratio", "retention"):
+        ratio = None
+        if RATIO_COVARIATE_COLUMNS[0] in row:
+            ratio = RatioCovariate(*(float(row.get(c) or 0) for c in RATIO_COVARIATE_COLUMNS))
         return ExperimentStats(
             key, n, total, squares,
             denominator_sum=float(row.get("denominator_sum") or 0),
             denominator_sum_squares=float(row.get("denominator_squares") or 0),
             numerator_denominator_sum_product=float(row.get("product") or 0),
+            ratio_covariate=ratio,
         )  # fmt: skip
-    return ExperimentStats(key, n, total, squares)
+    return ExperimentStats(key, n, total, squares, **covariate)
+
+
+def _shape(metric: AnyExperimentMetric, experiment: ResolvedExperiment) -> Shape:
+    items = (metric.breakdownFilter.breakdowns or []) if metric.breakdownFilter is not None else []
+    breakdowns = tuple((str(item.type or "event"), str(item.property)) for item in items)
+    return Shape(breakdowns, cuped_lookback(metric, experiment))
+
+
+def _sql(metric: AnyExperimentMetric, resolved: ResolvedExperimentQuery, ctx: RunContext, p: Params,
+         shape: Shape) -> str:  # fmt: skip
+    experiment = resolved.experiment
+    end = experiment.end or ctx.now
+    if metric.metric_type == "mean":
+        return mean_sql(metric, experiment, p, ctx.project, end, shape)
+    if metric.metric_type == "ratio":
+        return ratio_sql(metric, experiment, p, ctx.project, end, shape)
+    if metric.metric_type == "retention":
+        matured = ctx.now if experiment.only_count_matured_users else None
+        return retention_sql(metric, experiment, p, ctx.project, end, shape, matured_before=matured)
+    return funnel_sql(metric, experiment, p, ctx.project, end, shape)
+
+
+def _limited(rows: list[tuple[tuple[str, ...], ExperimentStats]], limit: int | None,
+             width: int) -> list[tuple[tuple[str, ...], ExperimentStats]]:  # fmt: skip
+    """The rows of the ``limit`` values with the most units (ties by value), the others' as one Other value."""
+    units: Counter[tuple[str, ...]] = Counter()
+    for value, stats in rows:
+        units[value] += stats.number_of_samples
+    keep_count = limit if limit is not None else MAX_BREAKDOWN_VALUES
+    if len(units) <= keep_count:
+        return rows
+    kept = {value for value, _ in sorted(units.items(), key=lambda item: (-item[1], item[0]))[:keep_count]}
+    other = (BREAKDOWN_OTHER,) * width
+    return [(value if value in kept else other, stats) for value, stats in rows]
+
+
+def _order(value: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
+    return (BREAKDOWN_OTHER in value, value)
+
+
+def _answer(result: ExperimentVariantResult, *, baseline: bool = False) -> dict[str, Any]:
+    body = result.to_posthog(baseline=baseline)
+    covariate = result.stats.ratio_covariate
+    if covariate is not None:  # hoglab's ratio CUPED extension: its pre-exposure sums, by name
+        body["ratio_covariate"] = dict(zip(RATIO_COVARIATE_COLUMNS, covariate.values(), strict=True))
+    return body
+
+
+def _arms(base: ExperimentVariantResult, others: Iterable[ExperimentVariantResult]) -> dict[str, Any]:
+    return {"baseline": _answer(base, baseline=True), "variants": [_answer(r) for r in others]}
 
 
 @register("ExperimentQuery")
 def run_experiment_query(resolved: ResolvedExperimentQuery, ctx: RunContext) -> dict[str, Any]:
-    """PostHog's ``ExperimentQueryResponse`` for the metric: ``baseline`` (control) and ``variant_results``."""
+    """PostHog's ``ExperimentQueryResponse`` for the metric: ``baseline`` and ``variant_results`` (and
+    ``breakdown_results`` with a breakdown)."""
     experiment, metric = resolved.experiment, resolved.query.metric
-    end = experiment.end or ctx.now
+    shape = _shape(metric, experiment)
     p = Params()
-    steps = 0
-    if metric.metric_type == "mean":
-        sql = mean_sql(metric, experiment, p, ctx.project, end)
-    elif metric.metric_type == "ratio":
-        sql = ratio_sql(metric, experiment, p, ctx.project, end)
-    else:
-        steps = len(metric.series)
-        sql = funnel_sql(metric, experiment, p, ctx.project, end)
+    sql = _sql(metric, resolved, ctx, p, shape)
     # One-level aggregation by person suits the funnel's replay (see funnels_sql.PERSON_ROWS_SETTINGS).
     settings = PERSON_ROWS_SETTINGS if metric.metric_type == "funnel" else None
     table = ctx.execute(ctx.compile(sql, values=p.values), settings=settings)
-    rows = {str(row["variant"]): row for row in table.to_pylist()}
-    stats = {key: variant_stats(metric.metric_type, key, rows.get(key), steps) for key in experiment.variants}
-    baseline = stats[CONTROL_VARIANT_KEY]
-    others = [s for key, s in stats.items() if key != CONTROL_VARIANT_KEY]
-    base, results = experiment_results(
-        metric.metric_type, baseline, others, stats_config=experiment.stats_config, goal=metric.goal or "increase"
+    steps = len(metric.series) if metric.metric_type == "funnel" else 0
+    wanted = set(experiment.variants)
+    rows = [
+        (tuple(str(row[c]) for c in shape.columns), variant_stats(metric.metric_type, str(row["variant"]), row, steps))
+        for row in table.to_pylist()
+        if str(row["variant"]) in wanted  # $multiple (exclude) belongs to no variant
+    ]
+    options: dict[str, Any] = {
+        "stats_config": experiment.stats_config, "goal": metric.goal or "increase",
+        "cuped": shape.lookback_days is not None, "team": experiment.team_defaults,
+    }  # fmt: skip
+    baseline_key = experiment.baseline
+    if not rows:  # nobody exposed yet: every variant answers zeros
+        rows = [((), variant_stats(metric.metric_type, baseline_key, None, steps))]
+    limit = metric.breakdownFilter.breakdown_limit if metric.breakdownFilter is not None else None
+    if shape.columns:
+        rows = _limited(rows, limit, len(shape.columns))
+    results = experiment_results_by_breakdown(
+        metric.metric_type, rows, baseline_key=baseline_key, variant_keys=experiment.variants, **options
     )
-    return {
+    base, others = results.overall
+    answer: dict[str, Any] = {
         "kind": "ExperimentQuery",
         "metric": metric.to_json_dict(),
-        "baseline": base.to_posthog(baseline=True),
-        "variant_results": [result.to_posthog() for result in results],
+        "baseline": _answer(base, baseline=True),
+        "variant_results": [_answer(r) for r in others],
     }
+    if shape.columns:
+        answer["breakdown_results"] = [
+            {"breakdown_value": list(value), **_arms(*results.by_breakdown[value])}
+            for value in sorted(results.by_breakdown, key=_order)
+        ]
+    return answer
