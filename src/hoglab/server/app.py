@@ -25,6 +25,7 @@ from . import demo
 from .config import ServerConfig
 from .experiments.event_samples import sample_event_properties
 from .experiments.legacy import experiment_results
+from .experiments.metric.timeseries import fail_orphans as fail_timeseries_orphans
 from .flags.cohorts import calculate_quietly
 from .http import load_routers
 from .http.bodies import REQUEST_MODELS
@@ -97,6 +98,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     try:
         _configure_ingestion(state)
         state.query_jobs = _start_query_jobs(state)
+        fail_timeseries_orphans(state)
         if state.config.auto_materialize and state.owns_engine:
             from .engine.autoprops import AutoMaterializer
 

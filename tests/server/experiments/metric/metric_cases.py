@@ -46,3 +46,20 @@ def run(results_project: Any, rows: list[dict[str, Any]], metric: dict[str, Any]
 def arms(answer: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The baseline and the first other variant."""
     return answer["baseline"], answer["variant_results"][0]
+
+
+def purchase(user: str, ts: str, amount: float) -> dict[str, Any]:
+    return event("purchase", user, ts, amount=amount)
+
+
+def correlated(samples: int = 60, *, pre_events: bool = True) -> list[dict[str, Any]]:
+    """PostHog's ``_create_correlated_data``: pre amount i + 1, post amount the same plus the treatment's 1."""
+    rows = []
+    for variant, effect in (("control", 0), ("test", 1)):
+        for i in range(samples):
+            user = f"{FLAG}_{variant}_{i}"
+            if pre_events:
+                rows.append(purchase(user, "2020-01-09T12:00:00Z", i + 1))
+            rows += [exposure(user, variant, "2020-01-10T12:00:00Z"),
+                     purchase(user, "2020-01-10T13:00:00Z", i + 1 + effect)]
+    return rows

@@ -20,7 +20,7 @@ from hoglab.server.experiments.metric.query import Shape, mean_sql
 from hoglab.server.experiments.metric.resolve import ResolvedExperiment
 from hoglab.server.filters.params import Params
 
-from .metric_cases import END, FLAG, START, arms, at as _at, event, exposure, run
+from .metric_cases import END, FLAG, START, arms, at as _at, correlated, event, exposure, purchase, run
 
 pytestmark = pytest.mark.xdist_group("metric-experiments")
 
@@ -31,10 +31,6 @@ CHECKOUT = {"kind": "ExperimentMetric", "metric_type": "funnel",
 SIGNUP_CHECKOUT = {"kind": "ExperimentMetric", "metric_type": "funnel",
                    "series": [{"kind": "EventsNode", "event": "signup"},
                               {"kind": "EventsNode", "event": "checkout completed"}]}  # fmt: skip
-
-
-def purchase(user: str, ts: str, amount: float) -> dict[str, Any]:
-    return event("purchase", user, ts, amount=amount)
 
 
 def cuped(days: int, method: str = "frequentist") -> dict[str, Any]:
@@ -53,19 +49,6 @@ def _pre_and_post(pre_day: str, cases: list[tuple[str, str, float, float]]) -> l
     for user, variant, pre, post in cases:
         rows += [purchase(user, pre_day, pre), exposure(user, variant, "2020-01-10T12:00:00Z"),
                  purchase(user, "2020-01-10T13:00:00Z", post)]  # fmt: skip
-    return rows
-
-
-def correlated(samples: int = 60, *, pre_events: bool = True) -> list[dict[str, Any]]:
-    """PostHog's ``_create_correlated_data``: pre amount i + 1, post amount the same plus the treatment's 1."""
-    rows = []
-    for variant, effect in (("control", 0), ("test", 1)):
-        for i in range(samples):
-            user = f"{FLAG}_{variant}_{i}"
-            if pre_events:
-                rows.append(purchase(user, "2020-01-09T12:00:00Z", i + 1))
-            rows += [exposure(user, variant, "2020-01-10T12:00:00Z"),
-                     purchase(user, "2020-01-10T13:00:00Z", i + 1 + effect)]
     return rows
 
 

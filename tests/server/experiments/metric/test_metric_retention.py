@@ -29,7 +29,8 @@ def retention(start: str | dict[str, Any], completion: str, low: int, high: int,
     node = start if isinstance(start, dict) else {"kind": "EventsNode", "event": start}
     return {"kind": "ExperimentMetric", "metric_type": "retention", "start_event": node,
             "completion_event": {"kind": "EventsNode", "event": completion}, "retention_window_start": low,
-            "retention_window_end": high, "retention_window_unit": unit, "start_handling": handling, **extra}  # fmt: skip
+            "retention_window_end": high, "retention_window_unit": unit, "start_handling": handling,
+            **extra}  # fmt: skip
 
 
 def ratio_fields(arm: dict[str, Any]) -> tuple[Any, ...]:
@@ -162,9 +163,7 @@ def test_the_statistics_are_posthogs_ratio_statistics(results_project):
     assert_valid({k: v for k, v in answer.items() if k != "metric"}, "ExperimentQueryResponse",
                  drop=(*CACHE_FIELDS, "query_status", "timings"))  # fmt: skip
     control, test = arms(answer)
-    stats = {arm["key"]: ExperimentStats(arm["key"], arm["number_of_samples"], arm["sum"], arm["sum_squares"],
-                                         arm["denominator_sum"], arm["denominator_sum_squares"],
-                                         arm["numerator_denominator_sum_product"]) for arm in (control, test)}  # fmt: skip
+    stats = {arm["key"]: ExperimentStats.from_posthog(arm) for arm in (control, test)}
     _, [expected] = experiment_results("retention", stats["control"], [stats["test"]],
                                        stats_config={"method": "frequentist"})  # fmt: skip
     assert test["p_value"] == pytest.approx(expected.p_value, rel=1e-12)
