@@ -82,6 +82,8 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
     from .queries import (
         actors as actors,
         events as events,
+        experiment_query as experiment_query,
+        exposure_query as exposure_query,
         funnel as funnel,
         funnel_metric as funnel_metric,
         lifecycle as lifecycle,
@@ -89,7 +91,9 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         paths as paths,
         ratio_metric as ratio_metric,
         retention as retention,
+        retention_metric as retention_metric,
         series as series,
+        stats_config as stats_config,
         stickiness as stickiness,
         trends as trends,
     )

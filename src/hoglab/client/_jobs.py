@@ -34,7 +34,7 @@ def submit(
     client_query_id: str | None = None,
     frame_options: dict[str, Any] | None = None,
 ) -> QueryJob:
-    from ._query import as_query
+    from ._query import as_query, complete_answer
 
     q = as_query(query)
     query_id = client_query_id or new_query_id()
@@ -44,8 +44,9 @@ def submit(
     data: dict[str, Any] = json_loads()(response.content)
     job = QueryJob(client, query_id, q, frame_options=frame_options)
     status = data.get("query_status")
-    if "results" in data and not (status and status.get("complete") is False):
-        job._answer = data  # answered at once (a cached result): nothing to poll
+    answer = complete_answer(response.status_code, data)
+    if answer is not None:
+        job._answer = answer  # answered at once (a cached result): nothing to poll
     elif isinstance(status, dict):
         job.id = str(status.get("id") or query_id)
         job._last = QueryStatus.model_validate(status)

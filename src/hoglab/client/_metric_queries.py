@@ -10,13 +10,19 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import APIError
-from ..frames.columns import json_loads
-from ._metric_results import MetricAnswer, MetricExperimentResult
+from ..stats.posthog import TeamDefaults
+from ._metric_results import MetricAnswer, MetricExperimentResult, team_defaults
 
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["experiment_metrics", "is_metric_experiment", "metric_experiment_results", "post_query"]
+__all__ = [
+    "experiment_metrics",
+    "experiments_config",
+    "is_metric_experiment",
+    "metric_experiment_results",
+    "post_query",
+]
 
 Role = Literal["primary", "secondary"]
 
@@ -67,23 +73,11 @@ def experiment_metrics(experiment: Mapping[str, Any]) -> list[tuple[dict[str, An
 
 
 def post_query(client: Client, query: Mapping[str, Any], *, refresh: bool = False) -> dict[str, Any]:
-    """``POST /query`` with a query given as JSON, answered blocking; a 202 (the server went async) is waited for.
+    """``POST /query`` with a query given as JSON (sent as is), answered blocking; a 202 (the server went async)
+    is waited for (:func:`hoglab.client._query.execute`)."""
+    from ._query import execute
 
-    Experiment answers have no ``results`` member, so "answered" is read from the status code and
-    ``query_status``, not from the body's members.
-    """
-    from ._jobs import QueryJob, new_query_id
-
-    query_id = new_query_id()
-    body = {"query": dict(query), "client_query_id": query_id, "refresh": "force_blocking" if refresh else "blocking"}
-    response = client.request("POST", client.path("query/"), json=body, idempotent=True)
-    data: dict[str, Any] = json_loads()(response.content)
-    status = data.get("query_status") if isinstance(data.get("query_status"), Mapping) else None
-    if response.status_code != 202 and (status is None or status.get("complete", True)):
-        return data
-    if status is not None and status.get("complete") and isinstance(status.get("results"), Mapping):
-        return dict(status["results"])
-    return QueryJob(client, str((status or {}).get("id") or query_id)).wait()
+    return execute(client, query, refresh=bool(refresh))
 
 
 def exposure_query(experiment: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,21 +102,38 @@ def exposure_query(experiment: Mapping[str, Any]) -> dict[str, Any]:
     return query
 
 
+def experiments_config(client: Client) -> dict[str, Any] | None:
+    """The project's experiment defaults (``GET /experiments_config/``, PostHog's ``TeamExperimentsConfig``), or
+    ``None`` where the server has no such endpoint or the key may not read it."""
+    try:
+        body = client.get_json(client.path("experiments_config/"))
+    except APIError:
+        return None
+    return dict(body) if isinstance(body, Mapping) else None
+
+
 def metric_experiment_results(
-    client: Client, experiment: Mapping[str, Any], *, refresh: bool = False, exposures: bool = True
-) -> MetricExperimentResult:
+    client: Client, experiment: Mapping[str, Any], *, refresh: bool = False, exposures: bool = True,
+    team: TeamDefaults | None = None,
+) -> MetricExperimentResult:  # fmt: skip
     """Run every metric's ``ExperimentQuery`` (and the exposure query) of an experiment given as JSON.
 
     A metric the server cannot answer (a 400 such as "no exposures yet") is kept with its error, so the others
-    still show; transport failures raise.
+    still show; transport failures raise. ``team``: the project's defaults (read from ``experiments_config`` when
+    not given), which the settings fall back to when the experiment's ``stats_config`` is silent.
     """
+    if team is None:
+        team = team_defaults(experiments_config(client))
+    stats_config = experiment.get("stats_config") if isinstance(experiment.get("stats_config"), Mapping) else {}
     answers = []
     for metric, role in experiment_metrics(experiment):
         query = {"kind": "ExperimentQuery", "experiment_id": experiment.get("id"), "metric": metric}
         try:
-            answers.append(MetricAnswer(metric, role, post_query(client, query, refresh=refresh)))
+            answer = post_query(client, query, refresh=refresh)
+            answers.append(MetricAnswer(metric, role, answer, stats_config=stats_config, team=team))
         except APIError as exc:
-            answers.append(MetricAnswer(metric, role, None, error=str(exc.detail or exc)))
+            answers.append(MetricAnswer(metric, role, None, error=str(exc.detail or exc), stats_config=stats_config,
+                                        team=team))  # fmt: skip
     exposure_answer: dict[str, Any] | None = None
     exposure_error: str | None = None
     if exposures:
@@ -131,5 +142,5 @@ def metric_experiment_results(
         except APIError as exc:
             exposure_error = str(exc.detail or exc)
     return MetricExperimentResult(
-        int(experiment.get("id") or 0), dict(experiment), tuple(answers), exposure_answer, exposure_error
+        int(experiment.get("id") or 0), dict(experiment), tuple(answers), exposure_answer, exposure_error, team=team
     )

@@ -15,61 +15,48 @@ from typing import Any, Literal
 
 import pandas as pd
 
-__all__ = ["METRIC_COLUMNS", "MetricAnswer", "MetricExperimentResult", "metric_label"]
+from ..frames.experiments import (
+    METRIC_COLUMNS,
+    exposure_frame,
+    metric_frame_of_rows,
+    metric_label,
+    metric_rows,
+)
+from ..stats.posthog import TeamDefaults, resolve_stats_settings
 
-METRIC_COLUMNS = [
-    "metric", "metric_uuid", "metric_type", "role", "variant", "number_of_samples", "sum", "denominator_sum",
-    "mean", "lift", "interval_low", "interval_high", "p_value", "chance_to_win", "significant", "method", "goal",
-    "validation_failures",
-]  # fmt: skip
-_FLOATS = ("sum", "denominator_sum", "mean", "lift", "interval_low", "interval_high", "p_value", "chance_to_win")
-_STRINGS = ("metric", "metric_uuid", "metric_type", "role", "variant", "method", "goal", "validation_failures")
-
-
-def _node_label(node: Any) -> str:
-    if not isinstance(node, Mapping):
-        return "?"
-    name = node.get("custom_name") or node.get("name") or node.get("event") or node.get("table_name")
-    if node.get("kind") == "ActionsNode" and not name:
-        name = f"action {node.get('id')}"
-    text = str(name) if name else "all events"
-    math_name = node.get("math")
-    if math_name in ("sum", "avg", "min", "max") and node.get("math_property"):
-        return f"{math_name}({node['math_property']}) of {text}"
-    if math_name == "hogql" and node.get("math_hogql"):
-        return f"{node['math_hogql']} of {text}"
-    if math_name == "unique_session":
-        return f"sessions with {text}"
-    return text
+__all__ = ["METRIC_COLUMNS", "MetricAnswer", "MetricExperimentResult", "metric_frame", "metric_label", "team_defaults"]
 
 
-def metric_label(metric: Mapping[str, Any]) -> str:
-    """The metric's name, else a description of what it measures.
+def team_defaults(config: Mapping[str, Any] | None) -> TeamDefaults | None:
+    """The stats' view of a project's ``experiments_config`` answer (``None`` when there is none).
 
-    >>> metric_label({"metric_type": "funnel", "series": [{"event": "$pageview"}, {"event": "purchase"}]})
-    '$pageview → purchase'
-    >>> metric_label({"metric_type": "ratio", "numerator": {"event": "purchase", "math": "sum",
-    ...               "math_property": "price"}, "denominator": {"event": "$pageview"}})
-    'sum(price) of purchase / $pageview'
+    >>> team_defaults({"default_cuped_enabled": True, "default_sequential_testing_enabled": False}).cuped_enabled
+    True
     """
-    if metric.get("name"):
-        return str(metric["name"])
-    kind = metric.get("metric_type")
-    if kind == "funnel":
-        return " → ".join(_node_label(step) for step in metric.get("series") or [])
-    if kind == "ratio":
-        return f"{_node_label(metric.get('numerator'))} / {_node_label(metric.get('denominator'))}"
-    return _node_label(metric.get("source"))
+    if not config:
+        return None
+    return TeamDefaults(
+        sequential_testing_enabled=bool(config.get("default_sequential_testing_enabled")),
+        sequential_tuning_parameter=config.get("default_sequential_tuning_parameter"),
+        cuped_enabled=bool(config.get("default_cuped_enabled")),
+        cuped_lookback_days=config.get("default_cuped_lookback_days"),
+    )
 
 
 @dataclass(frozen=True)
 class MetricAnswer:
-    """One metric of the experiment and PostHog's ``ExperimentQueryResponse`` for it (``None`` with ``error``)."""
+    """One metric of the experiment and PostHog's ``ExperimentQueryResponse`` for it (``None`` with ``error``).
+
+    ``stats_config`` and ``team`` (the experiment's settings, the project's defaults) say whether intervals are
+    sequential and which effect CUPED estimates; see :func:`hoglab.frames.experiments.metric_rows`.
+    """
 
     metric: Mapping[str, Any]
     role: Literal["primary", "secondary"]
     answer: Mapping[str, Any] | None
     error: str | None = None
+    stats_config: Mapping[str, Any] | None = field(default=None, repr=False)
+    team: TeamDefaults | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -84,115 +71,36 @@ class MetricAnswer:
 
     @property
     def metric_type(self) -> str:
-        """``mean``, ``funnel`` or ``ratio``."""
+        """``mean``, ``funnel``, ``ratio`` or ``retention``."""
         return str(self.metric.get("metric_type") or "mean")
 
+    @property
+    def breakdowns(self) -> list[str]:
+        """The properties the metric is broken down by (empty without a breakdown)."""
+        items = (self.metric.get("breakdownFilter") or {}).get("breakdowns") or []
+        return [str(item.get("property")) for item in items if isinstance(item, Mapping)]
+
     def rows(self) -> list[dict[str, Any]]:
-        """One dict per variant, baseline first (no rows when the query failed)."""
+        """One dict per (breakdown value, variant), the overall rows first, baselines first (none when the query
+        failed)."""
         if self.answer is None:
             return []
-        baseline = self.answer.get("baseline")
-        variants = list(self.answer.get("variant_results") or [])
-        if baseline is None and not variants and self.answer.get("variants"):
-            return self._v2_rows()
-        arms = ([baseline] if isinstance(baseline, Mapping) else []) + [v for v in variants if isinstance(v, Mapping)]
-        base_mean = _mean(self.metric_type, baseline) if isinstance(baseline, Mapping) else math.nan
-        rows = []
-        for arm in arms:
-            is_base = arm is baseline
-            method = None if is_base else arm.get("method")
-            interval = arm.get("confidence_interval") if method == "frequentist" else arm.get("credible_interval")
-            low, high = interval if isinstance(interval, Sequence) and len(interval) == 2 else (None, None)
-            mean = _mean(self.metric_type, arm)
-            usable = not is_base and math.isfinite(base_mean) and base_mean != 0
-            lift = (mean - base_mean) / base_mean if usable else math.nan
-            rows.append(
-                {
-                    "metric": self.label,
-                    "metric_uuid": self.uuid,
-                    "metric_type": self.metric_type,
-                    "role": self.role,
-                    "variant": str(arm.get("key")),
-                    "number_of_samples": arm.get("number_of_samples"),
-                    "sum": arm.get("sum"),
-                    "denominator_sum": arm.get("denominator_sum"),
-                    "mean": mean,
-                    "lift": lift,
-                    "interval_low": low,
-                    "interval_high": high,
-                    "p_value": arm.get("p_value"),
-                    "chance_to_win": arm.get("chance_to_win"),
-                    "significant": None if is_base else arm.get("significant"),
-                    "method": method,
-                    "goal": self.metric.get("goal") or "increase",
-                    "validation_failures": ", ".join(map(str, arm.get("validation_failures") or [])) or None,
-                }
-            )
-        return rows
-
-    def _v2_rows(self) -> list[dict[str, Any]]:
-        # PostHog's older answer (stats version 2): counts per variant in ``variants``, the chance of each being
-        # best in ``probability`` and one verdict for the metric; its credible intervals are of each variant's own
-        # rate, not of the lift, so the interval columns stay empty.
-        answer = self.answer or {}
-        arms = sorted((v for v in answer.get("variants") or [] if isinstance(v, Mapping)),
-                      key=lambda v: v.get("key") != "control")  # fmt: skip
-        probability = answer.get("probability") or {}
-        rows = []
-        base_mean = math.nan
-        for arm in arms:
-            if "success_count" in arm:
-                n = float(arm.get("success_count") or 0) + float(arm.get("failure_count") or 0)
-                total = float(arm.get("success_count") or 0)
-            else:
-                n, total = float(arm.get("absolute_exposure") or 0), float(arm.get("count") or 0)
-            mean = total / n if n else math.nan
-            is_base = arm.get("key") == "control"
-            if is_base:
-                base_mean = mean
-            usable = not is_base and math.isfinite(base_mean) and base_mean != 0
-            rows.append({
-                "metric": self.label, "metric_uuid": self.uuid, "metric_type": self.metric_type, "role": self.role,
-                "variant": str(arm.get("key")), "number_of_samples": round(n), "sum": total, "denominator_sum": None,
-                "mean": mean, "lift": (mean - base_mean) / base_mean if usable else math.nan,
-                "interval_low": None, "interval_high": None,
-                "p_value": None if is_base else answer.get("p_value"),
-                "chance_to_win": None if is_base else probability.get(arm.get("key")),
-                "significant": None if is_base else answer.get("significant"),
-                "method": None if is_base else "bayesian", "goal": self.metric.get("goal") or "increase",
-                "validation_failures": None,
-            })  # fmt: skip
-        return rows
-
-
-def _mean(metric_type: str, arm: Mapping[str, Any]) -> float:
-    # PostHog's statistic per unit: a mean per exposed unit, a conversion rate, or sum / denominator sum.
-    total = float(arm.get("sum") or 0.0)
-    if metric_type == "ratio":
-        denominator = float(arm.get("denominator_sum") or 0.0)
-        return total / denominator if denominator else math.nan
-    n = float(arm.get("number_of_samples") or 0.0)
-    return total / n if n else math.nan
+        return metric_rows(self.answer, self.metric, role=self.role, stats_config=self.stats_config, team=self.team)
 
 
 def metric_frame(answers: Sequence[MetricAnswer]) -> pd.DataFrame:
     """The long frame of every metric's variants, with fixed columns and dtypes (see :data:`METRIC_COLUMNS`)."""
-    df = pd.DataFrame([row for a in answers for row in a.rows()], columns=METRIC_COLUMNS)
-    df["number_of_samples"] = pd.array([None if pd.isna(v) else int(v) for v in df["number_of_samples"]], "Int64")
-    for name in _FLOATS:
-        df[name] = pd.to_numeric(df[name], errors="coerce").astype("float64")
-    for name in _STRINGS:
-        df[name] = pd.array([None if pd.isna(v) else str(v) for v in df[name]], pd.StringDtype())
-    df["significant"] = pd.array([None if pd.isna(v) else bool(v) for v in df["significant"]], "boolean")
-    return df
+    return metric_frame_of_rows([row for a in answers for row in a.rows()])
 
 
 @dataclass(frozen=True)
 class MetricExperimentResult:
     """Every metric's ``ExperimentQuery`` answer and the ``ExperimentExposureQuery`` answer of one experiment.
 
-    ``to_frame()`` gives a row per (metric, variant); ``exposures_frame()`` a row per (day, variant); ``raw``
-    holds the answers exactly as sent. Built by :meth:`hoglab.client.Experiments.results`:
+    ``to_frame()`` gives a row per (metric, breakdown value, variant): raw and CUPED-adjusted estimates, the
+    interval (a confidence sequence where ``sequential``); ``exposures_frame()`` a row per (day, variant); ``raw``
+    holds the answers exactly as sent; ``team`` is the project's experiment defaults the settings fall back to.
+    Built by :meth:`hoglab.client.Experiments.results`:
 
     >>> answer = {"baseline": {"key": "control", "number_of_samples": 100, "sum": 10, "sum_squares": 10},
     ...           "variant_results": [{"key": "test", "number_of_samples": 100, "sum": 15, "sum_squares": 15,
@@ -211,6 +119,7 @@ class MetricExperimentResult:
     exposures: Mapping[str, Any] | None = field(default=None, repr=False)
     exposures_error: str | None = None
     kind: Literal["metrics"] = "metrics"
+    team: TeamDefaults | None = field(default=None, repr=False)
 
     @property
     def raw(self) -> dict[str, Any]:
@@ -225,34 +134,61 @@ class MetricExperimentResult:
         return "frequentist" if isinstance(config, Mapping) and config.get("method") == "frequentist" else "bayesian"
 
     @property
+    def stats_config(self) -> Mapping[str, Any]:
+        """The experiment's ``stats_config`` as stored (``{}`` when it has none)."""
+        config = self.experiment.get("stats_config")
+        return config if isinstance(config, Mapping) else {}
+
+    @property
+    def sequential(self) -> bool:
+        """Whether the frequentist intervals are always-valid confidence sequences (sequential testing on)."""
+        settings = resolve_stats_settings(self.stats_config, self.team)
+        return settings.method == "frequentist" and settings.sequential
+
+    @property
+    def settings_line(self) -> str:
+        """The statistics in words: method, sequential testing, CUPED (PostHog's resolution of the settings).
+
+        >>> MetricExperimentResult(1, {"stats_config": {"method": "frequentist", "cuped": {"enabled": True},
+        ...     "frequentist": {"sequential_testing_enabled": True}}}).settings_line
+        'frequentist, sequential testing (N* = 5,000), CUPED (14-day lookback)'
+        """
+        from ..stats.posthog import resolve_cuped
+
+        parts = [self.method]
+        settings = resolve_stats_settings(self.stats_config, self.team)
+        if self.sequential:
+            parts.append(f"sequential testing (N* = {settings.sequential_tuning_parameter:,.0f})")
+        cuped = resolve_cuped(self.stats_config, self.team)
+        if cuped.enabled:
+            ratio = (self.stats_config.get("cuped") or {}).get("ratio") is True
+            parts.append(f"CUPED ({cuped.lookback_days}-day lookback{', ratio metrics too' if ratio else ''})")
+        return ", ".join(parts)
+
+    @property
     def errors(self) -> dict[str, str]:
         """Metrics whose query failed: label -> the reason."""
         return {a.label: a.error for a in self.metrics if a.error is not None}
 
     @property
     def significant(self) -> bool:
-        """Whether any variant of any primary metric is significant."""
+        """Whether any variant of any primary metric is significant (over all breakdown values together)."""
         df = self.to_frame()
-        return bool(df.loc[df["role"] == "primary", "significant"].fillna(False).any())
+        overall = (df["role"] == "primary") & df["breakdown"].isna()
+        return bool(df.loc[overall, "significant"].fillna(False).any())
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per (metric, variant): primary metrics first, each metric's baseline first."""
+        """One row per (metric, breakdown value, variant): primary metrics first; each metric's overall rows
+        (``breakdown`` empty) before its breakdown values', each baseline first."""
         df = metric_frame(self.metrics)
-        df.attrs = {"experiment_id": self.experiment_id, "method": self.method}
+        df.attrs = {"experiment_id": self.experiment_id, "method": self.method, "sequential": self.sequential}
         return df
 
     def exposures_frame(self) -> pd.DataFrame:
         """Exposures per day and variant: ``cumulative`` (exposed so far, as PostHog's ``exposure_counts``) and
         ``new`` (first exposed that day)."""
-        rows = []
-        for series in (self.exposures or {}).get("timeseries") or []:
-            for day, count in zip(series.get("days") or [], series.get("exposure_counts") or [], strict=False):
-                rows.append({"date": day, "variant": str(series.get("variant")), "cumulative": count})
-        df = pd.DataFrame(rows, columns=["date", "variant", "cumulative"])
-        df["date"] = pd.to_datetime(df["date"].astype(object), format="ISO8601").dt.as_unit("us")
-        df["variant"] = df["variant"].astype(pd.StringDtype())
-        df["cumulative"] = pd.to_numeric(df["cumulative"]).astype("float64")
-        df["new"] = df.groupby("variant", sort=False)["cumulative"].diff().fillna(df["cumulative"]).astype("float64")
+        df = exposure_frame(self.exposures)
+        df.attrs = {}
         return df
 
     @property
@@ -265,7 +201,7 @@ class MetricExperimentResult:
         """One metric's verdict in words: each variant against the baseline."""
         if answer.error is not None:
             return f"{answer.label}: no results ({answer.error})."
-        rows = [r for r in answer.rows() if r["method"] is not None]
+        rows = [r for r in answer.rows() if r["method"] is not None and r["breakdown"] is None]
         if not rows:
             return f"{answer.label}: no variant to compare yet."
         parts = []
@@ -274,8 +210,11 @@ class MetricExperimentResult:
                 parts.append(f"{r['variant']} {r['validation_failures']}")
                 continue
             lift = f"{r['lift']:+.1%}" if r["lift"] is not None and math.isfinite(r["lift"]) else "n/a"
+            if r["cuped"] and math.isfinite(r["lift_cuped"]):
+                lift += f" (CUPED {r['lift_cuped']:+.1%})"
             if r["method"] == "frequentist" and r["p_value"] is not None:
-                parts.append(f"{r['variant']} {lift}, p = {r['p_value']:.3g}")
+                valid = " always-valid" if r["sequential"] else ""
+                parts.append(f"{r['variant']} {lift},{valid} p = {r['p_value']:.3g}")
             elif r["chance_to_win"] is not None:
                 parts.append(f"{r['variant']} {lift}, chance to win {r['chance_to_win']:.1%}")
             else:
@@ -290,7 +229,7 @@ class MetricExperimentResult:
         return " ".join(self.metric_verdict(a) for a in chosen) or "This experiment has no metrics."
 
     def _repr_html_(self) -> str:
-        title = f"Experiment {self.experiment_id} ({self.method})"
+        title = f"Experiment {self.experiment_id} ({self.settings_line})"
         lines = "".join(f"<li>{html.escape(self.metric_verdict(a))}</li>" for a in self.metrics)
         table = (
             self.to_frame()

@@ -39,7 +39,16 @@ from ._values import encode_values
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["all_hogql_rows", "as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query"]
+__all__ = [
+    "all_hogql_rows",
+    "as_query",
+    "complete_answer",
+    "execute",
+    "hogql_pages",
+    "query_raw",
+    "run_hogql",
+    "run_query",
+]
 
 AnyQueryModel = AnyQueryType
 """Every query model the client sends: the schema's own union of the kinds ``POST /query`` runs."""
@@ -85,20 +94,50 @@ def as_query(query: Any) -> AnyQueryModel:
     )
 
 
-def execute(client: Client, query: AnyQueryModel, *, refresh: str | bool | None = None) -> dict[str, Any]:
-    """POST the query and return the answer as parsed JSON; a 202 (the server chose async) is waited for."""
+def complete_answer(status_code: int, data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The whole answer when a ``POST /query`` response holds it, else ``None`` (a job to wait for).
+
+    Read from the status code and ``query_status``, never from the answer's members: an experiment answer has no
+    ``results`` (``baseline``, ``variant_results``, ``timeseries`` instead), and a blocking answer carries
+    ``query_status: null``.
+
+    >>> complete_answer(200, {"baseline": {}, "query_status": None})
+    {'baseline': {}, 'query_status': None}
+    >>> complete_answer(202, {"query_status": {"id": "q", "complete": False}}) is None
+    True
+    >>> complete_answer(200, {"query_status": {"id": "q", "complete": True, "results": {"results": []}}})
+    {'results': []}
+    """
+    status = data.get("query_status")
+    if isinstance(status, Mapping):
+        if status.get("complete") and isinstance(status.get("results"), Mapping):
+            return dict(status["results"])
+        if status.get("complete") is False or status_code == 202:
+            return None
+    if status_code == 202:
+        return None
+    return dict(data)
+
+
+def execute(client: Client, query: AnyQueryModel | Mapping[str, Any], *,
+            refresh: str | bool | None = None) -> dict[str, Any]:  # fmt: skip
+    """POST the query (a model, or a query dict sent exactly as given) and return the answer as parsed JSON; a
+    202 (the server chose async) is waited for."""
     from ._jobs import QueryJob, new_query_id
 
     query_id = new_query_id()
-    body = QueryRequest(query=query, refresh=refresh, client_query_id=query_id).to_json_dict()
+    if isinstance(query, Mapping):
+        mode = "force_blocking" if refresh is True else (refresh or "blocking")
+        body: dict[str, Any] = {"query": dict(query), "client_query_id": query_id, "refresh": mode}
+    else:
+        body = QueryRequest(query=query, refresh=refresh, client_query_id=query_id).to_json_dict()
     response = client.request("POST", client.path("query/"), json=body, idempotent=True)
     data: dict[str, Any] = json_loads()(response.content)
-    status = data.get("query_status") or {}
-    if "results" in data and (response.status_code != 202 or status.get("complete", True)):
-        return data
-    if status.get("complete") and isinstance(status.get("results"), dict):
-        return dict(status["results"])
-    job = QueryJob(client, str(status.get("id") or query_id), query)
+    answer = complete_answer(response.status_code, data)
+    if answer is not None:
+        return answer
+    status = data.get("query_status") if isinstance(data.get("query_status"), Mapping) else {}
+    job = QueryJob(client, str((status or {}).get("id") or query_id), None if isinstance(query, Mapping) else query)
     return job.wait()
 
 

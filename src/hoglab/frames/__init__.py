@@ -5,7 +5,8 @@ model, and returns a DataFrame whose dtypes follow the answer's ClickHouse ``typ
 :mod:`hoglab.frames.columns`, which Arrow answers read by too, :mod:`hoglab.frames.arrow`). The answer's
 metadata (``hogql``, ``clickhouse``, ``timings``, ``hasMore``, ``types``, cache fields) is kept in ``df.attrs``;
 its rows are not. One module per kind: ``tables`` (HogQL, events, actors), ``trends``, ``funnels``,
-``retention``, ``lifecycle``, ``stickiness``, ``paths``; ``cells`` is how their cells read.
+``retention``, ``lifecycle``, ``stickiness``, ``paths``, ``experiments`` (``ExperimentQuery`` and
+``ExperimentExposureQuery``); ``cells`` is how their cells read.
 
 >>> answer = {"results": [["2025-06-01T10:00:00Z", 2]], "columns": ["day", "n"],
 ...           "types": [["day", "DateTime64(6, 'UTC')"], ["n", "UInt64"]], "hasMore": False}
@@ -16,7 +17,7 @@ its rows are not. One module per kind: ``tables`` (HogQL, events, actors), ``tre
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -24,6 +25,7 @@ from pydantic import BaseModel
 
 from .arrow import to_arrow, to_polars
 from .columns import CHType, convert, parse_type
+from .experiments import experiment_frame, exposure_frame
 from .funnels import funnel_frame
 from .lifecycle import LIFECYCLE_STATUSES, lifecycle_frame
 from .paths import paths_frame
@@ -36,6 +38,8 @@ __all__ = [
     "LIFECYCLE_STATUSES",
     "CHType",
     "convert",
+    "experiment_frame",
+    "exposure_frame",
     "frame_metadata",
     "funnel_frame",
     "lifecycle_frame",
@@ -52,13 +56,15 @@ __all__ = [
 ]
 
 _TABLE_KINDS = frozenset({"HogQLQuery", "EventsQuery", "ActorsQuery"})
-_INSIGHT_FRAMES = {
+_INSIGHT_FRAMES: dict[str, Callable[[Any], pd.DataFrame]] = {
     "TrendsQuery": trends_frame,
     "FunnelsQuery": funnel_frame,
     "RetentionQuery": retention_frame,
     "LifecycleQuery": lifecycle_frame,
     "StickinessQuery": stickiness_frame,
     "PathsQuery": paths_frame,
+    "ExperimentQuery": experiment_frame,
+    "ExperimentExposureQuery": exposure_frame,
 }
 
 

@@ -5,7 +5,8 @@ naming the argument, before any request. The models go to :meth:`hoglab.Client.q
 ``.to_json_dict()`` for any other PostHog client.
 
 One private module per insight kind (``_trends``, ``_funnels``, ``_retention``, ``_lifecycle``, ``_stickiness``,
-``_paths``), the tables (``_events``, ``_actors``) and experiment metrics (``_metrics``); what they share is in
+``_paths``), the tables (``_events``, ``_actors``), experiment metrics and queries (``_metrics``) and their
+statistics settings (``_settings``); what they share is in
 ``_args`` (argument checks, the ``where=`` grammar) and ``_series`` (series, date range, breakdown, comparison).
 The modules are private because their names would shadow the builders (``hoglab.queries.trends`` is the function).
 
@@ -32,16 +33,19 @@ from ._actors import actors
 from ._events import events
 from ._funnels import funnel
 from ._lifecycle import lifecycle
-from ._metrics import funnel_metric, mean_metric, ratio_metric
+from ._metrics import experiment_query, exposure_query, funnel_metric, mean_metric, ratio_metric, retention_metric
 from ._paths import paths
 from ._retention import retention
 from ._series import series
+from ._settings import stats_config
 from ._stickiness import stickiness
 from ._trends import trends
 
 __all__ = [
     "actors",
     "events",
+    "experiment_query",
+    "exposure_query",
     "funnel",
     "funnel_metric",
     "lifecycle",
@@ -49,7 +53,9 @@ __all__ = [
     "paths",
     "ratio_metric",
     "retention",
+    "retention_metric",
     "series",
+    "stats_config",
     "stickiness",
     "trends",
 ]

@@ -1,8 +1,10 @@
-"""Builders of experiment metrics (PostHog's ``ExperimentMetric``): mean, funnel and ratio.
+"""Builders of experiment metrics (PostHog's ``ExperimentMetric``): mean, funnel, ratio and retention; and of the
+two experiment queries (:func:`experiment_query`, :func:`exposure_query`).
 
-Each returns the :mod:`hoglab.schema` model an experiment's ``metrics`` (or ``metrics_secondary``) holds, with a
-fresh ``uuid`` so the experiment can order its metrics (``primary_metrics_ordered_uuids``) on hoglab and PostHog
-alike. A mistake is an :class:`~hoglab.errors.InvalidArgument` naming the argument, before any request.
+Each metric builder returns the :mod:`hoglab.schema` model an experiment's ``metrics`` (or ``metrics_secondary``)
+holds, with a fresh ``uuid`` so the experiment can order its metrics (``primary_metrics_ordered_uuids``) on hoglab
+and PostHog alike; ``breakdowns`` splits its results by up to three event or person properties. A mistake is an
+:class:`~hoglab.errors.InvalidArgument` naming the argument, before any request.
 
 >>> from hoglab.queries import series
 >>> m = mean_metric("purchase", math="sum", math_property="price", upper_bound_percentile=0.99, window="7d")
@@ -13,29 +15,78 @@ alike. A mistake is an :class:`~hoglab.errors.InvalidArgument` naming the argume
 >>> r = ratio_metric(series("purchase", math="sum", math_property="price"), "$pageview", name="revenue per view")
 >>> r.numerator.math_property, r.denominator.event, r.name
 ('price', '$pageview', 'revenue per view')
+>>> k = retention_metric("signup", "login", window=(1, 7), breakdowns=["$browser"])
+>>> k.metric_type, k.retention_window_end, k.breakdownFilter.breakdowns[0].property
+('retention', 7, '$browser')
+>>> experiment_query(3, k).kind
+'ExperimentQuery'
 """
 
 from __future__ import annotations
 
 import uuid as uuid_module
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
 from ..errors import InvalidArgument, InvalidArgumentType
 from ..schema import (
+    EXPERIMENT_BREAKDOWN_TYPES,
     EXPERIMENT_METRIC_MATH,
+    MAX_EXPERIMENT_BREAKDOWNS,
+    AnyExperimentMetric,
+    BreakdownFilter,
     EventsNode,
+    ExperimentExposureCriteria,
+    ExperimentExposureNode,
+    ExperimentExposureQuery,
     ExperimentFunnelMetric,
     ExperimentMeanMetric,
+    ExperimentQuery,
     ExperimentRatioMetric,
+    ExperimentRetentionMetric,
 )
 from ._args import check_choice, model_errors, where_filters, window_arg
 
-__all__ = ["funnel_metric", "mean_metric", "ratio_metric"]
+__all__ = ["experiment_query", "exposure_query", "funnel_metric", "mean_metric", "ratio_metric", "retention_metric"]
 
 Window = int | str | timedelta | None
 Goal = Literal["increase", "decrease"]
+Breakdowns = Sequence[str | tuple[str, str] | Mapping[str, Any]] | str | None
+_UNITS = "second minute hour day week month"
+
+
+def _breakdown_filter(breakdowns: Breakdowns, limit: int | None) -> BreakdownFilter | None:
+    """``["$browser", ("plan", "person")]`` (or PostHog's ``{"property", "type"}`` dicts) as a ``breakdownFilter``."""
+    if breakdowns is None:
+        if limit is not None:
+            raise InvalidArgument("breakdown_limit: give breakdowns to limit.", argument="breakdown_limit")
+        return None
+    items = [breakdowns] if isinstance(breakdowns, str) else list(breakdowns)
+    if not 1 <= len(items) <= MAX_EXPERIMENT_BREAKDOWNS:
+        raise InvalidArgument(f"breakdowns: 1 to {MAX_EXPERIMENT_BREAKDOWNS} properties, got {len(items)}.",
+                              argument="breakdowns")  # fmt: skip
+    out = []
+    for item in items:
+        prop: Any
+        kind: Any
+        if isinstance(item, str):
+            prop, kind = item, "event"
+        elif isinstance(item, tuple) and len(item) == 2:
+            prop, kind = item
+        elif isinstance(item, Mapping):
+            prop, kind = item.get("property"), item.get("type") or "event"
+        else:
+            raise InvalidArgumentType("breakdowns: each is a property name, a (property, type) pair or a dict.",
+                                      argument="breakdowns")  # fmt: skip
+        if not isinstance(prop, str) or not prop:
+            raise InvalidArgument(f"breakdowns: {prop!r} is not a property name.", argument="breakdowns")
+        check_choice("breakdowns", kind, " ".join(sorted(EXPERIMENT_BREAKDOWN_TYPES)))
+        out.append({"property": prop, "type": kind})
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidArgument(f"breakdown_limit: a positive integer, got {limit!r}.", argument="breakdown_limit")
+    with model_errors("breakdowns"):
+        return BreakdownFilter.model_validate({"breakdowns": out, "breakdown_limit": limit})
 
 
 def _node(argument: str, value: Any, math: str | None = None, math_property: str | None = None,
@@ -71,8 +122,12 @@ def _node(argument: str, value: Any, math: str | None = None, math_property: str
     return node
 
 
-def _common(name: str | None, window: Window, goal: Goal | None, uuid: str | None) -> dict[str, Any]:
+def _common(name: str | None, window: Window, goal: Goal | None, uuid: str | None, breakdowns: Breakdowns = None,
+            breakdown_limit: int | None = None) -> dict[str, Any]:  # fmt: skip
     fields: dict[str, Any] = {"uuid": uuid or str(uuid_module.uuid4()), "name": name}
+    found = _breakdown_filter(breakdowns, breakdown_limit)
+    if found is not None:
+        fields["breakdownFilter"] = found
     if goal is not None:
         fields["goal"] = check_choice("goal", goal, "increase decrease")
     if window is not None:
@@ -96,6 +151,8 @@ def mean_metric(
     upper_bound_percentile: float | None = None,
     ignore_zeros: bool | None = None,
     uuid: str | None = None,
+    breakdowns: Breakdowns = None,
+    breakdown_limit: int | None = None,
 ) -> ExperimentMeanMetric:
     """A mean metric: a value per exposed person, averaged per variant.
 
@@ -107,7 +164,9 @@ def mean_metric(
     the events (a dict, a HogQL condition string or a list, as :func:`hoglab.trends`). ``window`` is the
     conversion window after exposure (``"7d"``, ``"12h"``, days as an int; none: the whole experiment). Outliers
     are capped at the ``lower_bound_percentile``/``upper_bound_percentile`` (fractions, ``0.99`` = the 99th
-    percentile), ``ignore_zeros`` leaving persons without the event out of the percentile.
+    percentile), ``ignore_zeros`` leaving persons without the event out of the percentile. ``breakdowns``: up to
+    three properties (``"$browser"``, ``("plan", "person")``), each unit's values read off its first exposure;
+    ``breakdown_limit`` keeps the values with the most units and sums the rest into "Other".
 
     >>> m = mean_metric("$pageview", where={"$browser": "Chrome"}, goal="increase")
     >>> m.source.event, m.source.properties[0].value, m.goal, m.source.math is None
@@ -137,7 +196,7 @@ def mean_metric(
             lower_bound_percentile=lower_bound_percentile,
             upper_bound_percentile=upper_bound_percentile,
             ignore_zeros=ignore_zeros,
-            **_common(name, window, goal, uuid),
+            **_common(name, window, goal, uuid, breakdowns, breakdown_limit),
         )
 
 
@@ -149,6 +208,8 @@ def funnel_metric(
     window: Window = None,
     goal: Goal | None = None,
     uuid: str | None = None,
+    breakdowns: Breakdowns = None,
+    breakdown_limit: int | None = None,
 ) -> ExperimentFunnelMetric:
     """A funnel metric: the share of exposed persons who then do every step (event names or
     :func:`hoglab.series`), in ``order`` (PostHog's default ``ordered``), within ``window`` of their exposure.
@@ -168,7 +229,8 @@ def funnel_metric(
     if order is not None:
         check_choice("order", order, "ordered strict unordered")
     with model_errors("funnel_metric"):
-        return ExperimentFunnelMetric(series=nodes, funnel_order_type=order, **_common(name, window, goal, uuid))
+        return ExperimentFunnelMetric(series=nodes, funnel_order_type=order,
+                                      **_common(name, window, goal, uuid, breakdowns, breakdown_limit))  # fmt: skip
 
 
 def ratio_metric(
@@ -179,6 +241,8 @@ def ratio_metric(
     window: Window = None,
     goal: Goal | None = None,
     uuid: str | None = None,
+    breakdowns: Breakdowns = None,
+    breakdown_limit: int | None = None,
 ) -> ExperimentRatioMetric:
     """A ratio metric: Σ numerator / Σ denominator over each variant's exposed persons (revenue per order,
     clicks per pageview), each an event name (counted) or a :func:`hoglab.series` with its math.
@@ -190,4 +254,75 @@ def ratio_metric(
     top = _node("numerator", numerator)
     bottom = _node("denominator", denominator)
     with model_errors("ratio_metric"):
-        return ExperimentRatioMetric(numerator=top, denominator=bottom, **_common(name, window, goal, uuid))
+        return ExperimentRatioMetric(numerator=top, denominator=bottom,
+                                     **_common(name, window, goal, uuid, breakdowns, breakdown_limit))  # fmt: skip
+
+
+def retention_metric(
+    start: str | EventsNode | None,
+    completion: str | EventsNode,
+    *,
+    window: tuple[int, int] = (1, 7),
+    unit: Literal["second", "minute", "hour", "day", "week", "month"] = "day",
+    start_handling: Literal["first_seen", "last_seen"] = "first_seen",
+    conversion_window: Window = None,
+    name: str | None = None,
+    goal: Goal | None = None,
+    uuid: str | None = None,
+    breakdowns: Breakdowns = None,
+    breakdown_limit: int | None = None,
+) -> ExperimentRetentionMetric:
+    """A retention metric (PostHog's ``ExperimentRetentionMetric``): of the exposed units who did ``start`` after
+    their exposure, the share who did ``completion`` between ``window[0]`` and ``window[1]`` ``unit``s later (both
+    inclusive; ``day``/``hour`` windows count calendar days or clock hours). ``start=None`` starts at each unit's
+    first exposure. ``start_handling``: the first or the last start event counts; ``conversion_window``: how long
+    after the exposure the start may come (``"3d"``; not with ``start=None``).
+
+    >>> m = retention_metric(None, "login", window=(7, 14))
+    >>> m.start_event.kind, m.completion_event.event, (m.retention_window_start, m.retention_window_end)
+    ('ExperimentExposureNode', 'login', (7, 14))
+    >>> retention_metric("signup", "login", window=(7, 1))
+    Traceback (most recent call last):
+    hoglab.errors.InvalidArgument: window: (start, end) with 0 <= start <= end, got (7, 1).
+    """
+    if (not isinstance(window, tuple | list) or len(window) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in window)
+            or not 0 <= window[0] <= window[1]):  # fmt: skip
+        raise InvalidArgument(f"window: (start, end) with 0 <= start <= end, got {window!r}.", argument="window")
+    check_choice("unit", unit, _UNITS)
+    check_choice("start_handling", start_handling, "first_seen last_seen")
+    begin: EventsNode | ExperimentExposureNode = ExperimentExposureNode() if start is None else _node("start", start)
+    end_node = _node("completion", completion)
+    with model_errors("retention_metric"):
+        return ExperimentRetentionMetric(
+            start_event=begin, completion_event=end_node, retention_window_start=window[0],
+            retention_window_end=window[1], retention_window_unit=unit, start_handling=start_handling,
+            **_common(name, conversion_window, goal, uuid, breakdowns, breakdown_limit),
+        )  # fmt: skip
+
+
+def experiment_query(experiment_id: int, metric: AnyExperimentMetric | Mapping[str, Any]) -> ExperimentQuery:
+    """The ``ExperimentQuery`` of one metric of a stored experiment, for :meth:`hoglab.Client.query` (a frame: a
+    row per breakdown value and variant) or :meth:`~hoglab.Client.query_raw` (PostHog's answer).
+
+    >>> experiment_query(7, mean_metric("purchase")).metric.source.event
+    'purchase'
+    """
+    if isinstance(experiment_id, bool) or not isinstance(experiment_id, int) or experiment_id < 1:
+        raise InvalidArgument(f"experiment_id: a positive integer, got {experiment_id!r}.", argument="experiment_id")
+    with model_errors("metric"):
+        return ExperimentQuery.model_validate({"experiment_id": experiment_id, "metric": metric})
+
+
+def exposure_query(experiment_id: int, *,
+                   exposure_criteria: Mapping[str, Any] | None = None) -> ExperimentExposureQuery:  # fmt: skip
+    """The ``ExperimentExposureQuery`` of a stored experiment: exposed units per day and variant.
+
+    >>> exposure_query(7).experiment_id
+    7
+    """
+    if isinstance(experiment_id, bool) or not isinstance(experiment_id, int) or experiment_id < 1:
+        raise InvalidArgument(f"experiment_id: a positive integer, got {experiment_id!r}.", argument="experiment_id")
+    with model_errors("exposure_criteria"):
+        criteria = None if exposure_criteria is None else ExperimentExposureCriteria.model_validate(exposure_criteria)
+        return ExperimentExposureQuery(experiment_id=experiment_id, exposure_criteria=criteria)
