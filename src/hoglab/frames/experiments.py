@@ -5,8 +5,10 @@ rows first (``breakdown`` empty), then each breakdown value's. Beside the number
 the interval and the test) each row has the raw estimate (``mean``, ``lift``) and, when the answer carries CUPED's
 covariate sums, the CUPED-adjusted one (``mean_cuped``, ``lift_cuped``, ``theta``, ``variance_reduction``),
 recomputed from those sums with :func:`hoglab.stats.posthog.experiment_results` (PostHog's formulas: the adjusted
-effect is the centre of the served interval). ``sequential`` says whether the interval is an always-valid
-confidence sequence (``None`` when the settings are not known, as for a bare ``client.query``).
+effect is the centre of the served interval), with the interval the same test gives without CUPED
+(``raw_interval_low``/``raw_interval_high``), so the two can be set side by side. ``sequential`` says whether the
+interval is an always-valid confidence sequence (``None`` when the settings are not known, as for a bare
+``client.query``).
 
 >>> answer = {"metric": {"metric_type": "mean", "source": {"event": "buy"}},
 ...           "baseline": {"key": "control", "number_of_samples": 100, "sum": 500, "sum_squares": 5000},
@@ -54,11 +56,12 @@ METRIC_COLUMNS = [
     "metric", "metric_uuid", "metric_type", "role", "breakdown", "variant", "number_of_samples", "sum",
     "denominator_sum", "mean", "lift", "interval_low", "interval_high", "p_value", "chance_to_win", "significant",
     "method", "sequential", "cuped", "covariate_mean", "theta", "mean_cuped", "lift_cuped", "variance_reduction",
-    "goal", "validation_failures",
+    "raw_interval_low", "raw_interval_high", "goal", "validation_failures",
 ]  # fmt: skip
 """The columns of a metric frame, in order."""
 _FLOATS = ("sum", "denominator_sum", "mean", "lift", "interval_low", "interval_high", "p_value", "chance_to_win",
-           "covariate_mean", "theta", "mean_cuped", "lift_cuped", "variance_reduction")  # fmt: skip
+           "covariate_mean", "theta", "mean_cuped", "lift_cuped", "variance_reduction", "raw_interval_low",
+           "raw_interval_high")  # fmt: skip
 _STRINGS = ("metric", "metric_uuid", "metric_type", "role", "breakdown", "variant", "method", "goal",
             "validation_failures")  # fmt: skip
 _BOOLS = ("significant", "sequential", "cuped")
@@ -155,19 +158,24 @@ def _cuped_estimates(metric_type: str, baseline: Mapping[str, Any], variants: Se
     has_ratio_covariate = all(isinstance(a.get("ratio_covariate"), Mapping) for a in arms)
     if not (has_mean_covariate or has_ratio_covariate) or len(arms) < 2:
         return {}
+    config = stats_config or {"method": str(variants[0].get("method") or "frequentist")}
     try:
-        base = _stats(baseline)
-        _, results = experiment_results(metric_type, base, [_stats(v) for v in variants],  # type: ignore[arg-type]
-                                        stats_config=stats_config or {"method": "frequentist"}, cuped=True,
+        base, others = _stats(baseline), [_stats(v) for v in variants]
+        _, results = experiment_results(metric_type, base, others, stats_config=config, cuped=True,  # type: ignore[arg-type]
                                         team=team)  # fmt: skip
+        _, unadjusted = experiment_results(metric_type, base, others, stats_config=config, cuped=False,  # type: ignore[arg-type]
+                                           team=team)  # fmt: skip
     except (StatsError, TypeError, ValueError):
         return {}
     out: dict[str, dict[str, float]] = {}
-    for result in results:
+    for result, raw in zip(results, unadjusted, strict=True):
         adjustment = result.cuped
         if adjustment is None:
             continue
         entry = {"theta": float(adjustment.theta), "lift_cuped": float(result.point_estimate or math.nan)}
+        interval = raw.confidence_interval or raw.credible_interval
+        if interval is not None:
+            entry["raw_interval_low"], entry["raw_interval_high"] = float(interval[0]), float(interval[1])
         if isinstance(adjustment, CupedAdjustment):  # mean and funnel CUPED
             entry["mean_cuped"] = float(adjustment.treatment_adjusted.mean)
             entry["variance_reduction"] = float(adjustment.variance_reduction_treatment)
@@ -249,6 +257,8 @@ def _group_rows(metric: Mapping[str, Any], role: str | None, breakdown: str | No
             "cuped": has_covariate, "covariate_mean": covariate_mean, "theta": cuped.get("theta", math.nan),
             "mean_cuped": cuped.get("mean_cuped", math.nan), "lift_cuped": cuped.get("lift_cuped", math.nan),
             "variance_reduction": cuped.get("variance_reduction", math.nan),
+            "raw_interval_low": cuped.get("raw_interval_low", math.nan),
+            "raw_interval_high": cuped.get("raw_interval_high", math.nan),
             "goal": metric.get("goal") or "increase",
             "validation_failures": ", ".join(map(str, arm.get("validation_failures") or [])) or None,
         })  # fmt: skip
@@ -286,7 +296,8 @@ def _v2_rows(answer: Mapping[str, Any], metric: Mapping[str, Any], role: str | N
             "significant": None if is_base else answer.get("significant"),
             "method": None if is_base else "bayesian", "sequential": None, "cuped": False,
             "covariate_mean": math.nan, "theta": math.nan, "mean_cuped": math.nan, "lift_cuped": math.nan,
-            "variance_reduction": math.nan, "goal": metric.get("goal") or "increase", "validation_failures": None,
+            "variance_reduction": math.nan, "raw_interval_low": math.nan, "raw_interval_high": math.nan,
+            "goal": metric.get("goal") or "increase", "validation_failures": None,
         })  # fmt: skip
     return rows
 

@@ -11,6 +11,10 @@ Behaviour (seeded; the variant is the server's): one pageview *before* the expos
 1 + Poisson(2) pageviews (Poisson(2.4) in ``test``); half the users reach ``checkout``, of whom 30% buy in
 ``control`` and 42% in ``test``, at a log-normal price of median ~33.
 
+:func:`feed_cuped_experiment` feeds PostHog's 2026 features the same way: a mean metric analysed with CUPED
+(each user's purchases in the fortnight before the exposure predict their purchases after it), broken down by the
+browser of the exposure, a retention metric (back on days 1-7 after the exposure) and sequential testing.
+
 >>> primary, secondary = metric_experiment_metrics()
 >>> [m.metric_type for m in primary], [m.name for m in secondary]
 (['funnel', 'mean', 'ratio'], ['pageviews'])
@@ -26,19 +30,34 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ConfigurationError
-from ..queries import funnel_metric, mean_metric, ratio_metric, series
+from ..queries import funnel_metric, mean_metric, ratio_metric, retention_metric, series, stats_config
 
 if TYPE_CHECKING:
     from ..client import Client
     from ..schema import Experiment
 
-__all__ = ["METRIC_FLAG_KEY", "MetricDemo", "feed_metric_experiment", "metric_experiment_metrics"]
+__all__ = [
+    "CUPED_FLAG_KEY",
+    "METRIC_FLAG_KEY",
+    "MetricDemo",
+    "cuped_experiment_metrics",
+    "feed_cuped_experiment",
+    "feed_metric_experiment",
+    "metric_experiment_metrics",
+]
 
 METRIC_FLAG_KEY = "checkout-metrics"
 METRIC_SEED = 20260107
 PURCHASE_RATE = {"control": 0.30, "test": 0.42}
 PAGEVIEWS = {"control": 2.0, "test": 2.4}
 CHECKOUT_RATE = 0.5
+CUPED_FLAG_KEY = "loyalty-banner"
+CUPED_SEED = 20260224
+CUPED_LOOKBACK_DAYS = 14
+BROWSERS = ("Chrome", "Safari", "Firefox")
+BROWSER_SHARES = (0.55, 0.3, 0.15)
+SPEND_LIFT = {"control": 1.0, "test": 1.08}
+RETURN_RATE = {"control": 0.35, "test": 0.45}
 
 
 @dataclass(frozen=True)
@@ -152,3 +171,86 @@ def _visit(
             price = round(float(rng.lognormal(3.5, 0.5)), 2)
             events.append(("purchase", clock, {"price": price, **flag}))
     return events
+
+
+def cuped_experiment_metrics() -> tuple[list[Any], list[Any]]:
+    """The CUPED tour's metrics: primary revenue per person (by browser), secondary the 1-7-day return."""
+    primary = [mean_metric("purchase", math="sum", math_property="price", name="revenue per person",
+                           breakdowns=["$browser"])]  # fmt: skip
+    secondary = [retention_metric(None, "$pageview", window=(1, 7), name="back within a week")]
+    return primary, secondary
+
+
+def feed_cuped_experiment(
+    client: Client,
+    *,
+    users: int = 600,
+    seed: int = CUPED_SEED,
+    flag_key: str = CUPED_FLAG_KEY,
+    sequential: bool = True,
+    end: datetime | None = None,
+    name: str = "Loyalty banner (CUPED)",
+) -> MetricDemo:
+    """Create and launch an experiment with CUPED (14-day lookback) and, by default, sequential testing, then
+    feed it through the ``posthog`` SDK: each user's history (purchases in the fortnight before), the exposure
+    (``/flags`` picks the variant, ``$browser`` on the exposure), the week after and a possible return visit.
+
+    Each user has a spending habit h ~ Gamma(2, 1): Poisson(h) purchases before the exposure and Poisson(h × lift)
+    after it (lift 1.08 in ``test``), at a price of median ~25, so the pre-exposure revenue predicts the metric and
+    CUPED narrows its interval. 35% of ``control`` users and 45% of ``test`` come back 1-7 days after. Visits fall
+    in the first week of a fortnight ending at ``end`` (now), so every return is in the past.
+    """
+    rng = np.random.default_rng(seed)
+    end = (end or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
+    start = end - timedelta(days=14)
+    primary, secondary = cuped_experiment_metrics()
+    settings = stats_config("frequentist", cuped=CUPED_LOOKBACK_DAYS, sequential=True if sequential else None)
+    experiment = client.experiments.create(
+        name, flag_key, variants=["control", "test"], start=start, metrics=primary, metrics_secondary=secondary,
+        stats_config=settings,
+        description="Does a loyalty banner make shoppers spend more? CUPED reads each shopper's spending before.",
+    )  # fmt: skip
+    sdk = _sdk(_project_token(client), client.host)
+    assigned: dict[str, str] = {}
+    sent = 0
+    offsets = np.sort(rng.uniform(3600, 7 * 86400, size=users))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            for i, offset in enumerate(offsets):
+                user = f"shopper-{seed}-{i:05d}"
+                variant = sdk.get_feature_flag(flag_key, user, send_feature_flag_events=False)
+                if not isinstance(variant, str):
+                    continue
+                assigned[user] = variant
+                seen = start + timedelta(seconds=float(offset))
+                for event, at, properties in _shopper(rng, seen, variant, flag_key):
+                    sdk.capture(event, distinct_id=user, timestamp=at, properties=properties)
+                    sent += 1
+        finally:
+            sdk.flush()
+            sdk.shutdown()
+    return MetricDemo(experiment, assigned, sent, start, end)
+
+
+def _shopper(
+    rng: np.random.Generator, seen: datetime, variant: str, flag_key: str
+) -> list[tuple[str, datetime, dict[str, Any]]]:
+    habit = float(rng.gamma(2.0, 1.0))
+    browser = str(rng.choice(BROWSERS, p=BROWSER_SHARES))
+    flag = {f"$feature/{flag_key}": variant}
+    events: list[tuple[str, datetime, dict[str, Any]]] = []
+    for _ in range(int(rng.poisson(habit))):  # the fortnight before: what CUPED reads
+        at = seen - timedelta(seconds=float(rng.uniform(3600, (CUPED_LOOKBACK_DAYS - 1) * 86400)))
+        events.append(("purchase", at, {"price": round(float(rng.lognormal(3.2, 0.4)), 2), "$browser": browser}))
+    events.append(("$feature_flag_called", seen, {"$feature_flag": flag_key, "$feature_flag_response": variant,
+                                                  "$browser": browser, **flag}))  # fmt: skip
+    events.append(("$pageview", seen + timedelta(seconds=5), {"$browser": browser, **flag}))
+    for _ in range(int(rng.poisson(habit * SPEND_LIFT[variant]))):  # the week after
+        at = seen + timedelta(seconds=float(rng.uniform(60, 6 * 86400)))
+        events.append(("purchase", at, {"price": round(float(rng.lognormal(3.2, 0.4)), 2), "$browser": browser,
+                                        **flag}))  # fmt: skip
+    if rng.random() < RETURN_RATE[variant]:
+        back = seen + timedelta(days=int(rng.integers(1, 8)), seconds=float(rng.uniform(0, 3600)))
+        events.append(("$pageview", back, {"$browser": browser, **flag}))
+    return sorted(events, key=lambda item: item[1])

@@ -130,7 +130,7 @@ def test_the_report_of_a_metric_experiment_is_one_page(client: Client, cloud: Cl
     assert page.count("data:image/png;base64,") == 3 and "<script" not in page and 'src="http' not in page
     assert "revenue per pageview" in page and "Exposures over time" in page
     variants = (tmp_path / "variants.csv").read_text().splitlines()
-    assert len(variants) == 1 + 6 and variants[0].startswith("metric,metric_uuid,metric_type,role,variant")
+    assert len(variants) == 1 + 6 and variants[0].startswith("metric,metric_uuid,metric_type,role,breakdown,variant")
     saved = json.loads((tmp_path / "results.json").read_text())
     assert [m["metric"]["uuid"] for m in saved["metrics"]] == ["m-funnel", "m-mean", "m-ratio"]
     test_sum = [m["answer"]["variant_results"][0]["sum"] for m in saved["metrics"]]

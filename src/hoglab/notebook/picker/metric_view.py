@@ -1,11 +1,17 @@
-"""What the picker and the report show for a metric experiment: each metric with its settings and verdict, the
-traffic split (SRM) of the exposures, and the per-variant table.
+"""What the picker and the report show for a metric experiment: the statistics settings (method, sequential
+testing, CUPED), each metric with its settings and verdict, the traffic split (SRM) of the exposures, the
+per-variant table (raw and CUPED-adjusted estimates; the interval without CUPED beside the adjusted one) and, for a
+metric with a breakdown, the same per breakdown value.
 
 >>> metric_settings({"metric_type": "mean", "conversion_window": 7, "conversion_window_unit": "day",
 ...                  "upper_bound_percentile": 0.99, "ignore_zeros": True, "goal": "increase"})
 'window 7 days · outliers capped at the 99th percentile (zeros left out) · goal: increase'
 >>> metric_settings({"metric_type": "funnel", "funnel_order_type": "strict"})
 'window: the whole experiment · steps in strict order · goal: increase'
+>>> metric_settings({"metric_type": "retention", "retention_window_start": 1, "retention_window_end": 7,
+...                  "retention_window_unit": "day", "start_handling": "first_seen",
+...                  "breakdownFilter": {"breakdowns": [{"property": "$browser"}], "breakdown_limit": 5}})
+'retained on days 1-7 after the first start · window: the whole experiment · by $browser (top 5) · goal: increase'
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...client._metric_results import MetricExperimentResult, metric_frame
+from ...client._metric_results import MetricAnswer, MetricExperimentResult, metric_frame
 from ...stats import SRMResult, StatsError, srm
 
 __all__ = ["exposure_srm", "metric_results_html", "metric_settings", "metric_summary", "metrics_line"]
@@ -38,8 +44,17 @@ def _percentile(value: float) -> str:
 
 
 def metric_settings(metric: Mapping[str, Any]) -> str:
-    """A metric's settings in words: conversion window, outlier handling (mean metrics), funnel order, goal."""
+    """A metric's settings in words: retention window, conversion window, outlier handling (mean metrics), funnel
+    order, breakdowns, goal."""
     parts = []
+    if metric.get("metric_type") == "retention":
+        low, high = metric.get("retention_window_start"), metric.get("retention_window_end")
+        unit = str(metric.get("retention_window_unit") or "day")
+        start = metric.get("start_event") or {}
+        which = "the exposure" if isinstance(start, Mapping) and start.get("kind") == "ExperimentExposureNode" else (
+            "the last start" if metric.get("start_handling") == "last_seen" else "the first start")  # fmt: skip
+        span = f"{unit}s {low}-{high}" if low != high else f"{unit} {low}"
+        parts.append(f"retained on {span} after {which}")
     size, unit = metric.get("conversion_window"), metric.get("conversion_window_unit") or "day"
     parts.append(f"window {size} {unit}{'s' if size != 1 else ''}" if size else "window: the whole experiment")
     if metric.get("metric_type") == "mean":
@@ -56,6 +71,12 @@ def metric_settings(metric: Mapping[str, Any]) -> str:
     if metric.get("metric_type") == "funnel":
         order = metric.get("funnel_order_type") or "ordered"
         parts.append(_ORDERS.get(str(order), f"steps {order}"))
+    found = metric.get("breakdownFilter")
+    breakdown: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    names = [str(b.get("property")) for b in breakdown.get("breakdowns") or [] if isinstance(b, Mapping)]
+    if names:
+        limit = breakdown.get("breakdown_limit")
+        parts.append("by " + " × ".join(names) + (f" (top {limit})" if limit else ""))
     parts.append(f"goal: {metric.get('goal') or 'increase'}")
     return " · ".join(parts)
 
@@ -84,6 +105,9 @@ def metrics_line(experiment: Mapping[str, Any]) -> str:
     >>> metrics_line({"metrics": [{"name": "revenue"}], "metrics_secondary": [{"name": "views"}],
     ...               "stats_config": {"method": "frequentist"}})
     'revenue; secondary: views (frequentist)'
+    >>> metrics_line({"metrics": [{"name": "revenue"}], "stats_config": {"method": "frequentist",
+    ...               "frequentist": {"sequential_testing_enabled": True}, "cuped": {"enabled": True}}})
+    'revenue (frequentist, sequential, CUPED)'
     """
     from ...client._metric_queries import experiment_metrics
     from ...client._metric_results import metric_label
@@ -91,9 +115,13 @@ def metrics_line(experiment: Mapping[str, Any]) -> str:
     found = experiment_metrics(experiment)
     primary = ", ".join(metric_label(m) for m, role in found if role == "primary") or "none"
     secondary = ", ".join(metric_label(m) for m, role in found if role == "secondary")
+    from ...stats.posthog import resolve_cuped, resolve_stats_settings
+
     config = experiment.get("stats_config") or {}
-    method = "frequentist" if isinstance(config, Mapping) and config.get("method") == "frequentist" else "bayesian"
-    return primary + (f"; secondary: {secondary}" if secondary else "") + f" ({method})"
+    settings = resolve_stats_settings(config)  # the experiment's own settings (the project's defaults aside)
+    parts = [settings.method] + (["sequential"] if settings.sequential else [])
+    parts += ["CUPED"] if resolve_cuped(config).enabled else []
+    return primary + (f"; secondary: {secondary}" if secondary else "") + f" ({', '.join(parts)})"
 
 
 def exposure_srm(result: MetricExperimentResult, rollout: Mapping[str, float] | None) -> SRMResult | None:
@@ -125,34 +153,65 @@ def _srm_html(check: SRMResult | None, error: str | None) -> str:
     return f'<p style="color:{colour};margin:4px 0">{html.escape(check.summary(counted="Exposures"))}</p>'
 
 
-def metric_results_html(result: MetricExperimentResult, check: SRMResult | None) -> str:
-    """The metrics (settings and verdict), the SRM check of the exposures and the per-variant table."""
+def _interval(low: Any, high: Any) -> str:
+    return f"[{_fmt(low, '+.1%')}, {_fmt(high, '+.1%')}]"
+
+
+def _table(result: MetricExperimentResult, rows: pd.DataFrame, *, breakdown: bool) -> str:
+    """One table of a metric's rows: the breakdown value first when asked, CUPED's columns when it applied."""
     esc = html.escape
-    interval = "confidence interval" if result.method == "frequentist" else "credible interval"
-    decided = "p-value" if result.method == "frequentist" else "chance to win"
-    lines = [f'<p style="margin:4px 0"><b>Method:</b> {esc(result.method)} (PostHog\'s current engine)</p>',
+    frequentist = result.method == "frequentist"
+    interval = ("confidence sequence" if result.sequential else "confidence interval") if frequentist \
+        else "credible interval"  # fmt: skip
+    decided = ("always-valid p-value" if result.sequential else "p-value") if frequentist else "chance to win"
+    cuped = bool(rows["cuped"].fillna(False).any())
+    names = (["value"] if breakdown else []) + ["variant", "samples", "sum", "mean", "lift", interval, decided,
+                                                 "significant"]  # fmt: skip
+    if cuped:
+        names += ["CUPED lift", "interval without CUPED", "θ", "variance cut"]
+    head = "<tr>" + "".join(f"<th>{esc(n)}</th>" for n in names) + "</tr>"
+    body = []
+    for r in rows.to_dict("records"):
+        baseline = pd.isna(r["method"])
+        decided_value = r["p_value"] if frequentist else r["chance_to_win"]
+        cells = ([esc(str(r["breakdown"]))] if breakdown else []) + [
+            esc(str(r["variant"])), _fmt(r["number_of_samples"], ","), _fmt(r["sum"], ",.6g"), _fmt(r["mean"], ".4g"),
+            _fmt(r["lift"], "+.2%"), "–" if baseline else _interval(r["interval_low"], r["interval_high"]),
+            _fmt(decided_value, ".3g" if frequentist else ".1%"),
+            "–" if pd.isna(r["significant"]) else ("yes" if r["significant"] else "no"),
+        ]  # fmt: skip
+        if cuped:
+            cells += [_fmt(r["lift_cuped"], "+.2%"),
+                      "–" if baseline else _interval(r["raw_interval_low"], r["raw_interval_high"]),
+                      _fmt(r["theta"], ".3g"), _fmt(r["variance_reduction"], ".0%")]  # fmt: skip
+        body.append("<tr>" + "".join(f'<td style="{_CELL}">{c}</td>' for c in cells) + "</tr>")
+    return f"<table>{head}{''.join(body)}</table>" if body else ""
+
+
+def _metric_html(result: MetricExperimentResult, answer: MetricAnswer) -> list[str]:
+    esc = html.escape
+    rows = metric_frame((answer,))  # this metric's rows alone, even when another metric shares its name
+    overall, parts = rows[rows["breakdown"].isna()], rows[rows["breakdown"].notna()]
+    colour = "#1a7f37" if bool(overall["significant"].fillna(False).any()) else "#57606a"
+    title = f"{esc(answer.label)} <small>({answer.role}, {esc(answer.metric_type)})</small>"
+    lines = [f"<h5 style='margin:8px 0 2px'>{title}</h5>",
+             f'<p style="margin:0;color:#57606a">{esc(metric_settings(answer.metric))}</p>',
+             f'<p style="margin:2px 0;color:{colour}">{esc(result.metric_verdict(answer))}</p>',
+             _table(result, overall, breakdown=False)]  # fmt: skip
+    if len(parts):
+        by = " × ".join(answer.breakdowns) or "breakdown"
+        lines.append(f'<p style="margin:6px 0 2px"><b>By {esc(by)}</b> (each value its own test; values from '
+                     "each unit's first exposure)</p>")  # fmt: skip
+        lines.append(_table(result, parts, breakdown=True))
+    return lines
+
+
+def metric_results_html(result: MetricExperimentResult, check: SRMResult | None) -> str:
+    """The statistics settings, the SRM check of the exposures, then each metric: settings, verdict, its table
+    and its breakdown table."""
+    esc = html.escape
+    lines = [f'<p style="margin:4px 0"><b>Method:</b> {esc(result.settings_line)} (PostHog\'s current engine)</p>',
              _srm_html(check, result.exposures_error)]  # fmt: skip
-    head = (f"<tr><th>variant</th><th>samples</th><th>sum</th><th>mean</th><th>lift</th><th>{interval}</th>"
-            f"<th>{decided}</th><th>significant</th></tr>")  # fmt: skip
     for answer in result.metrics:
-        colour = "#57606a"
-        rows = metric_frame((answer,))  # this metric's rows alone, even when another metric shares its name
-        if bool(rows["significant"].fillna(False).any()):
-            colour = "#1a7f37"
-        title = f"{esc(answer.label)} <small>({answer.role}, {esc(answer.metric_type)})</small>"
-        lines.append(f"<h5 style='margin:8px 0 2px'>{title}</h5>")
-        lines.append(f'<p style="margin:0;color:#57606a">{esc(metric_settings(answer.metric))}</p>')
-        lines.append(f'<p style="margin:2px 0;color:{colour}">{esc(result.metric_verdict(answer))}</p>')
-        body = []
-        for r in rows.to_dict("records"):
-            low_high = f"[{_fmt(r['interval_low'], '+.1%')}, {_fmt(r['interval_high'], '+.1%')}]"
-            decided_value = r["p_value"] if result.method == "frequentist" else r["chance_to_win"]
-            baseline = pd.isna(r["method"])
-            cells = [esc(str(r["variant"])), _fmt(r["number_of_samples"], ","), _fmt(r["sum"], ",.6g"),
-                     _fmt(r["mean"], ".4g"), _fmt(r["lift"], "+.2%"), "–" if baseline else low_high,
-                     _fmt(decided_value, ".3g" if result.method == "frequentist" else ".1%"),
-                     "–" if pd.isna(r["significant"]) else ("yes" if r["significant"] else "no")]  # fmt: skip
-            body.append("<tr>" + "".join(f'<td style="{_CELL}">{c}</td>' for c in cells) + "</tr>")
-        if body:
-            lines.append(f"<table>{head}{''.join(body)}</table>")
+        lines += _metric_html(result, answer)
     return "".join(lines)

@@ -50,18 +50,28 @@ def _result(data: Any) -> MetricExperimentResult:
 def plot_metric_effects(
     result: MetricExperimentResult, *, ax: Axes | None = None, figsize: tuple[float, float] | None = None
 ) -> Axes:
-    """A forest plot: one line per (metric, variant), the point at the lift and the bar across the interval the
-    server gave (PostHog's relative effect: a confidence interval, or a credible interval when Bayesian).
+    """A forest plot: one line per (metric, breakdown value, variant), the point at the effect and the bar across
+    the interval the server gave (PostHog's relative effect: a confidence interval, a confidence sequence with
+    sequential testing, or a credible interval when Bayesian). With CUPED the point is the adjusted effect and a
+    thin grey bar behind shows the interval without CUPED.
 
     Blue: significant and better for the metric's goal; vermillion: significant and worse; grey: not
-    significant. Secondary metrics are marked "(secondary)".
+    significant. Secondary metrics are marked "(secondary)", breakdown values follow their metric.
     """
     frame = _result(result).to_frame()
     rows = frame[frame["method"].notna()].reset_index(drop=True)
     ax = new_axes(ax, figsize or (7.5, 0.5 + 0.45 * max(len(rows), 1)))
     y = np.arange(len(rows))[::-1]
+    cuped_shown = False
     for pos, row in zip(y, rows.to_dict("records"), strict=True):
         lift, low, high = row["lift"], row["interval_low"], row["interval_high"]
+        if row["cuped"] is True and not math.isnan(row["lift_cuped"]):
+            lift = row["lift_cuped"]
+            raw_low, raw_high = row["raw_interval_low"], row["raw_interval_high"]
+            if not (math.isnan(raw_low) or math.isnan(raw_high)):
+                ax.hlines(pos + 0.22, raw_low, raw_high, color=INCONCLUSIVE_COLOUR, linewidth=1.2, alpha=0.7,
+                          label="_nolegend_" if cuped_shown else "without CUPED")  # fmt: skip
+                cuped_shown = True
         better = (lift > 0) == (row["goal"] != "decrease")
         colour = (HIGHER_COLOUR if better else LOWER_COLOUR) if row["significant"] is True else INCONCLUSIVE_COLOUR
         if not (math.isnan(low) or math.isnan(high)):
@@ -69,8 +79,10 @@ def plot_metric_effects(
         if not math.isnan(lift):
             ax.plot([lift], [pos], "o", color=colour, markersize=7)
     ax.axvline(0, color=CONTROL_COLOUR, linewidth=1, linestyle="--")
-    labels = [f"{r['metric']} · {r['variant']}" + (" (secondary)" if r["role"] == "secondary" else "")
-              for r in rows.to_dict("records")]  # fmt: skip
+    if cuped_shown:
+        ax.legend(frameon=False, loc="lower right", fontsize="small")
+    labels = [f"{r['metric']} · {r['variant']}" + (f" · {r['breakdown']}" if isinstance(r["breakdown"], str) else "")
+              + (" (secondary)" if r["role"] == "secondary" else "") for r in rows.to_dict("records")]  # fmt: skip
     ax.set_yticks(y, labels)
     ax.set_ylim(-0.7, max(len(rows), 1) - 0.3)
     percent_axis(ax, axis="x")
@@ -78,8 +90,10 @@ def plot_metric_effects(
     if not len(rows):
         ax.set_title("No variant results yet")
     else:
-        kind = "confidence" if result.method == "frequentist" else "credible"
-        ax.set_title(f"Metrics: lift and {kind} interval ({result.method})")
+        kind = ("confidence sequence" if result.sequential else "confidence interval") \
+            if result.method == "frequentist" else "credible interval"  # fmt: skip
+        extras = " + CUPED" if bool(rows["cuped"].fillna(False).any()) else ""
+        ax.set_title(f"Metrics: effect and {kind} ({result.method}{extras})")
     return ax
 
 

@@ -6,6 +6,7 @@ figures: each metric's effect with its interval, the exposures over time and the
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..picker.metric_view import metric_settings
@@ -18,12 +19,23 @@ if TYPE_CHECKING:
 __all__ = ["draw_metric_figures", "metric_summary_lines"]
 
 
+def _cuped_line(row: dict[str, object]) -> str | None:
+    low, high = row["interval_low"], row["interval_high"]
+    raw_low, raw_high = row["raw_interval_low"], row["raw_interval_high"]
+    numbers = (low, high, raw_low, raw_high, row["theta"])
+    if not all(isinstance(v, float) and math.isfinite(v) for v in numbers):
+        return None
+    return (f"    CUPED {row['variant']}: {row['lift_cuped']:+.1%} [{low:+.1%}, {high:+.1%}]; without CUPED "
+            f"[{raw_low:+.1%}, {raw_high:+.1%}] (θ = {row['theta']:.3g})")
+
+
 def metric_summary_lines(report: ExperimentReport) -> list[str]:
-    """The method, the exposures' SRM check, then each metric: its settings and its verdict."""
+    """The statistics settings, the exposures' SRM check, then each metric: its settings, its verdict, CUPED's
+    interval beside the unadjusted one, and a line per breakdown value."""
     result = report.metrics
     if result is None:
         return [report.primary.error or "No results."]
-    lines = [f"Method: {result.method} (PostHog's current engine)."]
+    lines = [f"Method: {result.settings_line} (PostHog's current engine)."]
     check = report.exposure_srm
     if check is not None:
         lines.append(check.summary("line", counted="Exposures"))
@@ -32,6 +44,19 @@ def metric_summary_lines(report: ExperimentReport) -> list[str]:
     for answer in result.metrics:
         lines.append(f"[{answer.role}] {result.metric_verdict(answer)}")
         lines.append(f"    {answer.metric_type}: {metric_settings(answer.metric)}")
+        rows = [r for r in answer.rows() if r["method"] is not None]
+        for row in rows:
+            if row["breakdown"] is None and row["cuped"]:
+                line = _cuped_line(row)
+                if line:
+                    lines.append(line)
+        for row in rows:
+            if row["breakdown"] is not None:
+                decided = (f"p = {row['p_value']:.3g}" if row["p_value"] is not None else
+                           row["validation_failures"] or "no test")  # fmt: skip
+                lift = row["lift_cuped"] if row["cuped"] and math.isfinite(row["lift_cuped"]) else row["lift"]
+                shown = f"{lift:+.1%}" if isinstance(lift, float) and math.isfinite(lift) else "n/a"
+                lines.append(f"    {row['breakdown']}: {row['variant']} {shown}, {decided}")
     return lines
 
 

@@ -1,0 +1,246 @@
+"""PostHog's 2026 experiment features end to end, fed by the official ``posthog`` SDK, checked against numpy.
+
+``hoglab.notebook.tours.feed_cuped_experiment`` creates an experiment (frequentist, sequential testing, CUPED with
+a 14-day lookback) with a mean metric broken down by the exposure's browser and a retention metric, launches it
+and plays each shopper through the SDK: their purchases in the fortnight before, ``/flags`` for the variant, the
+exposure, the week after, a possible return. ``client.experiments.results`` then runs the metrics.
+
+Every served figure is compared with a numpy restatement written here from PostHog's definitions, on the events
+as stored (read back over HogQL), never by calling hoglab's code: who is exposed and with what browser, each
+person's value and pre-exposure covariate, θ, the adjusted means and variances, the relative effect and its delta
+variance, Waudby-Smith et al.'s confidence sequence and always-valid p-value; and for retention the day windows
+and the ratio's delta-method variance. The CUPED interval is narrower than the unadjusted one, by about √(1 − ρ²).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hoglab.client import Client, MetricExperimentResult
+from hoglab.notebook.tours import CUPED_FLAG_KEY, CUPED_LOOKBACK_DAYS, feed_cuped_experiment
+from posthog_openapi import CACHE_FIELDS, assert_valid
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+USERS = 600
+ALPHA, TUNING = 0.05, 5000.0  # PostHog's defaults: stats_config sets neither
+NULL = "$$_posthog_breakdown_null_$$"
+
+
+@pytest.fixture(scope="module")
+def fed(hoglab_service: Any) -> Iterator[tuple[Client, Any, MetricExperimentResult, pd.DataFrame]]:
+    store = hoglab_service.state.store
+    record = store.projects.create("CUPED experiment, fed by the posthog SDK")
+    _, key = store.keys.create(store.users.default().id, ["*"], [record.id], label="cuped sdk test")
+    client = Client(hoglab_service.url, key, record.id, progress=False)
+    demo = feed_cuped_experiment(client, users=USERS)
+    result = client.experiments.results(demo.experiment.id)
+    assert isinstance(result, MetricExperimentResult)
+    events = client.hogql(
+        "select event, person_id, toString(uuid) as uuid, timestamp, toFloat(properties.price) as price, "
+        "properties.$feature_flag as flag, properties.$feature_flag_response as response, "
+        "properties.$browser as browser from events order by timestamp",
+        all_rows=True,
+    )
+    yield client, demo, result, events
+    client.close()
+
+
+# ---- the restatement ------------------------------------------------------------------------------------------
+
+
+def _people(events: pd.DataFrame) -> pd.DataFrame:
+    """Per exposed person (one variant only): variant, first exposure (time, uuid, browser), revenue after it
+    and in the 14 days before it, and whether they came back on days 1-7."""
+    calls = events[(events["event"] == "$feature_flag_called") & (events["flag"] == CUPED_FLAG_KEY)]
+    calls = calls.sort_values("timestamp", kind="stable")
+    first = calls.drop_duplicates("person_id").set_index("person_id")
+    variants = calls.groupby("person_id")["response"].nunique()
+    people = pd.DataFrame({"variant": first["response"], "exposed": first["timestamp"], "uuid": first["uuid"],
+                           "browser": first["browser"].fillna(NULL)})  # fmt: skip
+    people = people[variants.reindex(people.index) == 1]
+    buys = events[events["event"] == "purchase"].join(people["exposed"], on="person_id", how="inner")
+    after = buys[buys["timestamp"] >= buys["exposed"]]
+    before = buys[(buys["timestamp"] >= buys["exposed"] - timedelta(days=CUPED_LOOKBACK_DAYS))
+                  & (buys["timestamp"] < buys["exposed"])]  # fmt: skip
+    people["y"] = after.groupby("person_id")["price"].sum().reindex(people.index, fill_value=0.0)
+    people["x"] = before.groupby("person_id")["price"].sum().reindex(people.index, fill_value=0.0)
+    views = events[events["event"] == "$pageview"].join(people[["exposed", "uuid"]], on="person_id", how="inner",
+                                                        rsuffix="_start")  # fmt: skip
+    day = lambda t: t.dt.floor("D")  # noqa: E731 - the project's zone is UTC
+    back = (views["timestamp"] >= views["exposed"]) & (views["timestamp"] <= views["exposed"] + timedelta(days=8))
+    back &= (day(views["timestamp"]) >= day(views["exposed"]) + timedelta(days=1))
+    back &= day(views["timestamp"]) <= day(views["exposed"]) + timedelta(days=7)
+    back &= views["uuid"] != views["uuid_start"]
+    people["retained"] = views[back].groupby("person_id").size().reindex(people.index, fill_value=0).clip(upper=1)
+    return people
+
+
+def _confidence_sequence(effect: float, variance: float, n: int) -> tuple[float, float, float]:
+    """Waudby-Smith, Arbour, Sinha, Kennedy & Ramdas (arXiv:2103.06476): the asymptotic confidence sequence
+    (eq. 9) with ρ² from the tuning parameter N* (eq. 161), and the always-valid p-value (eq. 155)."""
+    rho2 = (-2 * math.log(ALPHA) + math.log(-2 * math.log(ALPHA) + 1)) / TUNING
+    sigma = math.sqrt(variance * n)  # the per-unit standard deviation of the effect
+    half = sigma * math.sqrt(2 * (n * rho2 + 1) / (n * n * rho2) * math.log(math.sqrt(n * rho2 + 1) / ALPHA))
+    t2 = effect * effect * n / variance
+    log_e = rho2 * t2 / (2 * (n * rho2 + 1)) - 0.5 * math.log(n * rho2 + 1)
+    return effect - half, effect + half, min(1.0, math.exp(-log_e))
+
+
+def _moments(arm: pd.DataFrame) -> dict[str, float]:
+    y, x = arm["y"].to_numpy(float), arm["x"].to_numpy(float)
+    return {"n": len(arm), "y": y.mean(), "x": x.mean(), "vy": y.var(ddof=1), "vx": x.var(ddof=1),
+            "cxy": np.cov(y, x, ddof=1)[0, 1]}  # fmt: skip
+
+
+def _mean_metric(people: pd.DataFrame, *, cuped: bool) -> dict[str, float]:
+    """PostHog's relative effect of test over control on y, with CUPED (θ per pair, pooled) or without."""
+    c, t = (_moments(people[people["variant"] == v]) for v in ("control", "test"))
+    theta = 0.0
+    if cuped:
+        both = people[people["variant"].isin(["control", "test"])]
+        pooled_var = np.var(both["x"].to_numpy(float), ddof=1)
+        theta = np.cov(both["y"], both["x"], ddof=1)[0, 1] / pooled_var if pooled_var >= 1e-10 else 0.0
+    adjusted = {}
+    for name, m in (("c", c), ("t", t)):
+        mean = m["y"] - theta * m["x"]
+        var = max(m["vy"] + theta**2 * m["vx"] - 2 * theta * m["cxy"], 1e-10)
+        adjusted[name] = (mean, var)
+    (c_mean, c_var), (t_mean, t_var) = adjusted["c"], adjusted["t"]
+    base = c["y"]  # the unadjusted control mean is the relative effect's denominator, with or without CUPED
+    effect = (t_mean - c_mean) / base
+    variance = t_var / (t["n"] * base**2) + t_mean**2 * c_var / (c["n"] * base**4)
+    low, high, p = _confidence_sequence(effect, variance, int(t["n"] + c["n"]))
+    return {"theta": theta, "effect": effect, "low": low, "high": high, "p": p, "control_n": c["n"], "test_n": t["n"]}
+
+
+def _ratio_moments(values: np.ndarray) -> tuple[float, float, int]:
+    # Retention as PostHog's RatioStatistic: numerator = retained (0/1), denominator = 1 per started unit.
+    m, d = values, np.ones_like(values)
+    mean_m, mean_d = m.mean(), d.mean()
+    var = (m.var(ddof=1) / mean_d**2 + d.var(ddof=1) * mean_m**2 / mean_d**4
+           - 2 * np.cov(m, d, ddof=1)[0, 1] * mean_m / mean_d**3)  # fmt: skip
+    return mean_m / mean_d, var, len(values)
+
+
+# ---- the tests ------------------------------------------------------------------------------------------------
+
+
+def _answer(result: MetricExperimentResult, metric_type: str) -> dict[str, Any]:
+    answer = next(a for a in result.metrics if a.metric_type == metric_type)
+    assert answer.error is None and answer.answer is not None
+    return dict(answer.answer)
+
+
+def test_the_sdk_fed_every_user_and_the_pre_period(fed: Any) -> None:
+    _, demo, result, events = fed
+    assert len(demo.assigned) == USERS and len(events) == demo.events
+    people = _people(events)
+    assert len(people) == USERS and (people["x"] > 0).mean() > 0.6  # most shoppers bought in the fortnight before
+    assert result.errors == {} and result.exposures_error is None
+    assert result.settings_line == "frequentist, sequential testing (N* = 5,000), CUPED (14-day lookback)"
+
+
+def test_cuped_on_the_mean_metric_equals_the_numpy_restatement(fed: Any) -> None:
+    _, _, result, events = fed
+    people = _people(events)
+    answer = _answer(result, "mean")
+    plain = {k: v for k, v in answer.items() if k not in ("metric", "breakdown_results")}
+    assert_valid({**plain, "baseline": {k: v for k, v in plain["baseline"].items() if not k.startswith("covariate")},
+                  "variant_results": [{k: v for k, v in r.items() if not k.startswith("covariate")}
+                                      for r in plain["variant_results"]]},
+                 "ExperimentQueryResponse", drop=(*CACHE_FIELDS, "query_status", "timings"))  # fmt: skip
+    for arm in (answer["baseline"], *answer["variant_results"]):
+        rows = people[people["variant"] == arm["key"]]
+        y, x = rows["y"].to_numpy(float), rows["x"].to_numpy(float)
+        assert arm["number_of_samples"] == len(rows)
+        assert arm["sum"] == pytest.approx(y.sum(), rel=1e-9)
+        assert arm["sum_squares"] == pytest.approx((y * y).sum(), rel=1e-9)
+        assert arm["covariate_sum"] == pytest.approx(x.sum(), rel=1e-9)
+        assert arm["covariate_sum_squares"] == pytest.approx((x * x).sum(), rel=1e-9)
+        assert arm["covariate_sum_product"] == pytest.approx((y * x).sum(), rel=1e-9)
+    restated, unadjusted = _mean_metric(people, cuped=True), _mean_metric(people, cuped=False)
+    served = answer["variant_results"][0]
+    assert served["confidence_interval"] == pytest.approx([restated["low"], restated["high"]], rel=1e-9)
+    assert served["p_value"] == pytest.approx(restated["p"], rel=1e-9, abs=1e-12)
+    assert served["significant"] == (restated["p"] < ALPHA)
+    # CUPED narrows the interval: the pre-exposure revenue predicts the metric.
+    width = restated["high"] - restated["low"]
+    assert width < 0.8 * (unadjusted["high"] - unadjusted["low"])
+    # The frame shows both, with the CUPED estimate at the interval's centre and θ.
+    frame = result.to_frame()
+    row = frame[(frame["metric_type"] == "mean") & frame["breakdown"].isna() & (frame["variant"] == "test")].iloc[0]
+    assert bool(row["sequential"]) and bool(row["cuped"])
+    assert row["lift_cuped"] == pytest.approx(restated["effect"], rel=1e-9)
+    assert row["theta"] == pytest.approx(restated["theta"], rel=1e-9)
+    raw = [row["raw_interval_low"], row["raw_interval_high"]]
+    assert raw == pytest.approx([unadjusted["low"], unadjusted["high"]], rel=1e-9)
+    assert row["lift"] == pytest.approx(people[people["variant"] == "test"]["y"].mean()
+                                        / people[people["variant"] == "control"]["y"].mean() - 1, rel=1e-9)  # fmt: skip
+
+
+def test_each_browser_gets_the_same_statistics(fed: Any) -> None:
+    _, _, result, events = fed
+    people = _people(events)
+    answer = _answer(result, "mean")
+    values = [r["breakdown_value"] for r in answer["breakdown_results"]]
+    assert values == sorted([[b] for b in people["browser"].unique()])
+    for item in answer["breakdown_results"]:
+        (browser,) = item["breakdown_value"]
+        subset = people[people["browser"] == browser]
+        restated = _mean_metric(subset, cuped=True)
+        served = item["variants"][0]
+        assert (item["baseline"]["number_of_samples"], served["number_of_samples"]) == (restated["control_n"],
+                                                                                       restated["test_n"])  # fmt: skip
+        if served.get("confidence_interval") is None:  # a browser with fewer than 50 shoppers in an arm
+            assert min(restated["control_n"], restated["test_n"]) < 50
+            continue
+        assert served["confidence_interval"] == pytest.approx([restated["low"], restated["high"]], rel=1e-9)
+        assert served["p_value"] == pytest.approx(restated["p"], rel=1e-9, abs=1e-12)
+    # The frame has a row per (browser, variant) after the overall ones.
+    frame = result.to_frame()
+    mean_rows = frame[frame["metric_type"] == "mean"]
+    assert mean_rows["breakdown"].isna().sum() == 2 and mean_rows["breakdown"].notna().sum() == 2 * len(values)
+
+
+def test_the_retention_metric_equals_the_numpy_restatement(fed: Any) -> None:
+    _, _, result, events = fed
+    people = _people(events)
+    answer = _answer(result, "retention")
+    arms = {}
+    for arm in (answer["baseline"], *answer["variant_results"]):
+        rows = people[people["variant"] == arm["key"]]
+        retained = rows["retained"].to_numpy(float)
+        assert (arm["number_of_samples"], arm["denominator_sum"]) == (len(rows), len(rows))  # the exposure starts
+        assert arm["sum"] == retained.sum() and arm["numerator_denominator_sum_product"] == retained.sum()
+        arms[arm["key"]] = _ratio_moments(retained)
+    (rc, vc, nc), (rt, vt, nt) = arms["control"], arms["test"]
+    effect = (rt - rc) / rc
+    variance = vt / (nt * rc**2) + rt**2 * vc / (nc * rc**4)
+    low, high, p = _confidence_sequence(effect, variance, nt + nc)
+    served = answer["variant_results"][0]
+    assert served["confidence_interval"] == pytest.approx([low, high], rel=1e-9)
+    assert served["p_value"] == pytest.approx(p, rel=1e-9, abs=1e-12)
+    assert "covariate_sum" not in served  # PostHog gives retention no CUPED
+
+
+def test_the_report_and_picker_show_cuped_breakdowns_and_retention(fed: Any, tmp_path: Any) -> None:
+    from hoglab.notebook import ExperimentPicker, experiment_report
+
+    client, demo, result, _ = fed
+    picker = ExperimentPicker(client)
+    picker.value = demo.experiment.id
+    assert picker.error is None, picker.error
+    assert picker.table is not None
+    pd.testing.assert_frame_equal(picker.table, result.to_frame())
+    report = experiment_report(demo.experiment.id, client)
+    page = report.write(tmp_path).read_text()
+    for text in ("CUPED", "sequential", "Chrome", "back within a week", "revenue per person"):
+        assert text in page, text
