@@ -182,15 +182,19 @@ class AutoMaterializer:
                 continue
             done.append(key)
         if done:
-            log.info("materialized %s properties %s (filled in the background)", table[:-1], ", ".join(map(repr, done)))
+            named = ", ".join(repr(k) if len(k) < 80 else f"{k[:60]!r}... ({len(k)} characters)" for k in done)
+            log.info("materialized %s properties %s (filled in the background)", table[:-1], named)
         return done
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.run_once()
-            except Exception:  # run_once contains its failures; this is the last line should it not
-                log.exception("automatic materialization failed; trying again in %s s", self.interval)
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    self.run_once()
+                except Exception:  # run_once contains its failures; this is the last line should it not
+                    log.exception("automatic materialization failed; trying again in %s s", self.interval)
+        except BaseException as exc:  # SystemExit and the like end this thread (said here); the supervisor restarts it
+            log.error("the automatic materialization thread ends on %s", type(exc).__name__, exc_info=True)
 
     def _supervise(self) -> None:
         while not self._stop.is_set():

@@ -174,20 +174,25 @@ def candidate_names(key: str, table: str = "events") -> list[str]:
     >>> len(set(candidate_names("Plan"))), candidate_names("Plan")[0].startswith("mat_plan_")
     (8, True)
     """
+    return list(_names(key, table))
+
+
+def _names(key: str, table: str) -> Iterator[str]:
     prefix = _table(table).column_prefix
-    names = [prefix + key] if _PLAIN.fullmatch(key) and not _HASHED_TAIL.search(key) else []
-    slug = _UNREADABLE.sub("_", key.lower())[:48]
+    plain = _PLAIN.fullmatch(key) is not None and _HASHED_TAIL.search(key) is None
+    if plain:
+        yield prefix + key
+    slug = _UNREADABLE.sub("_", key.lower())[:48].rstrip("_")
     text = key.encode("utf-8")
-    for n in range(_NAMES_PER_KEY - len(names)):
+    for n in range(_NAMES_PER_KEY - plain):
         salt = f"{n}\0".encode() if n else b""
-        names.append(f"{prefix}{slug}_{hashlib.sha256(salt + text).hexdigest()[:16]}")
-    return names
+        yield f"{prefix}{slug}_{hashlib.sha256(salt + text).hexdigest()[:16]}"
 
 
 def column_name(key: str, table: str = "events") -> str:
     """The name ``key``'s column gets when it is free: ``mat_<key>`` (``pmat_<key>`` for persons) for a key of
     lower-case letters, digits, ``_`` and ``$``; else a readable part and a hash of the exact key."""
-    return candidate_names(key, table)[0]
+    return next(_names(key, table))
 
 
 def extraction(key: str) -> str:
