@@ -52,10 +52,10 @@ def main() -> None:
     try:
         fill(engine, team, args.events)
         ingestor = Ingestor(engine, window=0)
-        real = dedup.drop_duplicates
+        real = dedup.stored_uuids
 
-        def nothing_is_a_duplicate(_engine: Any, batches: Any) -> list[list[Any]]:
-            return [list(events) for _, events in batches]
+        def nothing_is_a_duplicate(_engine: Any, _team: int, _events: Any) -> set[str]:
+            return set()
 
         timings: dict[str, list[float]] = {"dedup": [], "baseline": []}
         sent: list[dict[str, Any]] = []
@@ -63,13 +63,13 @@ def main() -> None:
             batch = [{"event": "$pageview", "distinct_id": f"user-{(i * 31 + j) % 100000}", "uuid": str(uuid.uuid4())}
                      for j in range(args.batch_size)]  # fmt: skip
             mode = "dedup" if i % 2 == 0 else "baseline"
-            setattr(writer, "drop_duplicates", real if mode == "dedup" else nothing_is_a_duplicate)  # noqa: B010
+            setattr(writer, "stored_uuids", real if mode == "dedup" else nothing_is_a_duplicate)  # noqa: B010
             start = time.perf_counter()
             ingestor.capture_batch(team, batch, now=datetime.now(UTC))
             timings[mode].append(time.perf_counter() - start)
             if mode == "dedup":
                 sent.extend(batch)
-        setattr(writer, "drop_duplicates", real)  # noqa: B010
+        setattr(writer, "stored_uuids", real)  # noqa: B010
         for i in range(0, len(sent), args.batch_size * 10):  # SDK retries of dedup batches
             ingestor.capture_batch(team, sent[i : i + args.batch_size], now=datetime.now(UTC))
         ids = ",".join(f"'{e['uuid']}'" for e in sent)

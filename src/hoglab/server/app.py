@@ -59,6 +59,13 @@ def _close_ingestion(engine: Engine) -> None:
     Ingestor.for_engine(engine).close()
 
 
+def _configure_ingestion(state: ServiceState) -> None:
+    from .ingest import Ingestor
+
+    assert state.engine is not None
+    Ingestor.for_engine(state.engine).slice_events = max(1, int(state.config.capture_slice_events))
+
+
 def _start_query_jobs(state: ServiceState) -> QueryJobs:
     from .query.failures import describe_failure
     from .query.jobs import QueryJobs
@@ -88,6 +95,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.engine = acquire_engine(state.config)
         state.owns_engine = True
     try:
+        _configure_ingestion(state)
         state.query_jobs = _start_query_jobs(state)
         if state.config.auto_materialize and state.owns_engine:
             from .engine.autoprops import AutoMaterializer

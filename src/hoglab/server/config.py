@@ -94,6 +94,9 @@ class ServerConfig:
     fair_share: bool = True
     project_query_slots: int = 4
     project_async_queue: int = 32
+    # Capture (ingest/writer.py): a project with more events than this waiting is written a slice of this many
+    # at a time, in turn with the other projects' requests, so its big batches cannot hold up their small ones.
+    capture_slice_events: int = 5_000
     # Async queries: worker threads in this process, and how long a status is kept.
     query_workers: int = 4
     query_status_ttl_seconds: int = 20 * 60
@@ -135,6 +138,7 @@ class ServerConfig:
         env["project_async_queue"] = _env_int("HOGLAB_PROJECT_ASYNC_QUEUE", cls.project_async_queue)
         if _env_off("HOGLAB_FAIR_SHARE"):
             env["fair_share"] = False
+        env["capture_slice_events"] = _env_int("HOGLAB_CAPTURE_SLICE_EVENTS", cls.capture_slice_events)
         config = cls(**env)
         given = {k: v for k, v in overrides.items() if v is not None}
         if "data_dir" in given:

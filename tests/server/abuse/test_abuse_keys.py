@@ -70,7 +70,7 @@ def test_keys_never_reach_the_log_and_a_revoked_key_is_refused_at_once(capsys, t
             assert http.get("/api/projects/", headers={"Authorization": f"Bearer {key}"}).status_code == 200
             batch = {"batch": [{"event": "e", "distinct_id": "d"}]}
             assert http.post(f"/batch/?token={token}", json=batch).status_code == 200
-            assert http.post(f"/batch/?api_key={token}&x=1", json={"batch": [{"event": "e"}]}).status_code == 400
+            assert http.post(f"/batch/?api_key={token}&x=1", json={"batch": []}).status_code == 400
 
             status, _, _ = _cli(capsys, "key", "revoke", key_id, "--data-dir", str(tmp_path))
             assert status == 0

@@ -67,6 +67,7 @@ def ch(chdb_dir: Path, world: World) -> Iterator[Runner]:
     _insert(conn, "person_distinct_ids", world.pdi)
     _insert(conn, "cohort_people", world.cohorts)
     _insert(conn, "person_overrides", world.overrides)
+    _insert(conn, "ingestion_warnings", world.warnings)
     yield Runner(conn)
     conn.close()
 

@@ -38,6 +38,10 @@ def sessions_events(world: World) -> int:
     return sum(1 for e in world.team("events") if prop(e, "$session_id"))
 
 
+def count_rows(fn: Callable[[World], int]) -> Check:
+    return lambda rows, world: len(rows) == fn(world)
+
+
 def rows_at_most(n: int) -> Check:
     return lambda rows, world: len(rows) <= n
 
@@ -287,6 +291,23 @@ CORPUS: list[tuple[str, str | Check, dict[str, Any] | None]] = [
     ("SELECT * FROM sessions_mv", REFUSED, None),
     ("SELECT argMinMerge(first_distinct_id) FROM sessions", REFUSED, None),
     ("SELECT * FROM raw_sessions", REFUSED, None),
+    # ---- ingestion_warnings: the neighbour has warnings of the same types and event uuids, marked everywhere
+    ("SELECT * FROM ingestion_warnings", count_rows(lambda w: len(w.team("warnings"))), None),
+    ("SELECT count() FROM ingestion_warnings", count_is(lambda w: len(w.team("warnings"))), None),
+    ("SELECT count() FROM ingestion_warnings WHERE details LIKE '%SECRET%' OR type LIKE '%SECRET%'",
+     count_is(lambda w: 0), None),
+    ("SELECT count() FROM ingestion_warnings WHERE details.eventName = 'T2SECRET'", count_is(lambda w: 0), None),
+    ("SELECT type, count() FROM ingestion_warnings GROUP BY type", rows_at_most(2), None),
+    ("SELECT count() FROM ingestion_warnings w JOIN events e ON toString(e.uuid) = w.details.eventUuid",
+     count_is(lambda w: 1), None),
+    ("SELECT * FROM ingestion_warnings a FULL OUTER JOIN ingestion_warnings b ON a.type = b.type", NO_LEAK, None),
+    ("SELECT max(timestamp), groupArray(details) FROM ingestion_warnings", NO_LEAK, None),
+    ("SELECT team_id FROM ingestion_warnings", REFUSED, None),
+    ("SELECT count() FROM ingestion_warnings WHERE team_id = 2", REFUSED, None),
+    ("SELECT * FROM ingestion_warnings FINAL", REFUSED, None),
+    ("SELECT * FROM hoglab.ingestion_warnings", REFUSED, None),
+    (f"SELECT * FROM {DATABASE}.ingestion_warnings", REFUSED, None),
+    ("SELECT * FROM sharded_ingestion_warnings", REFUSED, None),
     # ---- query_log: literal rows of the caller's own runs (none here)
     ("SELECT * FROM query_log", rows_at_most(0), None),
     ("SELECT count() FROM query_log q JOIN events e ON q.query_id = toString(e.uuid)", count_is(lambda w: 0), None),

@@ -32,6 +32,7 @@ class World:
     pdi: list[dict[str, Any]] = field(default_factory=list)
     cohorts: list[dict[str, Any]] = field(default_factory=list)
     overrides: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
     def team(self, table: str, team: int = TEAM) -> list[dict[str, Any]]:
         return [r for r in getattr(self, table) if r["team_id"] == team]
@@ -122,6 +123,13 @@ def _pdi(world: World, team: int, distinct_id: str, person_id: str, version: int
     )
 
 
+def _warning(world: World, team: int, kind: str, details: dict[str, Any], at: datetime) -> None:
+    world.warnings.append(
+        {"team_id": team, "source": "capture", "type": kind, "details": json.dumps(details),
+         "timestamp": at.strftime("%Y-%m-%d %H:%M:%S.%f")}
+    )  # fmt: skip
+
+
 def build_world() -> World:
     w = World()
     # ---- team 1 -------------------------------------------------------------------------------------------
@@ -194,6 +202,8 @@ def build_world() -> World:
     _event(w, TEAM, 6, "$pageview", "d5", P5, {"$browser": "Chrome", "$feature/new-checkout": "control"}, T0 + 5 * day)
     _event(w, TEAM, 7, "$pageview", "anon", P9, {}, T0 + 6 * day)
     _event(w, TEAM, 8, "purchase", "dmove", P2, {"price": 7.5}, T0 + 6 * day + timedelta(hours=1))
+    _warning(w, TEAM, "missing_distinct_id", {"eventUuid": "", "eventName": "signup", "index": 3}, T0)
+    _warning(w, TEAM, "ignored_invalid_timestamp", {"eventUuid": pid(1001), "field": "timestamp", "value": "x"}, T0)
     # ---- team 2: same ids, newer versions, marker everywhere ----------------------------------------------
     for person in (P1, P2, P3, P4, P5, P9):
         _person(w, OTHER, person, {"email": f"{MARKER}@evil", "secret": MARKER, "plan": MARKER}, 99)
@@ -202,6 +212,9 @@ def build_world() -> World:
     w.overrides.append({"team_id": OTHER, "old_person_id": P1, "override_person_id": P9, "version": 99})
     w.overrides.append({"team_id": OTHER, "old_person_id": P2, "override_person_id": P9, "version": 99})
     w.cohorts += [{"team_id": OTHER, "cohort_id": c, "person_id": P9, "version": 99} for c in (1, 2)]
+    for n in range(3):
+        _warning(w, OTHER, f"{MARKER}_type" if n else "missing_distinct_id",
+                 {"eventUuid": pid(1001), "eventName": MARKER, "secret": MARKER, "index": 3}, T0 + n * day)  # fmt: skip
     for n in range(1, 6):
         _event(
             w,

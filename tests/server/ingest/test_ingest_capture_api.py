@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,8 @@ def test_every_capture_path_stores_and_answers_like_posthog(
     client: _Client, engine: ChdbEngine, team: int, path: str
 ) -> None:
     response = client.post(path, json={"api_key": TOKEN, "batch": [_event(), _event(event="signup")]})
-    assert response.status_code == 200 and response.json() == {"status": 1}
+    assert response.status_code == 200
+    assert response.json() == {"status": 1, "kept": 2, "dropped": 0, "repaired": 0, "problems": []}
     assert _count(engine, team) == 2
 
 
@@ -87,7 +89,7 @@ def test_sdk_body_shapes(client: _Client, engine: ChdbEngine, team: int) -> None
     assert rows.column("distinct_id").to_pylist() == ["u1", "u1", "u1", "web-1"]
 
 
-def test_bad_requests_store_nothing(client: _Client, engine: ChdbEngine, team: int) -> None:
+def test_requests_that_cannot_be_read_store_nothing(client: _Client, engine: ChdbEngine, team: int) -> None:
     missing = client.post("/batch/", json={"batch": [_event()]})
     assert missing.status_code == 401
     assert missing.json() == {"type": "authentication_error", "code": "missing_api_key", "attr": None,
@@ -95,14 +97,76 @@ def test_bad_requests_store_nothing(client: _Client, engine: ChdbEngine, team: i
                                         "project settings."}  # fmt: skip
     unknown = client.post("/batch/", json={"api_key": "phc_nope", "batch": [_event()]})
     assert unknown.status_code == 401 and unknown.json()["code"] == "invalid_api_key"
-    bad = client.post("/batch/", json={"api_key": TOKEN, "batch": [_event(), {"event": "x"}, _event()]})
-    assert bad.status_code == 400
-    assert bad.json() == {"type": "validation_error", "code": "invalid_payload", "attr": "batch__1__distinct_id",
-                          "detail": 'Invalid payload: All events must have the event field "distinct_id"!'}  # fmt: skip
+    not_a_list = client.post("/batch/", json={"api_key": TOKEN, "batch": {"event": "x"}})
+    assert not_a_list.status_code == 400
+    assert not_a_list.json() == {"type": "validation_error", "code": "invalid_payload", "attr": "batch",
+                                 "detail": 'Invalid payload: "batch" must be a list of events.'}  # fmt: skip
+    truncated = json.dumps({"api_key": TOKEN, "batch": [_event(), _event()]})[:-3].encode()
+    assert client.post("/batch/", content=truncated).json()["code"] == "invalid_payload"
     assert client.post("/e/", content=b"{oops").json()["code"] == "invalid_payload"
     assert client.post("/e/", content=b"").status_code == 400
     assert client.get("/batch/").status_code == 405
     assert _count(engine, team) == 0
+
+
+# (bad event, what capture does with it: "drop" or "warning", the warning type, the field named)
+MIXED = [
+    ({"event": "$pageview"}, "drop", "missing_distinct_id", "distinct_id"),
+    ({"distinct_id": "u1"}, "drop", "missing_event_name", "event"),
+    ({"event": "x", "distinct_id": "u1", "uuid": "not-a-uuid"}, "drop", "invalid_event_uuid", "uuid"),
+    ({"event": "x", "distinct_id": "u1", "properties": "plan=pro"}, "drop", "malformed_event_properties",
+     "properties"),
+    ({"event": "x", "distinct_id": "u1", "timestamp": "not a time"}, "warning", "ignored_invalid_timestamp",
+     "timestamp"),
+    ({"event": "x", "distinct_id": "u1", "offset": 1e15}, "warning", "ignored_invalid_timestamp", "offset"),
+    ({"event": "x", "distinct_id": "u1", "timestamp": "2999-01-01T00:00:00Z"}, "warning", "event_timestamp_in_future",
+     "timestamp"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("bad", "result", "warning", "field"), MIXED)
+@pytest.mark.parametrize("path", ["/batch/", "/e/"])
+def test_a_mixed_batch_keeps_its_good_events(
+    client: _Client, engine: ChdbEngine, team: int, path: str, bad: dict[str, object], result: str, warning: str,
+    field: str
+) -> None:  # fmt: skip
+    """Nine good events and one bad: the nine are stored, the bad one dropped or stored at the capture time, and
+    a warning of PostHog's type is written for it."""
+    good = [_event(distinct_id=f"g{i}", uuid=str(uuid.uuid4())) for i in range(9)]
+    batch = [*good[:4], dict(bad), *good[4:]]
+    body: Any = {"api_key": TOKEN, "batch": batch}
+    if path == "/e/":  # posthog-js: an array of events, each with the token
+        body = [{**e, "properties": {**(e.get("properties") or {}), "token": TOKEN}} if isinstance(e.get(
+            "properties", {}), dict) else e for e in batch]  # fmt: skip
+    before = datetime.now(UTC)
+    answer = client.post(path, json=body)
+    assert answer.status_code == 200, answer.text
+    prefix = "batch__4__" if path == "/batch/" else "4__"
+    kept = 10 if result == "warning" else 9
+    problem = answer.json()["problems"]
+    assert answer.json() | {"problems": None} == {"status": 1, "kept": kept, "dropped": 10 - kept,
+                                                   "repaired": kept - 9, "problems": None}  # fmt: skip
+    assert [(p["index"], p["result"], p["type"], p["attr"]) for p in problem] == [(4, result, warning, prefix + field)]
+    rows = engine.execute(f"SELECT toString(uuid) AS u, timestamp FROM events WHERE team_id = {team}").to_pylist()
+    stored = {r["u"] for r in rows}
+    assert {str(e["uuid"]) for e in good} <= stored and len(stored) == kept
+    if result == "warning":  # the repaired event sits at the capture time
+        (repaired,) = [r for r in rows if r["u"] not in {str(e["uuid"]) for e in good}]
+        assert before <= repaired["timestamp"] <= datetime.now(UTC)
+    warnings = engine.execute(f"SELECT type, details FROM ingestion_warnings WHERE team_id = {team}").to_pylist()
+    assert [w["type"] for w in warnings] == [warning]
+    details = json.loads(warnings[0]["details"])
+    assert details["field"] == field if "field" in details else warning == "event_timestamp_in_future"
+
+
+def test_a_batch_of_only_bad_events_is_answered_and_warned_about(
+    client: _Client, engine: ChdbEngine, team: int
+) -> None:
+    answer = client.post("/batch/", json={"api_key": TOKEN, "batch": [{"event": "x"}, "junk"]})
+    assert answer.status_code == 200 and answer.json()["kept"] == 0 and answer.json()["dropped"] == 2
+    assert _count(engine, team) == 0
+    warnings = engine.execute(f"SELECT type FROM ingestion_warnings WHERE team_id = {team} ORDER BY type")
+    assert warnings.column("type").to_pylist() == ["invalid_event", "missing_distinct_id"]
 
 
 def test_browsers_get_cors_headers(client: _Client) -> None:
@@ -217,6 +281,7 @@ def test_sigkill_loses_no_acknowledged_event(tmp_path: Path) -> None:
     token = service.project.api_token
     acknowledged: set[str] = set()
     rejected: set[str] = set()
+    kept_counts: list[bool] = []
     stop = threading.Event()
 
     def sender(worker: int) -> None:
@@ -224,14 +289,24 @@ def test_sigkill_loses_no_acknowledged_event(tmp_path: Path) -> None:
             i = 0
             while not stop.is_set():
                 batch = [_event(distinct_id=f"w{worker}-{i % 7}", uuid=str(uuid.uuid4())) for _ in range(20)]
-                if i % 5 == 4:  # now and then a malformed batch: must store none of it
-                    batch[-1] = {"event": "no distinct id"}
+                bad: set[str] = set()
+                if i % 3 == 2:  # now and then an event without a distinct id: dropped, the others kept
+                    batch[-1] = {"event": "no distinct id", "uuid": batch[-1]["uuid"]}
+                    bad.add(str(batch[-1]["uuid"]))
+                body = json.dumps({"api_key": token, "batch": batch})
+                if i % 5 == 4:  # now and then a truncated body: a 400 that must store none of it
+                    body = body[:-2]
                 try:
-                    response = http.post(f"{service.url}/batch/", json={"api_key": token, "batch": batch})
+                    response = http.post(f"{service.url}/batch/", content=body)
                 except httpx.HTTPError:
                     return  # the service died mid-request: not acknowledged
-                ids = {str(e["uuid"]) for e in batch if "uuid" in e}
-                (acknowledged if response.status_code == 200 else rejected).update(ids)
+                ids = {str(e["uuid"]) for e in batch}
+                if response.status_code == 200:
+                    kept_counts.append(response.json()["kept"] == len(ids - bad))
+                    acknowledged.update(ids - bad)
+                    rejected.update(bad)
+                else:
+                    rejected.update(ids)
                 i += 1
 
     threads = [threading.Thread(target=sender, args=(w,)) for w in range(6)]
@@ -243,7 +318,7 @@ def test_sigkill_loses_no_acknowledged_event(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     stored = _stored_in(chdb_path(tmp_path), service.project.id)
-    assert len(acknowledged) > 200 and rejected
+    assert len(acknowledged) > 200 and rejected and all(kept_counts)
     assert acknowledged <= stored
     assert not rejected & stored
 

@@ -1,17 +1,27 @@
-"""Capture bodies and events as the SDKs send them, normalised or refused (nothing here touches the engine)."""
+"""Capture bodies and events as the SDKs send them: normalised, repaired or dropped with the ingestion warning PostHog
+would record (nothing here touches the engine)."""
 
 from __future__ import annotations
 
 import base64
 import gzip
 import json
+import uuid
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 import pytest
 
-from hoglab.server.ingest import IngestError, decode_payload, normalize_batch, normalize_event
+from hoglab.server.ingest import (
+    EventDropped,
+    IngestError,
+    decode_payload,
+    normalize_batch,
+    normalize_event,
+    triage_batch,
+)
 from hoglab.server.ingest.payload import MAX_BODY_BYTES
+from hoglab.server.ingest.warnings import clip
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 EVENT = {"event": "$pageview", "distinct_id": "u1", "properties": {"$browser": "Chrome"}}
@@ -95,28 +105,106 @@ def test_clock_skew_is_corrected_with_sent_at_as_posthog_does() -> None:
     assert per_event.timestamp == NOW - timedelta(seconds=10)
 
 
-@pytest.mark.parametrize(
-    ("event", "attr"),
-    [
-        ({"distinct_id": "u"}, "batch__1__event"),
-        ({"event": "", "distinct_id": "u"}, "batch__1__event"),
-        ({"event": "e"}, "batch__1__distinct_id"),
-        ({"event": "e", "distinct_id": {"a": 1}}, "batch__1__distinct_id"),
-        ({"event": "e", "distinct_id": "  "}, "batch__1__distinct_id"),
-        ({"event": "e", "distinct_id": "u", "properties": []}, "batch__1__properties"),
-        ({"event": "e", "distinct_id": "u", "$set": "x"}, "batch__1__$set"),
-        ({"event": "e", "distinct_id": "u", "uuid": "nope"}, "batch__1__uuid"),
-        ({"event": "e", "distinct_id": "u", "timestamp": "yesterday"}, "batch__1__timestamp"),
-        ({"event": "e", "distinct_id": "u", "timestamp": "1200-01-01T00:00:00"}, "batch__1__timestamp"),
-        ({"event": "e", "distinct_id": "u", "elements_chain": 5}, "batch__1__elements_chain"),
-        ("not an event", "batch__1"),
-    ],
-)
-def test_a_bad_event_fails_the_whole_batch_naming_the_field(event: object, attr: str) -> None:
+BAD_EVENTS = [
+    ({"distinct_id": "u"}, "batch__1__event", "missing_event_name"),
+    ({"event": "", "distinct_id": "u"}, "batch__1__event", "missing_event_name"),
+    ({"event": 7, "distinct_id": "u"}, "batch__1__event", "missing_event_name"),
+    ({"event": "e"}, "batch__1__distinct_id", "missing_distinct_id"),
+    ({"event": "e", "distinct_id": {"a": 1}}, "batch__1__distinct_id", "missing_distinct_id"),
+    ({"event": "e", "distinct_id": "  "}, "batch__1__distinct_id", "missing_distinct_id"),
+    ({"event": "e", "distinct_id": True}, "batch__1__distinct_id", "missing_distinct_id"),
+    ({"event": "e", "distinct_id": "u", "properties": []}, "batch__1__properties", "malformed_event_properties"),
+    ({"event": "e", "distinct_id": "u", "$set": "x"}, "batch__1__$set", "malformed_event_properties"),
+    ({"event": "e", "distinct_id": "u", "$set_once": [1]}, "batch__1__$set_once", "malformed_event_properties"),
+    ({"event": "e", "distinct_id": "u", "uuid": "nope"}, "batch__1__uuid", "invalid_event_uuid"),
+    ({"event": "e", "distinct_id": "u", "elements_chain": 5}, "batch__1__elements_chain", "invalid_event"),
+    ("not an event", "batch__1", "invalid_event"),
+]
+
+
+@pytest.mark.parametrize(("event", "attr", "warning"), BAD_EVENTS)
+def test_a_bad_event_is_dropped_alone_with_its_warning(event: object, attr: str, warning: str) -> None:
+    good = [{**EVENT, "uuid": str(uuid.uuid4())} for _ in range(2)]
+    triage = triage_batch([good[0], event, good[1]], now=NOW)
+    assert [e.uuid for e in triage.events] == [g["uuid"] for g in good]
+    (dropped,) = triage.dropped
+    assert dropped.type == warning and dropped.details["index"] == 1
+    assert dropped.details["field"] == (attr.removeprefix("batch__1__") if attr != "batch__1" else "")
+    (problem,) = triage.problems
+    assert problem["index"] == 1 and problem["result"] == "drop" and problem["type"] == warning
+    assert problem["attr"] == attr and problem["detail"].startswith("Invalid payload")
+    # All or nothing, for Python callers: the same fault is an IngestError naming the field.
     with pytest.raises(IngestError) as excinfo:
         normalize_batch([EVENT, event, EVENT], now=NOW)
     assert excinfo.value.attr == attr and excinfo.value.code == "invalid_payload"
-    assert excinfo.value.detail.startswith("Invalid payload")
+    assert isinstance(excinfo.value, EventDropped) and excinfo.value.warning == warning
+
+
+def test_a_dropped_events_warning_names_what_identifies_it() -> None:
+    raw = {"event": "signup", "properties": {"distinct_id": "x" * 500}, "uuid": "not-a-uuid" * 50}
+    (warning,) = triage_batch([raw], now=NOW).dropped
+    details = warning.details
+    assert details["eventName"] == "signup" and details["distinctId"] == "x" * 200
+    assert details["eventUuid"] == ("not-a-uuid" * 50)[:200] and details["field"] == "uuid"
+    assert details["reason"] == 'Invalid payload: "uuid" is not a valid UUID.'
+    assert json.loads(warning.details_json()) == details
+
+
+# (fields, the warning's details that matter) -> stored at NOW with the warning, as PostHog's ingestion does
+REPAIRED_TIMES = [
+    ({"timestamp": "not a time"}, {"field": "timestamp", "value": "not a time"}),
+    ({"timestamp": 1714560000}, {"field": "timestamp", "value": 1714560000}),
+    ({"timestamp": "1200-01-01T00:00:00"}, {"field": "timestamp", "reason": "out of bounds", "parsed_year": 1200}),
+    ({"timestamp": "9999-12-30T00:00:00Z", "sent_at": "0001-01-02T00:00:00Z"},
+     {"field": "timestamp", "reason": "out of bounds"}),
+    ({"offset": 1e15}, {"field": "offset", "reason": "out of bounds", "offset": 1e15}),
+    ({"offset": 2**70}, {"field": "offset", "reason": "out of bounds", "offset": str(2**70)}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("fields", "expected"), REPAIRED_TIMES)
+def test_an_unusable_time_is_stored_as_the_capture_time_with_a_warning(
+    fields: dict[str, object], expected: dict[str, object]
+) -> None:
+    event = normalize_event({**EVENT, **fields}, now=NOW)
+    assert event.timestamp == NOW
+    (warning,) = event.warnings
+    assert warning.type == "ignored_invalid_timestamp" and warning.details["eventUuid"] == event.uuid
+    assert {k: warning.details[k] for k in expected} == expected
+    if "value" not in expected:
+        assert warning.details["value"] == clip(fields.get(str(warning.details["field"]), ""))
+
+
+def test_a_time_in_the_future_and_a_bad_sent_at_are_warned_about() -> None:
+    ahead = normalize_event({**EVENT, "event": "later", "timestamp": "2026-05-03T00:00:00Z"}, now=NOW)
+    assert ahead.timestamp == NOW
+    (warning,) = ahead.warnings
+    assert warning.type == "event_timestamp_in_future"
+    assert warning.details == {
+        "timestamp": "2026-05-03T00:00:00Z", "sentAt": "", "offset": "", "now": NOW.isoformat(),
+        "result": "2026-05-03T00:00:00+00:00", "eventUuid": ahead.uuid, "eventName": "later",
+    }  # fmt: skip
+    # An unparseable sent_at is ignored (no skew correction): the event keeps its own time.
+    skew = normalize_event({**EVENT, "timestamp": "2026-05-01T10:00:00Z"}, sent_at="soon", now=NOW)
+    assert skew.timestamp == datetime(2026, 5, 1, 10, tzinfo=UTC)
+    assert [(w.type, w.details["field"], w.details["value"]) for w in skew.warnings] == [
+        ("ignored_invalid_timestamp", "sent_at", "soon")
+    ]
+    ignored = normalize_event({**EVENT, "properties": {"$ignore_sent_at": True}}, sent_at="soon", now=NOW)
+    assert ignored.warnings == ()
+    assert normalize_event({**EVENT, "timestamp": "2026-05-01T10:00:00Z"}, now=NOW).warnings == ()
+
+
+def test_triage_counts_repaired_events_and_lists_the_first_problems() -> None:
+    raws = [EVENT, {**EVENT, "timestamp": "nope"}, *([{"event": "x"}] * 30)]
+    triage = triage_batch(raws, now=NOW, attr_prefix="")
+    assert len(triage.events) == 2 and triage.repaired == 1 and len(triage.dropped) == 30
+    assert len(triage.problems) == 20
+    assert triage.problems[0] == {
+        "index": 1, "result": "warning", "type": "ignored_invalid_timestamp", "attr": "1__timestamp",
+        "detail": '"timestamp" is not an ISO 8601 date-time: stored at the capture time.',
+    }  # fmt: skip
+    assert triage.problems[1]["attr"] == "2__distinct_id"
 
 
 def test_attr_prefixes_for_arrays_and_single_events() -> None:

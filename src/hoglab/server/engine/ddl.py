@@ -90,6 +90,18 @@ TABLES: dict[str, str] = {
         ) ENGINE = ReplacingMergeTree(version)
         ORDER BY (team_id, old_person_id)
     """,
+    # PostHog's ingestion_warnings (capture's dropped and repaired events, ingest/warnings.py); details is JSON.
+    "ingestion_warnings": """
+        CREATE TABLE IF NOT EXISTS {db}.ingestion_warnings (
+            team_id Int64,
+            source LowCardinality(String),
+            type String,
+            details String CODEC(ZSTD(3)),
+            timestamp DateTime64(6, 'UTC')
+        ) ENGINE = MergeTree
+        PARTITION BY toYYYYMM(timestamp)
+        ORDER BY (team_id, toHour(timestamp), type, source, timestamp)
+    """,
     "cohort_people": """
         CREATE TABLE IF NOT EXISTS {db}.cohort_people (
             team_id Int64,

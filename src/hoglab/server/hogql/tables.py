@@ -189,6 +189,12 @@ TABLES: dict[str, TableSchema] = {
         fields=(Field("old_person_id"), Field("override_person_id")),
         star=("old_person_id", "override_person_id"),
     ),
+    # PostHog's ingestion_warnings: capture's dropped and repaired events (ingest/warnings.py).
+    "ingestion_warnings": TableSchema(
+        name="ingestion_warnings",
+        fields=(Field("source"), Field("type"), Field("details", "json"), Field("timestamp", "datetime")),
+        star=("source", "type", "details", "timestamp"),
+    ),
 }
 
 
@@ -357,6 +363,17 @@ def _overrides_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Sel
     return _select(raw, PERSON_OVERRIDES_TABLE, opts, items).group_by(_col(raw, "old_person_id"), copy=False)
 
 
+def _warnings_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
+    raw = "__hq_w"
+    items = [
+        exp.alias_(_col(raw, "source"), "source", quoted=True),
+        exp.alias_(_col(raw, "type"), "type", quoted=True),
+        exp.alias_(_col(raw, "details"), "details", quoted=True),
+        exp.alias_(_in_zone(_col(raw, "timestamp"), opts), "timestamp", quoted=True),
+    ]
+    return _select(raw, "ingestion_warnings", opts, items)
+
+
 def _sessions_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
     raw = "__hq_s"
     select = _select(raw, "sessions", opts, session_view_items(raw, opts.timezone))
@@ -370,6 +387,7 @@ _BUILDERS = {
     "person_distinct_ids": _pdi_view,
     "cohort_people": _cohort_view,
     "person_overrides": _overrides_view,
+    "ingestion_warnings": _warnings_view,
 }
 
 

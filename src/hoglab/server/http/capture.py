@@ -1,9 +1,15 @@
 """The capture API PostHog's SDKs speak: ``POST /batch/``, ``/capture/``, ``/e/``, ``/i/v0/e/``.
 
 Authenticated by the project API key (``phc_...``) found in the body, the query string or the first event
-(``ingest/payload.py``); answers ``{"status": 1}`` once every event of the request is stored (the group-commit
-writer, ``ingest/writer.py``). A malformed request is a 400 ``{type, code, detail, attr}`` and stores nothing; a
-missing or unknown key is a 401 with PostHog's wording.
+(``ingest/payload.py``). A request that cannot be read (not JSON, no events, over 20 MB) is a 400/413
+``{type, code, detail, attr}`` and stores nothing; a missing or unknown key is a 401 with PostHog's wording.
+
+Otherwise every good event is stored, and each bad one is dropped, or repaired as PostHog repairs it (a time it
+cannot use becomes the capture time), with an ingestion warning the project can read (``ingest/warnings.py``).
+The answer, once the events and warnings are stored (the group-commit writer, ``ingest/writer.py``), is PostHog's
+``{"status": 1}`` (what its SDKs check: a 200) with how many events were kept and dropped:
+``{"status": 1, "kept": 9, "dropped": 1, "repaired": 0, "problems": [{"index": 3, "result": "drop",
+"type": "missing_distinct_id", "attr": "batch__3__distinct_id", "detail": "..."}]}`` (the first 20 problems).
 
 Mount with ``app.include_router(capture.router)``. It reads ``request.app.state.hoglab``: ``.engine``, and
 ``.store.projects.get_by_token(token)`` (a record with ``.id``, or ``None``); ``.ingestor`` if the app made one,
@@ -23,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 from hoglab.schema import ErrorType
 
 from ..errors import APIError, AuthenticationFailed, NotAuthenticated, ValidationFailed
-from ..ingest import CapturedEvent, IngestError, Ingestor, decode_payload, normalize_batch
+from ..ingest import IngestError, Ingestor, Triage, decode_payload, triage_batch
 
 __all__ = ["CAPTURE_PATHS", "router"]
 
@@ -50,7 +56,7 @@ def _cors(request: Request) -> dict[str, str]:
     return headers
 
 
-def _prepare(request: Request, body: bytes, now: datetime) -> tuple[int, list[CapturedEvent]]:
+def _prepare(request: Request, body: bytes, now: datetime) -> tuple[int, Triage]:
     """Decode, authenticate, validate: everything but the write (runs in a worker thread)."""
     try:
         payload = decode_payload(
@@ -69,11 +75,8 @@ def _prepare(request: Request, body: bytes, now: datetime) -> tuple[int, list[Ca
     project = hoglab.store.projects.get_by_token(payload.token)
     if project is None:
         raise AuthenticationFailed(f"Project API key invalid. {_KEY_HELP}", code="invalid_api_key")
-    try:
-        events = normalize_batch(payload.events, sent_at=payload.sent_at, now=now, attr_prefix=payload.attr_prefix)
-    except IngestError as exc:
-        raise ValidationFailed(exc.detail, code=exc.code, attr=exc.attr) from None
-    return int(project.id), events
+    triage = triage_batch(payload.events, sent_at=payload.sent_at, now=now, attr_prefix=payload.attr_prefix)
+    return int(project.id), triage
 
 
 def _ingestor(request: Request) -> Ingestor:
@@ -83,16 +86,18 @@ def _ingestor(request: Request) -> Ingestor:
 
 
 async def capture(request: Request) -> Response:
-    """Store the request's events; ``{"status": 1}`` once they are on disk."""
+    """Store the request's good events and the warnings of its bad ones; answer once they are on disk."""
     now = datetime.now(UTC)
     body = await request.body()
     try:
-        project_id, events = await run_in_threadpool(_prepare, request, body, now)
+        project_id, triage = await run_in_threadpool(_prepare, request, body, now)
     except APIError as exc:
         exc.headers = {**_cors(request), **exc.headers}
         raise
-    await asyncio.wrap_future(_ingestor(request).submit(project_id, events))
-    return JSONResponse({"status": 1}, headers=_cors(request))
+    await asyncio.wrap_future(_ingestor(request).submit(project_id, triage.events, triage.dropped))
+    answer = {"status": 1, "kept": len(triage.events), "dropped": len(triage.dropped), "repaired": triage.repaired,
+              "problems": triage.problems}  # fmt: skip
+    return JSONResponse(answer, headers=_cors(request))
 
 
 async def preflight(request: Request) -> Response:

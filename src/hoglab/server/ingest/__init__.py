@@ -1,5 +1,5 @@
 """Ingestion: events as PostHog's SDKs send them (``capture``), files in PostHog's export shape (``load_file``),
-and the persons both imply.
+the persons both imply, and the ingestion warnings of the events capture drops or repairs (``warnings.py``).
 
 For example (a sketch of a call and its answer, not run)::
 
@@ -10,8 +10,8 @@ For example (a sketch of a call and its answer, not run)::
 
 from __future__ import annotations
 
-from .errors import IngestError, LoadError
-from .events import CapturedEvent, normalize_batch, normalize_event
+from .errors import EventDropped, IngestError, LoadError
+from .events import CapturedEvent, Triage, normalize_batch, normalize_event, triage_batch
 from .files import LoadReport, load_file
 from .payload import Payload, decode_payload
 from .person_store import PersonStore
@@ -20,6 +20,7 @@ from .writer import Ingestor
 
 __all__ = [
     "CapturedEvent",
+    "EventDropped",
     "IngestError",
     "Ingestor",
     "LoadError",
@@ -27,9 +28,11 @@ __all__ = [
     "Payload",
     "PersonState",
     "PersonStore",
+    "Triage",
     "decode_payload",
     "load_file",
     "normalize_batch",
     "normalize_event",
     "person_uuid",
+    "triage_batch",
 ]

@@ -1,10 +1,18 @@
-"""Errors of ingestion that are the sender's mistake: each becomes a 400 and nothing is stored."""
+"""Errors of ingestion that are the sender's mistake.
+
+A whole request or file that cannot be read is an :class:`IngestError` (a 400, nothing stored). One event of a
+capture batch that cannot be stored is an :class:`EventDropped`: capture drops that event alone and records the
+ingestion warning it names (``warnings.py``); a caller that wants all or nothing (``normalize_batch``) gets it as
+an ``IngestError`` like any other.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from hoglab.errors import HoglabError
 
-__all__ = ["MAX_LISTED_PROBLEMS", "IngestError", "LoadError"]
+__all__ = ["MAX_LISTED_PROBLEMS", "EventDropped", "IngestError", "LoadError"]
 
 MAX_LISTED_PROBLEMS = 20
 
@@ -17,6 +25,21 @@ class IngestError(HoglabError, ValueError):
         self.detail = detail
         self.attr = attr
         self.code = code
+
+
+class EventDropped(IngestError):
+    """One event capture cannot store: ``warning`` is the ingestion warning's type (PostHog's name where it has
+    one), ``details`` its details.
+
+    >>> e = EventDropped("Invalid payload: no name.", attr="event", warning="missing_event_name", details={})
+    >>> (e.code, e.warning)
+    ('invalid_payload', 'missing_event_name')
+    """
+
+    def __init__(self, detail: str, *, attr: str | None, warning: str, details: dict[str, Any]) -> None:
+        super().__init__(detail, attr=attr)
+        self.warning = warning
+        self.details = details
 
 
 class LoadError(IngestError):

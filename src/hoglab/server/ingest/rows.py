@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from .persons import PersonRows
 
-__all__ = ["EVENT_SCHEMA", "events_table", "person_tables"]
+__all__ = ["EVENT_SCHEMA", "events_table", "person_tables", "warnings_table"]
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -24,6 +24,15 @@ EVENT_SCHEMA = pa.schema(
         ("properties", pa.string()),
         ("elements_chain", pa.string()),
         ("created_at", TS),
+    ]
+)
+_WARNINGS = pa.schema(
+    [
+        ("team_id", pa.int64()),
+        ("source", pa.string()),
+        ("type", pa.string()),
+        ("details", pa.string()),
+        ("timestamp", TS),
     ]
 )
 _PERSONS = pa.schema(
@@ -74,3 +83,8 @@ def person_tables(rows: PersonRows) -> dict[str, pa.Table]:
         "person_overrides": _columns(rows.overrides, _OVERRIDES),
     }
     return {name: table for name, table in tables.items() if table.num_rows}
+
+
+def warnings_table(rows: Sequence[tuple[int, str, str, str, datetime]]) -> pa.Table:
+    """``(team_id, source, type, details, timestamp)``: rows of ``ingestion_warnings``."""
+    return _columns(rows, _WARNINGS)
