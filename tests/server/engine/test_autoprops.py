@@ -355,3 +355,18 @@ def test_after_every_restart_each_key_reads_its_own_column_and_the_thread_lives(
     log = again.stop()
     assert log.count(f"cannot materialize the event property {BLOCKED!r}") == 1, log  # once per start, no loop
     assert "restarting it" not in log and "Traceback" not in log, log
+
+
+def test_a_stream_of_new_keys_cannot_crowd_out_another_projects_counts() -> None:
+    """Uses are counted per project, each with its own bound on distinct keys between two rounds: a project that
+    reads 10,000 new keys fills only its own."""
+    materialized.take_usage("events")
+    for i in range(10_000):
+        materialized.lookup(f"flood {i}", team_id=-1)
+    for _ in range(3):
+        materialized.lookup("$browser", team_id=-2)
+    counted = materialized.take_usage("events")
+    flood = [key for team, key in counted if team == -1]
+    assert counted[(-2, "$browser")] == 3 and 0 < len(flood) < 10_000
+    assert counted[(-1, "flood 0")] == 1 and (-1, "flood 9999") not in counted
+    assert materialized.take_usage("events") == {}

@@ -123,15 +123,16 @@ _PLAIN = re.compile(r"[a-z0-9_$]{1,100}")
 _HASHED_TAIL = re.compile(r"_[0-9a-f]{16}\Z")
 _UNREADABLE = re.compile(r"[^a-z0-9_$]+")
 _NAMES_PER_KEY = 8
-# Distinct (project, key) pairs counted per table between two rounds of the automatic job: an endless stream of
-# new keys costs a bounded amount of memory (the pairs past it are not counted until the next round).
-_MAX_COUNTED = 50_000
+# Distinct keys counted per project and table between two rounds of the automatic job: a project reading an endless
+# stream of new keys costs bounded memory, and only its own keys past the bound go uncounted (until the next round),
+# never another project's.
+_MAX_COUNTED = 2_000
 
 _lock = threading.Lock()
 _ddl_lock = threading.Lock()  # one materialize() at a time in this process: names are checked, then taken
 _columns: dict[tuple[str, str], dict[str, str]] = {}  # (database, table) -> {property key -> column name}
 _version = 0
-_usage: dict[str, Counter[tuple[int, str]]] = {table: Counter() for table in _TABLES}
+_usage: dict[str, dict[int, Counter[str]]] = {table: {} for table in _TABLES}  # table -> project -> key -> uses
 _suspended = False
 _printed: dict[str, str | None] = {}  # key -> its extraction as the engine prints it (None: cannot be printed)
 _unchecked_expressions = False  # the engine cannot print expressions (a server without formatQuery): comments only
@@ -207,9 +208,9 @@ def lookup(key: str, database: str = DATABASE, table: str = "events", team_id: i
     countable = team_id is not None and database == DATABASE and refusal(key) is None
     with _lock:
         if countable:
-            counted, pair = _usage[table], (int(team_id or 0), key)
-            if pair in counted or len(counted) < _MAX_COUNTED:
-                counted[pair] += 1
+            counted = _usage[table].setdefault(int(team_id or 0), Counter())
+            if key in counted or len(counted) < _MAX_COUNTED:
+                counted[key] += 1
         return None if _suspended else _columns.get((database, table), {}).get(key)
 
 
@@ -241,8 +242,8 @@ def registry_version() -> int:
 def take_usage(table: str = "events") -> Counter[tuple[int, str]]:
     """The uses of ``table``'s properties counted since the last call, by ``(project id, key)`` (and reset them)."""
     with _lock:
-        taken, _usage[table] = _usage[table], Counter()
-        return taken
+        taken, _usage[table] = _usage[table], {}
+    return Counter({(team, key): n for team, counted in taken.items() for key, n in counted.items()})
 
 
 def _rows(engine: Any, sql: str) -> list[dict[str, Any]]:
