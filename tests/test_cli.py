@@ -351,6 +351,21 @@ def test_bad_memory_limit_flag_is_one_line_and_status_2(capsys, value):
     assert "--max-memory-usage" in _one_clear_line(capsys.readouterr().err)
 
 
+def test_serve_memory_budget_and_compile_time_from_flags(monkeypatch, capsys):
+    from hoglab.cli import CommandError, _build_parser, _config
+
+    args = _build_parser().parse_args(["serve", "--memory-budget", "12GiB", "--max-compile-seconds", "1.5"])
+    config = _config(None, None, memory_budget=args.memory_budget, max_compile_seconds=args.max_compile_seconds)
+    assert (config.memory_budget, config.max_compile_seconds) == (12 * 1024**3, 1.5)
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--max-compile-seconds", "forever"])
+    assert exit_.value.code == 2 and "--max-compile-seconds" in _one_clear_line(capsys.readouterr().err)
+    monkeypatch.setenv("HOGLAB_MEMORY_BUDGET", "1MiB")  # too small to serve anything: refused before it starts
+    with pytest.raises(CommandError, match="at least 64 MiB") as refused:
+        _config(None)
+    assert refused.value.status == 2
+
+
 def test_materialize_adds_columns_reports_them_and_their_fill(capsys, tmp_path):
     _run(capsys, "project", "create", "Shop", "--data-dir", str(tmp_path))
     events = tmp_path / "events.jsonl"

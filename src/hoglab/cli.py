@@ -1,7 +1,8 @@
 """``hoglab``: run the service and manage its projects and keys from a shell.
 
     hoglab serve [--host 127.0.0.1] [--port 8000] [--data-dir DIR] [--demo] [--clickhouse-url URL]
-                 [--max-memory-usage 8GiB] [--max-execution-time SECONDS]
+                 [--max-memory-usage 8GiB] [--max-execution-time SECONDS] [--memory-budget 12GiB]
+                 [--max-compile-seconds SECONDS]
     hoglab demo [--port 8000] [--data-dir DIR] [--out DIR] [--no-serve]
     hoglab report EXPERIMENT_ID [--out DIR] [--host URL] [--project ID] [--refresh]
     hoglab project create NAME [--timezone TZ] [--data-dir DIR]
@@ -71,6 +72,19 @@ def _positive_int(what: str) -> Callable[[str], int]:
     return parse
 
 
+def _positive_float(what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = 0.0
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"{what} is a positive number, got {text!r}")
+        return value
+
+    return parse
+
+
 def _positive_id(what: str) -> Callable[[str], int]:
     return _positive_int(f"{what} id")
 
@@ -115,6 +129,15 @@ def _build_parser() -> _Parser:
     serve.add_argument(
         "--max-result-bytes", type=_byte_size("--max-result-bytes"), default=None, metavar="SIZE",
         help="largest answer, e.g. 64MiB (default: $HOGLAB_MAX_RESULT_BYTES, else 64MiB); over it a 400",
+    )  # fmt: skip
+    serve.add_argument(
+        "--memory-budget", type=_byte_size("--memory-budget"), default=None, metavar="SIZE",
+        help="the process's memory for queries and answers, e.g. 12GiB (default: $HOGLAB_MEMORY_BUDGET, else two "
+        "thirds of the machine's memory); a project gets at most half",
+    )  # fmt: skip
+    serve.add_argument(
+        "--max-compile-seconds", type=_positive_float("a time in seconds"), default=None, metavar="SECONDS",
+        help="CPU time to compile one HogQL statement (default: $HOGLAB_MAX_COMPILE_SECONDS, else 3); over it a 400",
     )  # fmt: skip
 
     demo = commands.add_parser(
@@ -169,14 +192,16 @@ def _build_parser() -> _Parser:
     return parser
 
 
-def _config(data_dir: Path | None, clickhouse_url: str | None = None, **limits: int | None) -> ServerConfig:
+def _config(data_dir: Path | None, clickhouse_url: str | None = None, **limits: float | None) -> ServerConfig:
     """The service settings from the arguments and ``HOGLAB_*`` variables; a bad variable is one line, status 2."""
     from hoglab.server.config import ServerConfig
+    from hoglab.server.engine.memory import MemoryBudget
     from hoglab.server.http.ratelimit import RateLimiter
 
     try:
         config = ServerConfig.from_env(data_dir=data_dir, clickhouse_url=clickhouse_url, **limits)
         RateLimiter.from_config(config)  # reads the rate strings: a typo in HOGLAB_RATE_LIMIT_* is caught here
+        MemoryBudget.from_config(config)  # a budget too small to serve anything is caught here too
     except ValueError as exc:
         raise CommandError(str(exc), status=2) from None
     return config
@@ -305,6 +330,8 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
         max_memory_usage=args.max_memory_usage,
         max_execution_time=args.max_execution_time,
         max_result_bytes=args.max_result_bytes,
+        memory_budget=args.memory_budget,
+        max_compile_seconds=args.max_compile_seconds,
     )
     with _open_store(config.data_dir, create=True) as store:
         credentials = ensure_local_credentials(store, demo=True) if demo else None

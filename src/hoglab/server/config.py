@@ -37,6 +37,28 @@ def _env_int(name: str, default: int) -> int:
     return value
 
 
+def _env_fraction(name: str, raw: str) -> float:
+    """A share in (0, 1], e.g. ``0.5``."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number such as 0.5, got {raw!r}") from None
+    if not 0 < value <= 1:
+        raise ValueError(f"{name} must be more than 0 and at most 1, got {raw!r}")
+    return value
+
+
+def _env_seconds(name: str, raw: str) -> float:
+    """A positive number of seconds, e.g. ``2`` or ``0.5``."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value > 0:
+        raise ValueError(f"{name} must be a positive number of seconds, got {raw!r}")
+    return value
+
+
 def _env_off(name: str) -> bool:
     """Whether the switch ``name`` is set to ``0``, ``off``, ``false`` or ``no`` (any case); unset means on."""
     return os.environ.get(name, "").lower() in {"0", "off", "false", "no"}
@@ -78,6 +100,13 @@ class ServerConfig:
     # Engine guard rails applied to every user query (GROUP BY/ORDER BY spill to disk past half the memory).
     max_execution_time: int = 60
     max_memory_usage: int = 4 * 1024**3
+    # The process's memory budget (engine/memory.py; 0: two thirds of the machine's memory) and each project's
+    # share of it; one query's max_memory_usage is never more than its project's part.
+    memory_budget: int = 0
+    project_memory_share: float = 0.5
+    # Compiling one HogQL statement: CPU seconds, and bytes of SQL printed (hogql/budget.py).
+    max_compile_seconds: float = 3.0
+    max_compiled_sql_bytes: int = 262_144
     # Event and person properties the compiler reads most become materialized columns, up to
     # materialize_max_columns per table and materialize_project_columns per project and table (engine/autoprops.py).
     auto_materialize: bool = True
@@ -129,6 +158,14 @@ class ServerConfig:
             env[key] = _env_int(name, getattr(cls, key))
         if memory := os.environ.get("HOGLAB_MAX_MEMORY_USAGE"):
             env["max_memory_usage"] = parse_bytes(memory, "HOGLAB_MAX_MEMORY_USAGE")
+        if budget := os.environ.get("HOGLAB_MEMORY_BUDGET"):
+            env["memory_budget"] = parse_bytes(budget, "HOGLAB_MEMORY_BUDGET")
+        if share := os.environ.get("HOGLAB_PROJECT_MEMORY_SHARE"):
+            env["project_memory_share"] = _env_fraction("HOGLAB_PROJECT_MEMORY_SHARE", share)
+        if seconds := os.environ.get("HOGLAB_MAX_COMPILE_SECONDS"):
+            env["max_compile_seconds"] = _env_seconds("HOGLAB_MAX_COMPILE_SECONDS", seconds)
+        if sql_bytes := os.environ.get("HOGLAB_MAX_COMPILED_SQL_BYTES"):
+            env["max_compiled_sql_bytes"] = parse_bytes(sql_bytes, "HOGLAB_MAX_COMPILED_SQL_BYTES")
         if result_bytes := os.environ.get("HOGLAB_MAX_RESULT_BYTES"):
             env["max_result_bytes"] = parse_bytes(result_bytes, "HOGLAB_MAX_RESULT_BYTES")
         if bulk_bytes := os.environ.get("HOGLAB_MAX_BULK_BYTES"):

@@ -46,3 +46,23 @@ def test_query_log_shows_the_projects_own_queries(hoglab_service: LocalService) 
     assert kind == "EventsQuery" and '"select":["event"]' in text
     mine.http.close()
     other.http.close()
+
+
+def test_arrow_runs_are_logged_too(hoglab_service: LocalService) -> None:
+    """``POST /query/arrow/`` runs go in the same log: a whole answer with its size, a refusal before anything ran."""
+    mine = new_service_project(hoglab_service, "query log arrow")
+    body = {"query": {"kind": "HogQLQuery", "query": "select number as n from numbers(5000)"}}
+    answer = mine.http.post(f"/api/projects/{mine.id}/query/arrow/", json=body)
+    assert answer.status_code == 200
+    refused = {"query": {"kind": "HogQLQuery", "query": "select throwIf(1) from events"}}
+    assert mine.http.post(f"/api/projects/{mine.id}/query/arrow/", json=refused).status_code == 400
+    rows = mine.rows(
+        "select query, kind, status, result_bytes, exception_message from query_log order by query_start_time"
+    )
+    ok, failed = rows
+    assert ok[:3] == ["select number as n from numbers(5000)", "HogQLQuery", "QueryFinish"]
+    assert ok[3] == len(answer.content) and ok[4] == ""
+    assert (
+        failed[:3] == ["select throwIf(1) from events", "HogQLQuery", "ExceptionBeforeStart"] and "throwIf" in failed[4]
+    )
+    mine.http.close()

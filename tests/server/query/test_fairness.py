@@ -88,6 +88,43 @@ def test_off_means_no_share() -> None:
         assert gate.running(1) == 0
 
 
+def test_a_project_compiles_one_statement_at_a_time_and_others_do_not_wait() -> None:
+    gate = FairGate(slots=4, max_waiting=16, timeout=5)
+    release = threading.Event()
+    entered = threading.Event()
+
+    def compile_long() -> None:
+        with gate.compiling(1):
+            entered.set()
+            release.wait(10)
+
+    first = threading.Thread(target=compile_long)
+    first.start()
+    assert entered.wait(5)
+    order: list[str] = []
+
+    def compile_next() -> None:
+        with gate.compiling(1):
+            order.append("project 1")
+
+    second = threading.Thread(target=compile_next)
+    second.start()
+    time.sleep(0.2)
+    with gate.compiling(2):  # another project compiles at once
+        order.append("project 2")
+    assert order == ["project 2"]  # project 1's second compile still waits for its first
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert order == ["project 2", "project 1"]
+    short = FairGate(slots=4, max_waiting=16, timeout=0.2)
+    with short.compiling(1), pytest.raises(ProjectBusy, match="compiling"), short.compiling(1):
+        pass
+    off = FairGate(slots=1, max_waiting=0, timeout=0, enabled=False)
+    with off.compiling(1), off.compiling(1):
+        pass
+
+
 def test_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOGLAB_MAX_RESULT_BYTES", "1000")
     monkeypatch.setenv("HOGLAB_MAX_MEMORY_USAGE", "2000")
@@ -103,3 +140,23 @@ def test_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("HOGLAB_MAX_RESULT_BYTES", "lots")
     with pytest.raises(ValueError, match="HOGLAB_MAX_RESULT_BYTES"):
         ServerConfig.from_env()
+
+
+def test_the_memory_and_compile_budgets_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    defaults = ServerConfig.from_env()
+    assert (defaults.memory_budget, defaults.project_memory_share) == (0, 0.5)
+    assert (defaults.max_compile_seconds, defaults.max_compiled_sql_bytes) == (3.0, 262_144)
+    monkeypatch.setenv("HOGLAB_MEMORY_BUDGET", "12GiB")
+    monkeypatch.setenv("HOGLAB_PROJECT_MEMORY_SHARE", "0.25")
+    monkeypatch.setenv("HOGLAB_MAX_COMPILE_SECONDS", "1.5")
+    monkeypatch.setenv("HOGLAB_MAX_COMPILED_SQL_BYTES", "100KiB")
+    config = ServerConfig.from_env()
+    assert (config.memory_budget, config.project_memory_share) == (12 * 1024**3, 0.25)
+    assert (config.max_compile_seconds, config.max_compiled_sql_bytes) == (1.5, 100 * 1024)
+    assert ServerConfig.from_env(memory_budget=1024**3).memory_budget == 1024**3  # hoglab serve's flag wins
+    for name, bad in (("HOGLAB_PROJECT_MEMORY_SHARE", "2"), ("HOGLAB_PROJECT_MEMORY_SHARE", "half"),
+                      ("HOGLAB_MAX_COMPILE_SECONDS", "0"), ("HOGLAB_MEMORY_BUDGET", "lots")):  # fmt: skip
+        with monkeypatch.context() as bad_env:
+            bad_env.setenv(name, bad)
+            with pytest.raises(ValueError, match=name):
+                ServerConfig.from_env()

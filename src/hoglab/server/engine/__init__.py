@@ -28,6 +28,7 @@ from .base import (
     TooManyRows,
 )
 from .errors import EngineInUse
+from .memory import MemoryBudget
 from .settings import QueryLimits
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ __all__ = [
     "EngineError",
     "EngineInUse",
     "JsonResult",
+    "MemoryBudget",
     "MemoryLimitExceeded",
     "QueryCancelled",
     "QueryError",
@@ -62,21 +64,25 @@ def chdb_path(data_dir: str | Path) -> Path:
 
 def open_engine(config: ServerConfig) -> Engine:
     """The engine the configuration asks for: a ClickHouse server if ``clickhouse_url`` is set, else chDB in
-    ``<data_dir>/events``. Limits come from the config. Close it when done.
+    ``<data_dir>/events``. Limits and the memory budget (``memory.py``) come from the config. Close it when done.
 
     Raises :class:`EngineInUse` if another process owns the data directory (its PID is in the message), or if
     this process already has a different one open.
     """
-    limits = QueryLimits(max_execution_time=config.max_execution_time, max_memory_usage=config.max_memory_usage)
+    budget = MemoryBudget.from_config(config)
+    limits = QueryLimits(
+        max_execution_time=config.max_execution_time,
+        max_memory_usage=budget.query_memory(config.max_memory_usage),
+    )
     engine: Engine
     if config.clickhouse_url:
         from .clickhouse import ClickHouseEngine
 
-        engine = ClickHouseEngine(config.clickhouse_url, limits=limits)
+        engine = ClickHouseEngine(config.clickhouse_url, limits=limits, memory=budget)
     else:
         from .chdb import ChdbEngine
 
-        engine = ChdbEngine(chdb_path(config.data_dir), limits=limits)
+        engine = ChdbEngine(chdb_path(config.data_dir), limits=limits, memory=budget)
     from .materialized import refresh
     from .projections import ensure_projections
 

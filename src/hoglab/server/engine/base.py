@@ -46,7 +46,15 @@ class QueryTimeout(EngineError):
 
 
 class MemoryLimitExceeded(EngineError):
-    """``max_memory_usage`` was reached."""
+    """A memory limit was reached. ``scope`` says whose: ``"query"`` (its ``max_memory_usage``), ``"project"``
+    (its share of the budget: the project's workload, or its answers at once), ``"process"`` (the whole budget).
+    """
+
+    def __init__(self, message: str, *, code: int | None = None, name: str | None = None) -> None:
+        super().__init__(message, code=code, name=name)
+        # 776/777: a workload's max_memory (RESOURCE_LIMIT_EXCEEDED, MEMORY_RESERVATION_KILLED); "(total)" is
+        # max_server_memory_usage's message.
+        self.scope = "project" if code in (776, 777) else "process" if "(total)" in message else "query"
 
 
 class TooManyRows(EngineError):

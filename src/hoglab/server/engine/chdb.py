@@ -14,6 +14,14 @@ chDB's constraints shape this module (measured in engine-notes §5):
   untouched: an error message quotes the user's statement, not our settings.
 * There is no in-process interrupt: ``cancel(tag)`` runs ``KILL QUERY ... SYNC`` on a separate control
   connection, matching the ``log_comment`` every tagged query carries.
+* Reads are streamed, one block's output at a time, and their bytes are counted as they arrive: an answer over
+  ``max_result_bytes`` (or over the request's share of the answer memory, ``memory.py``) stops there, with the
+  statement cancelled, instead of being written whole first. A whole-answer ``query()`` would also keep the
+  answer in a buffer no memory limit counts (measured: 1.5 GB of JSON under a 500 MB ``max_memory_usage``
+  peaked the process at 5.1 GB; streamed, a refusal at 100 MB peaked 0.2 GB above the start).
+* The process's memory budget (``memory.py``) is ClickHouse's own: ``max_server_memory_usage`` is set when the
+  engine starts (a connection-string setting of the first connection; chDB ignores it on later ones), and each
+  project's queries run in their own workload, whose ``max_memory`` ClickHouse enforces across all of them.
 
 In a fresh process (not run as a doctest: a process that already opened another data path, as the test
 session has, cannot open a second one)::
@@ -28,8 +36,9 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +47,9 @@ import pyarrow as pa
 from .base import EngineError, JsonResult
 from .ddl import DATABASE, create_statements, is_insertable
 from .errors import EngineInUse, error_from_message
-from .jsonfmt import split_json_compact
+from .jsonfmt import JsonCompactChunks
 from .lock import DirLock
+from .memory import AnswerMemory, MemoryBudget, ResultBytes, default_memory_budget, project_workload
 from .settings import (
     JSON_OUTPUT_SETTINGS,
     QueryLimits,
@@ -84,6 +94,59 @@ class _Session:
             conn.query("SET readonly=2", "CSV")
 
     def run(self, sql: str, fmt: str, settings: Mapping[str, Any]) -> bytes:
+        self._apply(settings)
+        try:
+            return bytes(self.conn.query(sql, fmt).bytes())
+        except BaseException:
+            # chDB keeps the output a statement wrote before failing (a JSON head, even rows) in the connection
+            # and prepends it to the NEXT answer on it, which may be another project's: never reuse it.
+            self.broken = True
+            raise
+
+    def stream(
+        self, sql: str, fmt: str, settings: Mapping[str, Any], counter: ResultBytes, consume: Callable[[bytes], None]
+    ) -> None:
+        """Run ``sql`` and hand each block's output to ``consume`` as the engine writes it, each counted on
+        ``counter`` before it is copied out of the engine; if either raises, the statement is cancelled (and the
+        session dropped) before the error goes on."""
+        self._apply(settings)
+        # chDB's own connection object: the Python wrapper's StreamingResult ends a stream at the first output
+        # without rows, so an empty answer would lose its head (column names and types).
+        conn = self.conn._conn
+        try:
+            handle = conn.send_query(sql, fmt, params={})
+        except RuntimeError as exc:
+            if _NOT_STREAMABLE not in str(exc):
+                raise
+            # DESCRIBE, EXPLAIN, SHOW and writes cannot stream (nothing ran yet): their answer in one piece.
+            whole = self.run(sql, fmt, settings)
+            counter.add(len(whole))
+            consume(whole)
+            return
+        result = chunk = None
+        try:
+            while True:
+                result = conn.streaming_fetch_result(handle)
+                size = result.size() if result is not None else 0
+                if not size:
+                    break
+                counter.add(size)  # before the copy: a refused block is never copied into Python
+                chunk = result.bytes()
+                result = None
+                consume(chunk)
+                chunk = None  # one block's output held at a time
+        except BaseException as exc:
+            self.broken = True  # as in run: whatever the statement left in the connection stays with it
+            with suppress(Exception):
+                conn.streaming_cancel_query(handle)
+            # The traceback keeps the frames it passed (``consume``'s chunk among them), and a caught error often
+            # lives on in a reference cycle until the garbage collector runs: drop the refused answer's buffers
+            # now, not then.
+            handle = result = chunk = None
+            traceback.clear_frames(exc.__traceback__)
+            raise
+
+    def _apply(self, settings: Mapping[str, Any]) -> None:
         wanted = {k: v for k, v in settings.items() if k != "readonly"}
         changes = {k: v for k, v in wanted.items() if self.applied.get(k, _UNSET) != v}
         resets = [k for k in self.applied if k not in wanted]
@@ -95,16 +158,10 @@ class _Session:
             self.conn.query(f"SET {assignments}", "CSV")
             self.applied = dict(wanted)
             self.broken = False
-        try:
-            return bytes(self.conn.query(sql, fmt).bytes())
-        except BaseException:
-            # chDB keeps the output a statement wrote before failing (a JSON head, even rows) in the connection
-            # and prepends it to the NEXT answer on it, which may be another project's: never reuse it.
-            self.broken = True
-            raise
 
 
 _UNSET = object()
+_NOT_STREAMABLE = "Streaming query is not supported"
 
 
 class _Pool:
@@ -150,12 +207,15 @@ class _Pool:
 
 
 class _Core:
-    """The process's one chDB instance: lock, DDL, read and write pools, control connection."""
+    """The process's one chDB instance: lock, DDL, read and write pools, control connection, memory budget."""
 
-    def __init__(self, path: Path, pool_size: int) -> None:
+    def __init__(self, path: Path, pool_size: int, budget: MemoryBudget) -> None:
         self.path = path
         self.pid = os.getpid()
         self.refs = 0
+        self.budget = budget
+        self.answers = AnswerMemory.of(budget)
+        self._workloads: set[int] = set()
         self.lock = DirLock.acquire(path)
         try:
             import chdb  # lazy on purpose: importing chDB starts the engine in this process
@@ -163,8 +223,9 @@ class _Core:
             def connect() -> Any:
                 return chdb.connect(str(path))
 
-            self._control = connect()
-            for statement in create_statements():
+            # The first connection starts the engine: its server settings are the process's for good.
+            self._control = chdb.connect(f"{path}?max_server_memory_usage={budget.engine_bytes}")
+            for statement in [*create_statements(), *budget.workload_statements()]:
                 self._control.query(statement, "CSV")
         except BaseException:
             self.lock.release()
@@ -178,6 +239,14 @@ class _Core:
         with self._control_lock:
             return bytes(self._control.query(sql, fmt).bytes())
 
+    def workload(self, project_id: int) -> str:
+        """The project's workload, made the first time this process runs one of its queries."""
+        with self._control_lock:
+            if project_id not in self._workloads:
+                self._control.query(self.budget.project_workload_statement(project_id), "CSV")
+                self._workloads.add(project_id)
+        return project_workload(project_id)
+
     def close(self) -> None:
         self.reads.close()
         self.writes.close()
@@ -185,11 +254,11 @@ class _Core:
         self.lock.release()
 
 
-def _acquire(path: Path, pool_size: int) -> _Core:
+def _acquire(path: Path, pool_size: int, budget: MemoryBudget | None) -> _Core:
     global _core
     with _registry_lock:
         if _core is None:
-            _core = _Core(path, pool_size)
+            _core = _Core(path, pool_size, budget or MemoryBudget(default_memory_budget()))
         elif _core.path != path:
             raise EngineInUse(
                 f"This process already has the embedded engine open on {_core.path}; chDB allows one data "
@@ -215,16 +284,24 @@ class ChdbEngine:
 
     ``data_dir`` is chDB's own directory (``open_engine`` uses ``<service data dir>/events``). Opening it applies
     the DDL (idempotent). Every handle must be closed; the directory is released when the last one is.
+    ``memory``: the process's budget, applied by the handle that starts the engine (later ones share it).
     """
 
     name = "chdb"
 
-    def __init__(self, data_dir: str | os.PathLike[str], *, limits: QueryLimits | None = None, pool_size: int = 8):
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        limits: QueryLimits | None = None,
+        pool_size: int = 8,
+        memory: MemoryBudget | None = None,
+    ):
         self.path = Path(data_dir).expanduser().resolve()
         self.path.mkdir(parents=True, exist_ok=True)
         self.limits = limits or QueryLimits()
         self.database = DATABASE
-        self._core: _Core | None = _acquire(self.path, pool_size)
+        self._core: _Core | None = _acquire(self.path, pool_size, memory)
 
     @staticmethod
     def current_path() -> Path | None:
@@ -242,6 +319,38 @@ class ChdbEngine:
                 "(chDB hangs after fork). Open the engine in the child, or start it with 'spawn'."
             )
         return core
+
+    @property
+    def memory(self) -> MemoryBudget:
+        """The process's memory budget (the one the engine was started with)."""
+        return self._live().budget
+
+    @property
+    def answers(self) -> AnswerMemory:
+        """The answer bytes the service holds, counted per project against the budget."""
+        return self._live().answers
+
+    def project_settings(self, project_id: int) -> dict[str, Any]:
+        """The settings that put a project's queries in its own share of the engine's memory (its workload)."""
+        return {"workload": self._live().workload(int(project_id))}
+
+    def _stream(
+        self, sql: str, fmt: str, settings: Mapping[str, Any], counter: ResultBytes, consume: Callable[[bytes], None]
+    ) -> None:
+        core = self._live()
+        with core.reads.session() as session:
+            try:
+                session.stream(sql, fmt, settings, counter, consume)
+            except RuntimeError as exc:  # chdb.ChdbError is a RuntimeError
+                raise error_from_message(str(exc)) from None
+            except EngineError:
+                # Refused while streaming: the cancelled statement's threads may still be finishing. Wait for them
+                # (KILL ... SYNC on its tag), so the memory it held is free before anyone purges the allocator.
+                tag = settings.get("log_comment")
+                if tag:
+                    with suppress(Exception):
+                        self.cancel(str(tag))
+                raise
 
     def _run(self, pool: str, sql: str, fmt: str, settings: Mapping[str, Any]) -> bytes:
         core = self._live()
@@ -264,7 +373,21 @@ class ChdbEngine:
             engine.execute("SELECT event, count() FROM events WHERE team_id = 1 GROUP BY event", tag="req-1")
         """
         wanted = {**JSON_OUTPUT_SETTINGS, **user_query_settings(self.limits, tag=tag, overrides=settings)}
-        return pa.ipc.open_stream(self._run("read", sql, "ArrowStream", wanted)).read_all()
+        counter = ResultBytes(wanted)
+        tables: list[pa.Table] = []
+
+        def consume(chunk: bytes) -> None:
+            table = pa.ipc.open_stream(chunk).read_all()
+            if table.nbytes > len(chunk):  # decompressed (the engine compresses Arrow): count what it holds
+                counter.add(table.nbytes - len(chunk))
+            tables.append(table)
+
+        try:
+            self._stream(sql, "ArrowStream", wanted, counter, consume)
+        except BaseException:
+            tables.clear()  # a refused answer's memory must not live on in the traceback
+            raise
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     def execute_json(
         self, sql: str, *, settings: Mapping[str, Any] | None = None, tag: str | None = None
@@ -272,7 +395,15 @@ class ChdbEngine:
         """Run one read; rows as ``JSONCompact`` bytes plus ClickHouse's column types (see ``jsonfmt.py``)."""
         overrides = {**JSON_OUTPUT_SETTINGS, **(settings or {})}
         wanted = user_query_settings(self.limits, tag=tag, overrides=overrides)
-        return split_json_compact(self._run("read", sql, "JSONCompact", wanted))
+        counter = ResultBytes(wanted)
+        chunks = JsonCompactChunks()
+
+        try:
+            self._stream(sql, "JSONCompact", wanted, counter, chunks.add)
+        except BaseException:
+            chunks.clear()  # a refused answer's memory must not live on in the traceback
+            raise
+        return chunks.result()
 
     def command(self, sql: str, *, settings: Mapping[str, Any] | None = None, bookkeeping: bool = False) -> None:
         """Run DDL or a write (never user input); a ``bookkeeping`` one leaves ``write_count`` as it is."""

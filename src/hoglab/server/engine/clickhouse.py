@@ -1,7 +1,10 @@
 """The scale-out engine: a ClickHouse server (or cluster) over HTTP through clickhouse-connect.
 
 Same SQL, same DDL, same settings (``settings.py``) as the embedded engine; settings travel as HTTP query
-parameters instead of ``SET``. The URL is ``http[s]://[user[:password]@]host[:port][/database][?options]``
+parameters instead of ``SET``. Answers are read as a stream and counted as they arrive (``memory.py``
+``ResultBytes``): one over ``max_result_bytes`` or over the project's answer memory stops there and the statement
+is killed. The server's memory is its own (its ``max_server_memory_usage`` and the per-query limits apply);
+the service's share of the budget for answers applies here as on chDB. The URL is ``http[s]://[user[:password]@]host[:port][/database][?options]``
 (``clickhouse://`` is read as ``http://``); the database defaults to ``hoglab`` and is created with the tables on
 open. No ClickHouse server can run on the build machine, so the tests drive this class through a
 ClickHouse-HTTP shim over chDB (tests/server/engine/chshim.py); see docs/engine.md.
@@ -17,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -27,11 +30,14 @@ from .base import EngineError, JsonResult
 from .ddl import DATABASE, create_statements, is_insertable
 from .errors import error_from_message
 from .jsonfmt import split_json_compact
+from .memory import AnswerMemory, MemoryBudget, ResultBytes, default_memory_budget
 from .settings import JSON_OUTPUT_SETTINGS, QueryLimits, internal_settings, quote_string, user_query_settings
 
 __all__ = ["ClickHouseEngine", "parse_clickhouse_url"]
 
 _BOOL_OPTIONS = {"compress", "verify", "secure"}
+_READ_SIZE = 1024**2
+_ARROW_OUTPUT = {"output_format_arrow_string_as_string": 1, "output_format_arrow_compression_method": "none"}
 _NUMBER_OPTIONS = {"connect_timeout", "send_receive_timeout", "query_retries"}
 
 
@@ -88,11 +94,13 @@ class ClickHouseEngine:
 
     name = "clickhouse"
 
-    def __init__(self, url: str, *, limits: QueryLimits | None = None) -> None:
+    def __init__(self, url: str, *, limits: QueryLimits | None = None, memory: MemoryBudget | None = None) -> None:
         import clickhouse_connect  # optional dependency: the [clickhouse] extra
 
         self.url = url
         self.limits = limits or QueryLimits()
+        self.memory = memory or MemoryBudget(default_memory_budget())
+        self.answers = AnswerMemory.of(self.memory)
         args = parse_clickhouse_url(url)
         self.database = args.pop("database")
         self._args = args
@@ -136,24 +144,41 @@ class ClickHouseEngine:
                 client.close()
 
     def execute(self, sql: str, *, settings: Mapping[str, Any] | None = None, tag: str | None = None) -> pa.Table:
-        wanted = user_query_settings(self.limits, tag=tag, overrides=settings)
-        with self._client() as client:
-            try:
-                table: pa.Table = client.query_arrow(sql, settings=wanted, use_strings=True)
-            except Exception as exc:
-                raise _engine_error(exc) from None
-        return table
+        # Uncompressed and with String as Arrow strings: the bytes counted are the bytes the answer holds.
+        wanted = user_query_settings(self.limits, tag=tag, overrides={**_ARROW_OUTPUT, **(settings or {})})
+        raw = self._read(sql, wanted, "ArrowStream", tag)
+        return pa.ipc.open_stream(raw).read_all()
 
     def execute_json(
         self, sql: str, *, settings: Mapping[str, Any] | None = None, tag: str | None = None
     ) -> JsonResult:
         wanted = user_query_settings(self.limits, tag=tag, overrides={**JSON_OUTPUT_SETTINGS, **(settings or {})})
+        return split_json_compact(self._read(sql, wanted, "JSONCompact", tag))
+
+    def _read(self, sql: str, settings: dict[str, Any], fmt: str, tag: str | None) -> bytes:
+        """The answer's bytes, read as they arrive and counted (``ResultBytes``); past a limit the statement is
+        killed by its tag and the error goes on."""
+        counter = ResultBytes(settings)
+        parts: list[bytes] = []
         with self._client() as client:
             try:
-                raw = client.raw_query(sql, settings=wanted, fmt="JSONCompact")
+                stream = client.raw_stream(sql, settings=settings, fmt=fmt)
             except Exception as exc:
                 raise _engine_error(exc) from None
-        return split_json_compact(bytes(raw))
+            try:
+                while part := stream.read(_READ_SIZE):
+                    counter.add(len(part))
+                    parts.append(part)
+            except EngineError:
+                if tag:
+                    with suppress(Exception):  # best effort: the connection closes below either way
+                        self.cancel(tag)
+                raise
+            except Exception as exc:
+                raise _engine_error(exc) from None
+            finally:
+                stream.close()
+        return b"".join(parts)
 
     def command(self, sql: str, *, settings: Mapping[str, Any] | None = None, bookkeeping: bool = False) -> None:
         with self._client() as client:

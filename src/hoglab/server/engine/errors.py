@@ -25,6 +25,8 @@ class EngineInUse(EngineError):
 _BY_CODE: dict[int, type[EngineError]] = {
     159: QueryTimeout,  # TIMEOUT_EXCEEDED
     241: MemoryLimitExceeded,  # MEMORY_LIMIT_EXCEEDED
+    776: MemoryLimitExceeded,  # RESOURCE_LIMIT_EXCEEDED (a workload's max_memory)
+    777: MemoryLimitExceeded,  # MEMORY_RESERVATION_KILLED (evicted to keep its workload under max_memory)
     158: TooManyRows,  # TOO_MANY_ROWS (max_rows_to_read)
     307: TooManyRows,  # TOO_MANY_BYTES
     396: TooManyRows,  # TOO_MANY_ROWS_OR_BYTES (max_result_rows)

@@ -9,6 +9,9 @@ tail are parsed. The rows go to HTTP as they are, which is what keeps a 10,000-r
 >>> r = split_json_compact(head + b'\\t"data":\\n\\t[\\n\\t\\t[1]\\n\\t],\\n\\n\\t"rows": 1\\n}\\n')
 >>> r.columns, r.types, r.data, r.rows
 (['a'], ['UInt8'], b'[\\n\\t\\t[1]\\n\\t]', 1)
+
+A streamed answer comes as several such documents, one per block the engine wrote; :class:`JsonCompactChunks`
+joins their rows into the one array a single answer would have had.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import orjson
 
 from .base import EngineError, JsonResult
 
-__all__ = ["split_json_compact"]
+__all__ = ["JsonCompactChunks", "split_json_compact"]
 
 _DATA = b'\n\t"data":'
 _ROWS = b'\n\t"rows":'
@@ -43,3 +46,54 @@ def split_json_compact(raw: bytes) -> JsonResult:
         rows_read=int(stats.get("rows_read", 0)),
         bytes_read=int(stats.get("bytes_read", 0)),
     )
+
+
+class JsonCompactChunks:
+    """The ``JSONCompact`` documents of one streamed answer, joined into one :class:`JsonResult` (the rows laid
+    out exactly as in a single answer: ``[\\n\\t\\t[..],\\n\\t\\t[..]\\n\\t]``).
+
+    >>> head = b'{\\n\\t"meta":\\n\\t[{"name": "a", "type": "UInt8"}],\\n\\n'
+    >>> doc = head + b'\\t"data":\\n\\t[\\n\\t\\t[%d]\\n\\t],\\n\\n\\t"rows": 1\\n}\\n'
+    >>> chunks = JsonCompactChunks()
+    >>> for n in (1, 2):
+    ...     chunks.add(doc % n)
+    >>> chunks.result().data
+    b'[\\n\\t\\t[1],\\n\\t\\t[2]\\n\\t]'
+    """
+
+    def __init__(self) -> None:
+        self._first: JsonResult | None = None
+        self._rows: list[bytes] = []
+        self._count = 0
+
+    def add(self, raw: bytes) -> None:
+        """One document; only the first one's head is parsed (every document repeats it)."""
+        if self._first is None:
+            self._first = split_json_compact(raw)
+            data, rows = self._first.data, self._first.rows
+        else:
+            start = raw.find(_DATA)
+            end = raw.rfind(_ROWS)
+            if start < 0 or end < start:
+                raise EngineError(f"unexpected JSONCompact output: {raw[:200]!r}")
+            data = raw[start + len(_DATA) : end].strip().rstrip(b",")
+            rows = int(orjson.loads(b"{" + raw[end + 1 :]).get("rows", 0))
+        inner = data[1:-3] if data.endswith(b"\n\t]") else data[1:-1]  # without "[" and "\n\t]"
+        if inner.strip():
+            self._rows.append(inner)
+        self._count += rows
+
+    def clear(self) -> None:
+        """Drop the rows gathered so far (a refused answer's)."""
+        self._rows = []
+
+    def result(self) -> JsonResult:
+        """The joined answer (a statement always writes at least one document, its head, even without rows)."""
+        first = self._first
+        if first is None:
+            raise EngineError("the engine wrote no answer")
+        # Everything in the first document (the usual case): its rows as they are.
+        data = first.data if self._count == first.rows else b"[" + b",".join(self._rows) + b"\n\t]"
+        self._rows = []
+        return JsonResult(first.columns, first.types, data, self._count, first.elapsed, first.rows_read,
+                          first.bytes_read)  # fmt: skip

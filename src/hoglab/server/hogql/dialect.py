@@ -29,6 +29,7 @@ from sqlglot.generators.clickhouse import ClickHouseGenerator
 from sqlglot.parsers.clickhouse import ClickHouseParser
 from sqlglot.tokens import Token, TokenType
 
+from .budget import checkpoint
 from .errors import HogQLError
 
 __all__ = ["HOGQL_PLACEHOLDER", "ClickHouseOutput", "HogQLDialect"]
@@ -161,6 +162,10 @@ class HogQLParser(ClickHouseParser):  # type: ignore[misc]  # sqlglot is untyped
 
 
 class HogQLGenerator(ClickHouseGenerator):  # type: ignore[misc]
+    def select_sql(self, expression: exp.Select) -> str:
+        checkpoint()  # the compile budget (budget.py): printing a thousand subqueries takes seconds too
+        return str(super().select_sql(expression))
+
     def offset_limit_modifiers(
         self, expression: exp.Expr, fetch: bool, limit: exp.Fetch | exp.Limit | None
     ) -> list[str]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from .budget import checkpoint
 from .catalog import NO_MATERIALIZED, Catalog
 from .check import chain_top
 from .errors import HogQLError, node_span
@@ -136,6 +137,7 @@ class Resolver:
         return env
 
     def _resolve_select(self, select: exp.Select, env: Env) -> None:
+        checkpoint()  # the compile budget (budget.py): each SELECT is a unit of work
         scope = Scope(select=select, env_aliases=set(env.aliases))
         prewhere = select.args.get("prewhere")
         if prewhere is not None:
@@ -185,6 +187,7 @@ class Resolver:
     # ---- column references -------------------------------------------------------------------------------
 
     def _resolve_column(self, column: exp.Column, scope: Scope) -> None:
+        checkpoint()
         if column.meta.get("hq_done") or isinstance(column.this, exp.Star):
             return
         top = chain_top(column)

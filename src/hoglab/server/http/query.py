@@ -89,7 +89,7 @@ def create_query_arrow(request: Request, auth: Create, raw: Body) -> Response:
     """A HogQLQuery's every row (no 10,000-row cap; its own LIMIT applies) as an Arrow IPC stream whose schema
     metadata ``hoglab.types`` holds the ClickHouse types; errors as ``POST /query/``. Not part of PostHog."""
     data = parse_json_object(raw, request.headers.get("content-type"))
-    body = bulk_arrow(QueryService.of(get_state(request)), auth.project, data)
+    body = bulk_arrow(QueryService.of(get_state(request)), auth.project, data, key_id=auth.key.id)
     return Response(body, status_code=200, media_type=ARROW_STREAM)
 
 

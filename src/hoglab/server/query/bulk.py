@@ -10,18 +10,28 @@ zone, ``values`` and ``{filters}``), under the same key, scope and query rate li
 column travels in the schema metadata (``hoglab.types``, JSON ``[[name, type], ...]``, the ``types`` of a JSON
 answer), so the client gives each column the dtype it gives the same column of a JSON answer.
 
+Every step (compiling, describing, running) happens inside the project's share of the engine
+(``fairness.py``), and the statement runs once: the types come from ``DESCRIBE``, which ClickHouse analyses by
+running the statement's scalar subqueries, so it is described with reading capped at one block
+(:data:`DESCRIBE_SETTINGS`); those subqueries then run for real only in the statement itself. The rows are
+counted as the engine produces them (``max_bulk_bytes``, the project's answer memory) and the run is recorded
+in the project's ``query_log``.
+
     status, body = bulk_arrow(service, project, {"query": {"kind": "HogQLQuery", "query": "select * from events"}})
 """
 
 from __future__ import annotations
 
 import json
+import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from hoglab.schema import HogQLQuery
 
+from ..engine.base import MemoryLimitExceeded, TooManyRows
 from ..engine.limits import LimitedEngine, release_memory
 from ..engine.settings import quote_identifier
 from ..errors import ValidationFailed
@@ -29,6 +39,8 @@ from ..hogql import HogQLError
 from ..store.db import utcnow
 from .cache import data_version
 from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
+from .fairness import ProjectBusy
+from .query_log import is_refusal, log_run
 from .request import prepare
 from .runners import RunContext, has_person_overrides
 from .runners.hogql import MODIFIERS
@@ -37,18 +49,26 @@ if TYPE_CHECKING:
     from ..store import ProjectRecord
     from .service import QueryService
 
-__all__ = ["ARROW_STREAM", "BULK_MAX_ROWS", "TYPES_METADATA", "bulk_arrow"]
+__all__ = ["ARROW_STREAM", "BULK_MAX_ROWS", "DESCRIBE_SETTINGS", "TYPES_METADATA", "bulk_arrow"]
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 TYPES_METADATA = b"hoglab.types"
 # Far past what fits a notebook's memory: the statement's LIMIT and the memory limit are what bound an answer.
 BULK_MAX_ROWS = 1_000_000_000
 _NO_ROW_CAP = {"max_result_rows": 0}
+DESCRIBE_SETTINGS: dict[str, Any] = {
+    "max_rows_to_read": 1,
+    "read_overflow_mode": "break",
+    "max_execution_time": 2,
+    "timeout_overflow_mode": "break",
+}
+"""How the statement is described: ClickHouse runs its scalar subqueries while analysing it, so they stop after
+their first block (or two seconds); a column's type does not depend on how many rows a subquery read."""
 
 
 def _describe(ctx: RunContext, sql: str, settings: dict[str, Any]) -> list[list[str]]:
-    """``[[name, ClickHouse type], ...]`` of a compiled statement, without running it (analysis only)."""
-    table = ctx.engine.execute(f"DESCRIBE TABLE ({sql})", settings=settings, tag=ctx.tag)
+    """``[[name, ClickHouse type], ...]`` of a compiled statement, its scalar subqueries cut short."""
+    table = ctx.engine.execute(f"DESCRIBE TABLE ({sql})", settings={**settings, **DESCRIBE_SETTINGS}, tag=ctx.tag)
     names, types = table.column("name").to_pylist(), table.column("type").to_pylist()
     return [[str(n), str(t)] for n, t in zip(names, types, strict=True)]
 
@@ -95,23 +115,28 @@ def _wrapped(sql: str, types: list[list[str]]) -> str:
     return f"SELECT {', '.join(columns)} FROM ({sql})" if changed else sql
 
 
-def _ipc(table: pa.Table) -> bytes:
+def _ipc(table: pa.Table) -> memoryview:
+    """The table as an Arrow IPC stream, without copying it out of Arrow's buffer."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return bytes(sink.getvalue())
+    return memoryview(sink.getvalue())
 
 
-def bulk_arrow(service: QueryService, project: ProjectRecord, data: dict[str, Any]) -> bytes:
-    """Validate a ``{"query": HogQLQuery}`` body and answer all its rows as an Arrow IPC stream (bytes).
+def bulk_arrow(
+    service: QueryService, project: ProjectRecord, data: dict[str, Any], *, key_id: int | None = None
+) -> memoryview:
+    """Validate a ``{"query": HogQLQuery}`` body and answer all its rows as an Arrow IPC stream.
 
-    Any other kind is a 400 naming ``query__kind``; a HogQL mistake is the 400 ``/query`` gives.
+    Any other kind is a 400 naming ``query__kind``; a HogQL mistake is the 400 ``/query`` gives. ``key_id``: the
+    caller's key, which gets its own share of the engine, as on ``/query``.
     """
     prepared = prepare(data, team_id=project.id, timezone=project.timezone or "UTC")
     if not isinstance(prepared.query, HogQLQuery):
         detail = f"Bulk rows are answered for HogQLQuery only, not {prepared.kind}."
         raise ValidationFailed(detail, attr="query__kind", code="invalid_input")
     query = prepared.query
+    started, clock = time.time(), time.perf_counter()
     with service.jobs.track(project.id, prepared.query_id) as tag:
         try:
             if query.variables:
@@ -120,30 +145,39 @@ def bulk_arrow(service: QueryService, project: ProjectRecord, data: dict[str, An
             overrides = service.cache.person_overrides(
                 project.id, version, lambda: has_person_overrides(service.engine, project.id)
             )
-            view = LimitedEngine(service.engine, service.bulk_limits())
-            ctx = RunContext(project=project, engine=view, now=utcnow(), tag=tag, person_overrides=overrides)
-            compiled = ctx.compile(
-                query.query,
-                values=query.values,
-                default_limit=None,
-                max_limit=BULK_MAX_ROWS,
-                filters=query.filters.model_dump(mode="json") if query.filters else None,
-            )
-            settings = {**compiled.settings, **_NO_ROW_CAP}
-            types = _describe(ctx, compiled.sql, settings)
-            # The project's share of the engine, and the bulk answer cap (query/fairness.py, docs/api.md).
-            with ctx.timings.measure("execute"), service.gate.hold(project_id=project.id, key_id=None):
-                table = view.execute(_wrapped(compiled.sql, types), settings=settings, tag=tag)
-            if service.max_bulk_bytes and table.nbytes > service.max_bulk_bytes:  # the engine's check is partial
+            # The project's share of the engine for every step, compiling included (query/fairness.py).
+            with (
+                service.gate.hold(project_id=project.id, key_id=key_id),
+                LimitedEngine(service.engine, service.bulk_limits(), project_id=project.id) as view,
+            ):
+                ctx = RunContext(project=project, engine=view, now=utcnow(), tag=tag, person_overrides=overrides,
+                                 compile_budget=service.compile_budget,
+                                 compile_slot=partial(service.gate.compiling, project.id))  # fmt: skip
+                compiled = ctx.compile(
+                    query.query,
+                    values=query.values,
+                    default_limit=None,
+                    max_limit=BULK_MAX_ROWS,
+                    filters=query.filters.model_dump(mode="json") if query.filters else None,
+                )
+                settings = {**compiled.settings, **_NO_ROW_CAP}
+                types = _describe(ctx, compiled.sql, settings)
+                with ctx.timings.measure("execute"):
+                    table = view.execute(_wrapped(compiled.sql, types), settings=settings, tag=tag)
+                metadata = {TYPES_METADATA: json.dumps(types).encode(),
+                            b"hoglab.modifiers": json.dumps(MODIFIERS).encode()}  # fmt: skip
+                view.hold(table.nbytes)  # the stream written from it is as large again
+                body = _ipc(table.replace_schema_metadata(metadata))
                 del table
-                raise AnswerTooLarge(service.max_bulk_bytes, "max_bulk_bytes")
-        except AnswerTooLarge:
-            release_memory(service.engine)
-            raise
         except Exception as exc:
-            if is_result_bytes_overflow(exc):
-                release_memory(service.engine)
-                raise AnswerTooLarge(service.max_bulk_bytes, "max_bulk_bytes") from None
-            raise api_error(exc) from None
-    metadata = {TYPES_METADATA: json.dumps(types).encode(), b"hoglab.modifiers": json.dumps(MODIFIERS).encode()}
-    return _ipc(table.replace_schema_metadata(metadata))
+            failure: BaseException = exc
+            if is_result_bytes_overflow(exc) or isinstance(exc, AnswerTooLarge):
+                failure = AnswerTooLarge(service.max_bulk_bytes, "max_bulk_bytes")
+            error = api_error(failure)
+            if isinstance(exc, (TooManyRows, MemoryLimitExceeded)) or failure is not exc:
+                release_memory(service.engine)  # the refused answer's memory goes back at once
+            if not isinstance(exc, ProjectBusy):  # turned away at the gate, as on /query: not a run
+                log_run(project.id, prepared, started, clock, error=error.detail, before_start=is_refusal(exc))
+            raise error from None
+    log_run(project.id, prepared, started, clock, result_bytes=len(body))
+    return body

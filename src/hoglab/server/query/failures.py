@@ -8,8 +8,10 @@ import re
 from hoglab.schema import ErrorBody
 
 from ..engine.base import EngineError, MemoryLimitExceeded, QueryCancelled, QueryError, QueryTimeout, TooManyRows
+from ..engine.memory import AnswerMemoryExceeded
 from ..errors import APIError, QueryTimedOut, ServerError, Throttled, ValidationFailed
 from ..hogql import HogQLError
+from ..hogql.budget import CompileBudgetExceeded
 from .fairness import ProjectBusy
 from .jobs import TooManyQueries
 
@@ -38,11 +40,30 @@ class QueryWasCancelled(APIError):
 
 
 class MemoryLimitReached(ValidationFailed):
+    """A memory limit stopped the query: its own, its project's share of the budget, or the whole budget's."""
+
     default_code = "memory_limit_exceeded"
     default_detail = (
         "Query has reached the max memory limit before completing. Narrow the date range, aggregate before "
         "selecting rows, or select fewer columns."
     )
+
+    @classmethod
+    def of(cls, exc: MemoryLimitExceeded) -> MemoryLimitReached:
+        """The detail says whose limit it was (``exc.scope``), never the engine's internals."""
+        if isinstance(exc, AnswerMemoryExceeded):
+            return cls(f"{exc.message} Select fewer rows or columns, or wait for this project's other queries.")
+        if exc.scope == "project":
+            return cls(
+                "This project's queries running at once reached its share of the service's memory budget "
+                "(memory_budget). Narrow the date range, aggregate before selecting rows, or run fewer queries "
+                "at once."
+            )
+        if exc.scope == "process":
+            return cls(
+                "The service's memory budget (memory_budget) was reached while the query ran. Try again shortly."
+            )
+        return cls()
 
 
 class AnswerTooLarge(ValidationFailed):
@@ -102,6 +123,8 @@ def api_error(exc: BaseException) -> APIError:
     """The HTTP error for a failure while answering a query (reference 1.7, decisions in docs/api.md)."""
     if isinstance(exc, APIError):
         return exc
+    if isinstance(exc, CompileBudgetExceeded):
+        return ValidationFailed(exc.message, attr="query", code="query_too_complex")
     if isinstance(exc, HogQLError):
         if exc.internal:
             log.error("HogQL compiler failure surfaced as a 400: %s", exc)
@@ -109,7 +132,7 @@ def api_error(exc: BaseException) -> APIError:
     if isinstance(exc, QueryTimeout):
         return QueryTimedOut()
     if isinstance(exc, MemoryLimitExceeded):
-        return MemoryLimitReached()
+        return MemoryLimitReached.of(exc)
     if isinstance(exc, QueryCancelled):
         return QueryWasCancelled()
     if is_result_bytes_overflow(exc):

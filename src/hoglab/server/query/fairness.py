@@ -7,6 +7,12 @@ default), so the other half always serves everyone else. A project that already 
 waiting for a slot gets a 429 at once (its own problem, not the others'), and a query that waited longer than
 ``timeout`` seconds too. Async jobs have their own per-project quota and a round-robin queue (``jobs.py``).
 
+Compiling HogQL is pure Python in the serving process, and the interpreter runs one thread at a time: four
+statements of one project compiling at once would take four fifths of it from everyone else. So a project also
+compiles one statement at a time (:meth:`FairGate.compiling`, entered by ``RunContext.compile`` inside the
+query's slot); its other queries wait for that, not the other projects. The compile budget
+(``hogql/budget.py``) bounds how long one statement may take.
+
 ``hoglab serve`` settings: ``HOGLAB_FAIR_SHARE=off`` turns the share off (the benchmark's "before"),
 ``HOGLAB_PROJECT_QUERY_SLOTS`` sets ``slots``.
 
@@ -96,6 +102,30 @@ class FairGate:
                     self._running[owner] -= 1
                     if self._running[owner] <= 0:
                         del self._running[owner]
+                self._changed.notify_all()
+
+    @contextmanager
+    def compiling(self, project_id: int) -> Iterator[None]:
+        """Run the body as the project's one compiling statement; :class:`ProjectBusy` if the project's other
+        compile did not end within ``timeout``."""
+        if not self.enabled:
+            yield
+            return
+        owner = ("compile", int(project_id))
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._running[owner] < 1, self.timeout):
+                raise ProjectBusy(
+                    "This project is already compiling a query, its share of the service, and it did not finish "
+                    "in time: try again when its queries have finished."
+                )
+            self._running[owner] += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running[owner] -= 1
+                if self._running[owner] <= 0:
+                    del self._running[owner]
                 self._changed.notify_all()
 
     def running(self, project_id: int) -> int:

@@ -2,8 +2,10 @@
 
 chDB keeps no ``system.query_log``, and a ClickHouse server's would mix every project's statements, so the
 query service records each query it runs here: per project, the newest ``KEEP`` runs, in memory (a restart
-starts a new log). The HogQL runner hands a project's records to the compiler only when a statement names
-``query_log``; a project never receives another project's records.
+starts a new log). Every way a query runs is recorded: ``POST /query/`` (``service.py``), the Arrow answer
+(``bulk.py``), and the insight runs behind an experiment's results (:func:`logged`). The HogQL runner hands a
+project's records to the compiler only when a statement names ``query_log``; a project never receives another
+project's records.
 
 >>> book = QueryLogBook(keep=2)
 >>> for n in range(3):
@@ -19,11 +21,14 @@ import json
 import threading
 import time
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
+import orjson
 from pydantic import BaseModel
 
-__all__ = ["KEEP", "MAX_TEXT", "QUERY_LOG", "QueryLogBook", "is_refusal", "log_run"]
+__all__ = ["KEEP", "MAX_TEXT", "QUERY_LOG", "QueryLogBook", "is_refusal", "log_run", "logged"]
 
 KEEP = 100
 """Records kept per project."""
@@ -122,3 +127,38 @@ def log_run(
         exception=error,
         result_bytes=result_bytes,
     )
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Run:
+    query_id: str
+    kind: str
+    query: BaseModel
+
+
+def logged(team_id: int, query: BaseModel, run: Callable[[], T], *, query_id: str, book: QueryLogBook = QUERY_LOG) -> T:
+    """``run()`` (a runner answering ``query``, e.g. an experiment's trend), recorded as a run of ``query``: its
+    answer's size, or the error the caller gets for its failure (which goes on).
+
+    >>> from hoglab.schema import EventsQuery
+    >>> book = QueryLogBook()
+    >>> logged(3, EventsQuery(select=["event"]), lambda: {"results": []}, query_id="q", book=book)
+    {'results': []}
+    >>> [(r["kind"], r["status"], r["result_bytes"]) for r in book.rows(3)]
+    [('EventsQuery', 'QueryFinish', 14)]
+    """
+    started, clock = time.time(), time.perf_counter()
+    record = _Run(query_id, str(getattr(query, "kind", type(query).__name__)), query)
+    try:
+        answer = run()
+    except Exception as exc:
+        from .failures import api_error  # the error the caller gets; failures imports this module's neighbours
+
+        log_run(team_id, record, started, clock, error=api_error(exc).detail, before_start=is_refusal(exc), book=book)
+        raise
+    size = len(orjson.dumps(answer, default=str, option=orjson.OPT_NON_STR_KEYS))
+    log_run(team_id, record, started, clock, result_bytes=size, book=book)
+    return answer

@@ -20,11 +20,13 @@ import threading
 import time
 from collections.abc import Mapping
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..engine.base import EngineError, MemoryLimitExceeded, TooManyRows
 from ..engine.limits import LimitedEngine, release_memory, statement_limits
 from ..errors import NotFound, ServerError, ValidationFailed
+from ..hogql.budget import CompileBudget
 from ..store.db import utcnow
 from . import draft_sql as drafting
 from .answers import answer_members, cache_members, dumps, join_members
@@ -56,15 +58,30 @@ def compute(
     now: datetime,
     person_overrides: bool | None = None,
     cancelled: threading.Event | None = None,
+    gate: FairGate | None = None,
+    compile_budget: CompileBudget | None = None,
 ) -> bytes:
-    """Run the query through its kind's runner; the answer's members (see :func:`.answers.answer_members`)."""
-    view = LimitedEngine(engine, limits, cancelled)
-    if person_overrides is None:
-        person_overrides = has_person_overrides(view, int(project.id))
-    ctx = RunContext(project=project, engine=view, now=now, tag=tag, person_overrides=person_overrides)
-    start = time.perf_counter()
-    answer = RUNNERS[prepared.kind](prepared.query, ctx)
-    return answer_members(answer, ctx.timings.to_list(time.perf_counter() - start))
+    """Run the query through its kind's runner; the answer's members (see :func:`.answers.answer_members`).
+
+    Its statements compile under ``compile_budget``, one at a time for the project (``gate.compiling``), and run
+    in the project's share of the memory budget; the answer bytes the engine produces are counted on the
+    project's share of the answer memory until the answer is written (``engine/memory.py``).
+    """
+    with LimitedEngine(engine, limits, cancelled, project_id=int(project.id)) as view:
+        if person_overrides is None:
+            person_overrides = has_person_overrides(view, int(project.id))
+        ctx = RunContext(
+            project=project,
+            engine=view,
+            now=now,
+            tag=tag,
+            person_overrides=person_overrides,
+            compile_budget=compile_budget,
+            compile_slot=partial(gate.compiling, int(project.id)) if gate is not None else None,
+        )
+        start = time.perf_counter()
+        answer = RUNNERS[prepared.kind](prepared.query, ctx)
+        return answer_members(answer, ctx.timings.to_list(time.perf_counter() - start))
 
 
 class QueryService:
@@ -79,6 +96,7 @@ class QueryService:
         store: Store | None = None,
         gate: FairGate | None = None,
         max_bulk_bytes: int = 0,
+        compile_budget: CompileBudget | None = None,
     ) -> None:
         self.engine = engine
         self.jobs = jobs
@@ -87,6 +105,7 @@ class QueryService:
         self.store = store
         self.gate = gate or FairGate(slots=1, max_waiting=0, timeout=0, enabled=False)
         self.max_bulk_bytes = max_bulk_bytes
+        self.compile_budget = compile_budget or CompileBudget()
 
     @classmethod
     def of(cls, state: ServiceState) -> QueryService:
@@ -94,9 +113,10 @@ class QueryService:
         if state.engine is None or state.query_jobs is None:
             raise ServerError("The query service is not running.")
         gate = FairGate.for_engine(state.engine, state.config)
-        limits = statement_limits(state.config)
+        limits = statement_limits(state.config, getattr(state.engine, "memory", None))
         bulk = int(getattr(state.config, "max_bulk_bytes", 0))
-        return cls(state.engine, state.query_jobs, state.query_cache, limits, state.store, gate, bulk)
+        budget = CompileBudget.from_config(state.config)
+        return cls(state.engine, state.query_jobs, state.query_cache, limits, state.store, gate, bulk, budget)
 
     # -- POST /query ----------------------------------------------------------------------------------------------
 
@@ -174,6 +194,8 @@ class QueryService:
                 now=now,
                 person_overrides=overrides,
                 cancelled=cancelled,
+                gate=self.gate,
+                compile_budget=self.compile_budget,
             )
             self._check_size(members)
         except Exception as exc:
@@ -186,6 +208,7 @@ class QueryService:
                     before_start=is_refusal(failure))  # fmt: skip
             if failure is not exc:
                 raise failure from None
+            del failure  # no cycle through this frame: what the error references goes with it
             raise
         log_run(project.id, prepared, started, clock, result_bytes=len(members))
         return members

@@ -89,6 +89,24 @@ def test_cache_refresh_and_invalidation(results_project) -> None:
     assert project.results(experiment).json()["is_cached"] is False
 
 
+def test_the_insight_runs_behind_results_are_in_the_projects_query_log(results_project) -> None:
+    project = results_project(_events("logged", {"control": 4, "test": 6}))
+    experiment = _experiment(project, "logged", secondary_metrics=[{"name": "funnel", "filters": FUNNEL}])
+    project.results(experiment).raise_for_status()
+    project.results(experiment).raise_for_status()  # answered from the cache: not a run
+    project.results(experiment, secondary=0).raise_for_status()
+    sql = "select kind, status, query, result_bytes from query_log order by query_start_time"
+    body = {"query": {"kind": "HogQLQuery", "query": sql}, "refresh": "force_blocking"}
+    rows = project.http.post(f"/api/projects/{project.id}/query/", json=body).json()["results"]
+    # the metric's count and its exposures (two trends), then the secondary metric's funnel
+    assert [(kind, status) for kind, status, _, _ in rows] == [
+        ("TrendsQuery", "QueryFinish"), ("TrendsQuery", "QueryFinish"), ("FunnelsQuery", "QueryFinish")]  # fmt: skip
+    (_, _, count, _), (_, _, exposure, _), (_, _, funnel, _) = rows
+    assert '"event":"purchase"' in count and '"event":"$feature_flag_called"' in exposure
+    assert '"event":"view"' in funnel and '"event":"purchase"' in funnel
+    assert all(size > 0 for *_, size in rows)
+
+
 def test_no_data_answers_posthogs_flags(results_project) -> None:
     project = results_project(_events("only-control", {"control": 3}))
     nothing = _experiment(project, "nothing")

@@ -19,6 +19,7 @@ from typing import Any
 
 from ...errors import ValidationFailed
 from ...query.failures import api_error
+from ...query.query_log import logged
 from ...query.runners import RunContext
 from ...query.runners.funnels import run_funnels
 from ...query.runners.trends import run_trends
@@ -52,8 +53,8 @@ Runner = Callable[[Any, RunContext], Any]
 
 
 def _run(runner: Runner, query: Any, ctx: RunContext, attr: Callable[[str | None], str]) -> Any:
-    try:
-        return runner(query, ctx)
+    try:  # recorded in the project's query_log as the insight query it is
+        return logged(ctx.team_id, query, lambda: runner(query, ctx), query_id=ctx.tag)
     except ValidationFailed as exc:
         raise ValidationFailed(exc.detail, attr=attr(exc.attr), code=exc.code) from None
     except Exception as exc:  # engine, HogQL and runner failures: the Query API's answers for them

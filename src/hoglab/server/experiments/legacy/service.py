@@ -27,11 +27,13 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ...engine.base import EngineError
 from ...engine.limits import LimitedEngine, statement_limits
 from ...errors import NotFound, ServerError
+from ...hogql.budget import CompileBudget
 from ...query.answers import dumps, join_members
 from ...query.cache import cache_key, data_version
 from ...query.failures import api_error
@@ -145,15 +147,21 @@ def experiment_results(
             return _wrap(entry.body, entry.last_refresh, cached=True)
     arms = _arms(record, plan, project, now)
     overrides = cache.person_overrides(project.id, version, lambda: has_person_overrides(engine, project.id))
+    gate = FairGate.for_engine(engine, state.config)
+    # The project's share of the memory budget and of compiling, as for its queries (engine/memory.py).
+    view = LimitedEngine(engine, statement_limits(state.config, getattr(engine, "memory", None)),
+                         project_id=project.id)  # fmt: skip
     ctx = RunContext(
         project=project,
-        engine=LimitedEngine(engine, statement_limits(state.config)),
+        engine=view,
         now=now,
         tag=tag_for(project.id, f"experiment-{record.id}-{uuid.uuid4().hex[:12]}"),
         person_overrides=overrides,
+        compile_budget=CompileBudget.from_config(state.config),
+        compile_slot=partial(gate.compiling, project.id),
     )
     try:  # the project's share of the engine, as for its queries (query/fairness.py)
-        with FairGate.for_engine(engine, state.config).hold(project_id=project.id, key_id=None):
+        with gate.hold(project_id=project.id, key_id=None), view:
             body = dumps(compute(ctx, plan, arms))
     except ProjectBusy as exc:
         raise api_error(exc) from None

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from hoglab.schema import MAX_SELECT_RETURNED_ROWS
 
 from ...engine.catalog import ENGINE_CATALOG
 from ...hogql import CompiledQuery, compile_hogql
+from ...hogql.budget import CompileBudget
 from ...hogql.catalog import Catalog
 from ...hogql.textguard import text_guards_enabled
 
@@ -121,6 +122,8 @@ class RunContext:
     ``now`` is taken once per request so every sub-query of it resolves relative dates (``-7d``) the same way.
     ``tag`` goes on every engine query of the request (``log_comment``), so cancelling the request kills them all.
     ``catalog`` is what the compiler is told of the engine (its materialized properties): the engine's.
+    ``compile_budget`` bounds each statement's compiling (``hogql/budget.py``); ``compile_slot`` is entered
+    around it: the project's share of compiling (``query/fairness.py``), one statement at a time per project.
     """
 
     project: ProjectRecord
@@ -131,6 +134,8 @@ class RunContext:
     max_rows: int = MAX_SELECT_RETURNED_ROWS
     timings: Timings = field(default_factory=Timings)
     catalog: Catalog = ENGINE_CATALOG
+    compile_budget: CompileBudget | None = None
+    compile_slot: Callable[[], AbstractContextManager[None]] | None = None
 
     @property
     def team_id(self) -> int:
@@ -153,7 +158,9 @@ class RunContext:
     ) -> CompiledQuery:
         """HogQL → guarded ClickHouse SQL for this project (raises ``HogQLError`` on a mistake), kept in ``COMPILED``.
 
-        Runners' own queries get no implicit LIMIT (``default_limit=None``) but keep the row cap.
+        Runners' own queries get no implicit LIMIT (``default_limit=None``) but keep the row cap. A statement not
+        compiled before is compiled in the project's compile slot and under the compile budget; a statement over
+        the budget is refused (``CompileBudgetExceeded``) and not kept.
         """
         max_limit = self.max_rows if max_limit is None else max_limit
         with self.timings.measure("compile"):
@@ -167,19 +174,26 @@ class RunContext:
                    text_guards_enabled())  # fmt: skip
             compiled = COMPILED.get(key)
             if compiled is None:
-                compiled = compile_hogql(
-                    hogql,
-                    team_id=self.team_id,
-                    values=values,
-                    timezone=self.timezone,
-                    default_limit=default_limit,
-                    max_limit=max_limit,
-                    person_overrides=self.person_overrides,
-                    filters=filters,
-                    numeric_properties=numeric_properties,
-                    query_log=query_log,
-                    catalog=self.catalog,
-                )
+                budget = self.compile_budget
+                with (
+                    self.compile_slot() if self.compile_slot is not None else nullcontext(),
+                    budget.applied() if budget is not None else nullcontext(),
+                ):
+                    compiled = compile_hogql(
+                        hogql,
+                        team_id=self.team_id,
+                        values=values,
+                        timezone=self.timezone,
+                        default_limit=default_limit,
+                        max_limit=max_limit,
+                        person_overrides=self.person_overrides,
+                        filters=filters,
+                        numeric_properties=numeric_properties,
+                        query_log=query_log,
+                        catalog=self.catalog,
+                    )
+                if budget is not None:
+                    budget.check_sql(compiled.sql)
                 COMPILED.put(key, compiled)
             return compiled
 

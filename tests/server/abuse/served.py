@@ -1,0 +1,119 @@
+"""``hoglab serve`` itself in a subprocess, for attacks whose proof is the serving process's own memory (the test
+process holds its own engine, so its RSS says nothing about a service's).
+
+    with ServedProcess(tmp_path, "--memory-budget", "640MiB") as served:
+        project = served.project("a")          # a project and an httpx client with a key to it
+        served.rss(), served.peak_rss()        # the service's resident memory now, and its high-water mark
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from hoglab.server.store import Store
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parents[2] / "src"
+
+
+@dataclass
+class ServedProject:
+    id: int
+    http: httpx.Client
+
+    def query(self, sql: str, *, refresh: str = "force_blocking", timeout: float = 120) -> httpx.Response:
+        body = {"query": {"kind": "HogQLQuery", "query": sql}, "refresh": refresh}
+        return self.http.post(f"/api/projects/{self.id}/query/", json=body, timeout=timeout)
+
+    def arrow(self, sql: str, *, timeout: float = 120) -> httpx.Response:
+        body = {"query": {"kind": "HogQLQuery", "query": sql}}
+        return self.http.post(f"/api/projects/{self.id}/query/arrow/", json=body, timeout=timeout)
+
+
+class ServedProcess:
+    """A ``hoglab serve`` process on ``data_dir`` with ``args`` and ``env`` added; a context manager."""
+
+    def __init__(self, data_dir: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with Store.open_at(data_dir) as store:
+            store.users.default()  # the store exists before the service opens it
+        script = Path(sys.executable).with_name("hoglab")
+        command = [str(script)] if script.exists() else [sys.executable, "-m", "hoglab.cli"]
+        environ = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(SRC), "HOGLAB_RATE_LIMITS": "off",
+                   **(env or {})}  # fmt: skip
+        self.process = subprocess.Popen(
+            [*command, "serve", "--port", "0", "--data-dir", str(data_dir), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environ,
+        )  # fmt: skip
+        self._clients: list[httpx.Client] = []
+        assert self.process.stdout is not None
+        first = self.process.stdout.readline()  # "hoglab 0.1.0 serving DIR at http://127.0.0.1:PORT  (...)"
+        if " at http://" not in first:
+            self.close()
+            raise RuntimeError(f"hoglab serve did not start: {first!r}")
+        self.url = first.split(" at ")[1].split()[0]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{self.url}/api/projects/", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        self.close()
+        raise RuntimeError("hoglab serve did not answer")
+
+    def project(self, name: str) -> ServedProject:
+        """A new project with a key of its own (made in the store, which the service reads at each request)."""
+        with Store.open_at(self.data_dir) as store:
+            project = store.projects.create(name)
+            _, key = store.keys.create(store.users.default().id, ["*"], [project.id])
+        http = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
+        self._clients.append(http)
+        return ServedProject(project.id, http)
+
+    def _status(self, field: str) -> int:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024  # kB
+        raise KeyError(field)
+
+    def rss(self) -> int:
+        """The service's resident memory now (bytes)."""
+        return self._status("VmRSS")
+
+    def peak_rss(self) -> int:
+        """The service's resident high-water mark (bytes) since it started or since :meth:`reset_peak`."""
+        return self._status("VmHWM")
+
+    def reset_peak(self) -> None:
+        """Start the high-water mark again from the current resident memory (Linux's ``clear_refs`` 5)."""
+        Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")
+
+    def close(self) -> None:
+        for client in self._clients:
+            client.close()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)  # as a user stops it: a clean shutdown
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(30)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def __enter__(self) -> ServedProcess:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
