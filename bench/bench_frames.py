@@ -19,8 +19,8 @@ from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 
-from hoglab._frames._columns import _json_loads
 from hoglab.frames import table_frame
+from hoglab.frames.columns import json_loads
 
 TYPES = [
     ["timestamp", "DateTime64(6, 'UTC')"],
@@ -81,7 +81,7 @@ def naive(body: bytes) -> pd.DataFrame:
     return pd.DataFrame(json.loads(body)["results"])
 
 
-LOADS = _json_loads()
+LOADS = json_loads()
 
 
 def hoglab_path(body: bytes) -> pd.DataFrame:

@@ -28,7 +28,6 @@ from ._lazy import lazy_exports
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_exports reads it at run time
-    from ._pull import PullReport as PullReport, pull as pull
     from .client import (
         Client as Client,
         ExperimentResult as ExperimentResult,
@@ -79,6 +78,7 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         plot_trends as plot_trends,
         unload_ipython_extension as unload_ipython_extension,
     )
+    from .pull import PullReport as PullReport, pull as pull
     from .queries import (
         actors as actors,
         events as events,

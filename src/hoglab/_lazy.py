@@ -5,6 +5,11 @@ re-exports); at run time :func:`lazy_exports` reads the same statements from the
 once, and nothing is imported until a name is first used (``import hoglab`` stays free of pandas and httpx).
 The same idea as ``lazy_loader.attach_stub``, with the stub inside the module.
 
+An export may share its name with a subpackage (``hoglab.pull``, the function, and ``hoglab/pull/``, its home):
+importing the subpackage sets it as an attribute of its parent, which would hide the export, so the package's
+module refuses that one assignment and the export stays what the name means (``sys.modules`` still holds the
+subpackage, so ``import hoglab.pull`` and ``from hoglab.pull import PullReport`` work as usual).
+
     if TYPE_CHECKING:
         from .client import Client as Client
     __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,7 +50,17 @@ def lazy_exports(
     """
     exports = _typing_imports(path, package)
     names = sorted(exports)
-    namespace = importlib.import_module(package).__dict__
+    module = importlib.import_module(package)
+    namespace = module.__dict__
+
+    class _ExportsFirst(types.ModuleType):
+        def __setattr__(self, name: str, value: Any) -> None:
+            # The import system sets each imported subpackage on its parent; an export of that name wins.
+            if name in exports and isinstance(value, types.ModuleType) and value.__name__ == f"{package}.{name}":
+                return
+            super().__setattr__(name, value)
+
+    module.__class__ = _ExportsFirst
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)

@@ -25,9 +25,9 @@ the other parts define theirs beside their code, under the same root::
     │   │   └── PostHogStatsError                            a case PostHog's engine refuses
     │   └── StatsComputationError        (also ArithmeticError)
     │   -- the command line --
-    ├── CommandError                                         hoglab.cli: printed as one line, exit status 1
+    ├── CommandError                                         hoglab.cli.common: one line, exit status 1 or 2
     │   -- the notebook --
-    ├── notebook._placeholders.UndefinedName (also NameError) a {name} of a %%hogql cell that is not defined
+    ├── notebook.magic.placeholders.UndefinedName (also NameError) a {name} of a %%hogql cell not defined
     │   -- the service (hoglab.server; the answer a user gets is always an APIError's body) --
     ├── server.errors.APIError                               answered as {type, code, detail, attr}
     │   ├── ValidationFailed  (400) ── query.failures.HogQLInvalid, MemoryLimitReached

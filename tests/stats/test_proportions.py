@@ -38,8 +38,6 @@ CASES = [
 @pytest.mark.parametrize(("n_c", "s_c", "n_t", "s_t"), CASES)
 @pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
 def test_ztest_matches_statsmodels(n_c: int, s_c: int, n_t: int, s_t: int, alternative: str) -> None:
-    if s_c + s_t in (0, n_c + n_t):
-        pytest.skip("statsmodels divides by zero; covered by the degenerate test")
     ours = two_proportion_ztest(Proportion(n_c, s_c), Proportion(n_t, s_t), alternative=alternative)  # type: ignore[arg-type]
     sm_alt = {"two-sided": "two-sided", "greater": "larger", "less": "smaller"}[alternative]
     z, p = proportions_ztest([s_t, s_c], [n_t, n_c], alternative=sm_alt)
@@ -58,8 +56,6 @@ def test_tiny_p_values_keep_their_precision() -> None:
 @pytest.mark.parametrize("correction", [False, True])
 def test_chi_square_matches_scipy(n_c: int, s_c: int, n_t: int, s_t: int, correction: bool) -> None:
     table = np.array([[s_c, n_c - s_c], [s_t, n_t - s_t]])
-    if np.any(table.sum(axis=0) == 0):
-        pytest.skip("scipy refuses a zero column")
     ours = chi_square_test([Proportion(n_c, s_c), Proportion(n_t, s_t)], correction=correction)
     ref = stats.chi2_contingency(table, correction=correction)
     assert ours.statistic == pytest.approx(ref.statistic, rel=1e-9, abs=1e-12)

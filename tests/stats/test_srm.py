@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -73,3 +74,33 @@ def test_false_alarm_rate_under_a_correct_split() -> None:
     p = np.array([srm([c, total - c]).p_value for c in control])
     se = math.sqrt(threshold * (1 - threshold) / sims)
     assert abs((p < threshold).mean() - threshold) < 4 * se
+
+
+def test_the_one_summary_in_each_form_against_scipy() -> None:
+    # The words every view says (picker, report, SRM plot, results): numbers from scipy, not from srm() itself.
+    ok, bad = srm({"control": 5050, "test": 4950}), srm({"control": 821, "test": 1000}, [0.5, 0.5])
+    ref_ok, ref_bad = stats.chisquare([5050, 4950]), stats.chisquare([821, 1000])
+    assert ok.summary() == (
+        f"Traffic split as planned (50%/50%): SRM check p = {ref_ok.pvalue:.2g} (χ² = {ref_ok.statistic:.3g}, 1 dof)."
+    )
+    assert bad.summary() == (
+        f"Sample ratio mismatch: p = {ref_bad.pvalue:.2g} < 0.001 (χ² = {ref_bad.statistic:.3g}, 1 dof). The traffic "
+        "split differs from the plan (50%/50%): find out why before trusting the results."
+    )
+    assert ok.summary("line") == f"Traffic split: as planned (SRM χ² p = {ref_ok.pvalue:.3g})."
+    assert bad.summary("line", counted="Exposures") == (
+        "Exposures: control 821, test 1,000. Traffic split: MISMATCH, investigate before trusting the results "
+        f"(SRM χ² p = {ref_bad.pvalue:.3g})."
+    )
+    stat = f"χ² = {ref_ok.statistic:.3g}, 1 dof"
+    assert ok.summary("title") == f"Traffic split as designed: p = {ref_ok.pvalue:.2g} ({stat})"
+    assert str(bad) == bad.summary("line") and html.escape(bad.summary()) in bad._repr_html_()
+
+
+def test_a_comparison_shows_the_summary_of_each_mismatched_metric() -> None:
+    from hoglab.stats import compare
+
+    mismatched = compare({"control": (10_000, 1000), "test": (9_000, 900)})
+    check = mismatched.srm["conversion"]
+    assert check.mismatch and html.escape(check.summary()) in mismatched._repr_html_()
+    assert [w.message for w in mismatched.rows[0].warnings if w.kind.value == "srm"] == [check.summary("title")]

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .._queries._args import model_errors
 from ..errors import APIError, InvalidArgument, InvalidArgumentType
+from ..queries._args import model_errors
 from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentUpdate
 from ._errors import json_or_none
 from ._metric_queries import is_metric_experiment, metric_experiment_results

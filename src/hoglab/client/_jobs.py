@@ -6,9 +6,9 @@ import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from .._frames._columns import _json_loads
 from ..errors import HoglabError, QueryError, QueryTimeout
 from ..frames import to_frame
+from ..frames.columns import json_loads
 from ..schema import QueryRequest, QueryStatus
 from ._errors import error_from_response
 
@@ -41,7 +41,7 @@ def submit(
     body = QueryRequest(query=q, refresh="force_async", client_query_id=query_id).to_json_dict()
     # Retrying is safe: the server de-duplicates a submit by its client_query_id.
     response = client.request("POST", client.path("query/"), json=body, idempotent=True)
-    data: dict[str, Any] = _json_loads()(response.content)
+    data: dict[str, Any] = json_loads()(response.content)
     job = QueryJob(client, query_id, q, frame_options=frame_options)
     status = data.get("query_status")
     if "results" in data and not (status and status.get("complete") is False):
@@ -102,7 +102,7 @@ class QueryJob:
         response = self._client.request(
             "GET", self._client.path(f"query/{self.id}/"), params={"show_progress": "true"}, accept_error=True
         )
-        body = _json_loads()(response.content) if response.content else {}
+        body = json_loads()(response.content) if response.content else {}
         status = QueryStatus.model_validate(body["query_status"])
         self._last = status
         if status.error:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._frames._columns import _json_loads
 from ..errors import APIError
+from ..frames.columns import json_loads
 from ._metric_results import MetricAnswer, MetricExperimentResult
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def post_query(client: Client, query: Mapping[str, Any], *, refresh: bool = Fals
     query_id = new_query_id()
     body = {"query": dict(query), "client_query_id": query_id, "refresh": "force_blocking" if refresh else "blocking"}
     response = client.request("POST", client.path("query/"), json=body, idempotent=True)
-    data: dict[str, Any] = _json_loads()(response.content)
+    data: dict[str, Any] = json_loads()(response.content)
     status = data.get("query_status") if isinstance(data.get("query_status"), Mapping) else None
     if response.status_code != 202 and (status is None or status.get("complete", True)):
         return data

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pydantic
 
-from .._frames._columns import _json_loads, parse_type
 from ..errors import HoglabError, InvalidArgument, InvalidArgumentType
 from ..frames import table_frame, to_arrow, to_frame, to_polars
+from ..frames.columns import json_loads, parse_type
 from ..schema import (
     MAX_SELECT_RETURNED_ROWS,
     ActorsQuery,
@@ -92,7 +92,7 @@ def execute(client: Client, query: AnyQueryModel, *, refresh: str | bool | None 
     query_id = new_query_id()
     body = QueryRequest(query=query, refresh=refresh, client_query_id=query_id).to_json_dict()
     response = client.request("POST", client.path("query/"), json=body, idempotent=True)
-    data: dict[str, Any] = _json_loads()(response.content)
+    data: dict[str, Any] = json_loads()(response.content)
     status = data.get("query_status") or {}
     if "results" in data and (response.status_code != 202 or status.get("complete", True)):
         return data

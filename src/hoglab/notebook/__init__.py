@@ -1,4 +1,8 @@
-"""The notebook toolkit: matplotlib plots, the ``%%hogql`` magic and the experiment picker.
+"""The notebook toolkit: matplotlib plots, the ``%%hogql`` magic, the experiment picker and the experiment report.
+
+One folder per idea: ``magic/`` (``%%hogql``), ``picker/`` (the widget and its HTML views), ``report/``, ``plots/``
+(one module per kind of frame or result; :mod:`hoglab.notebook.plots` lists them); ``analysis.py`` recomputes an
+experiment result with :mod:`hoglab.stats` for all three; ``tours.py`` feeds the tour notebooks' metric experiment.
 
 Needs the ``[notebook]`` extra. Names load on first use, so loading the IPython extension does not import
 matplotlib (or pandas) until a plot is drawn or a query runs::
@@ -18,13 +22,12 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_exports reads it at run time
-    from ._magic import (
+    from .magic import (
         HogQLMagics as HogQLMagics,
         load_ipython_extension as load_ipython_extension,
         unload_ipython_extension as unload_ipython_extension,
     )
-    from ._picker import ExperimentPicker as ExperimentPicker, pick_experiment as pick_experiment
-    from ._report import ExperimentReport as ExperimentReport, experiment_report as experiment_report
+    from .picker import ExperimentPicker as ExperimentPicker, pick_experiment as pick_experiment
     from .plots import (
         cumulative_effect as cumulative_effect,
         plot_cumulative_effect as plot_cumulative_effect,
@@ -40,5 +43,6 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         plot_stickiness as plot_stickiness,
         plot_trends as plot_trends,
     )
+    from .report import ExperimentReport as ExperimentReport, experiment_report as experiment_report
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -217,7 +217,7 @@ def _run(
                 srm_warning = [
                     StatsWarning(
                         WarningKind.SRM,
-                        f"traffic split differs from the design (p = {split.p_value:.2g})",
+                        split.summary("title"),
                         variant=pair.variant,
                         metric=metric_name,
                     )

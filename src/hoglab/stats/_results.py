@@ -250,10 +250,9 @@ class Comparison:
                 f"<td>{badges}</td></tr>"
             )
         srm = "".join(
-            f"<p style='color:#cf222e'><b>Sample ratio mismatch</b> on {esc(m)} (p = {s.p_value:.2g}): "
-            "the split differs from the design; results may be biased.</p>"
-            for m, s in self.srm.items()
-            if s.mismatch
+            f"<p style='color:#cf222e'><b>{esc(m)}</b>: {esc(check.summary())}</p>"
+            for m, check in self.srm.items()
+            if check.mismatch
         )
         return (
             f"<div><p><b>{esc(self.control)}</b> vs variants — {esc(self._describe())}</p>{srm}"

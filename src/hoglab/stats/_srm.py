@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -12,11 +14,15 @@ import pandas as pd
 from ._errors import StatsInputError
 from ._types import chi2_sf
 
-__all__ = ["SRM_THRESHOLD", "SRMResult", "srm"]
+__all__ = ["SRM_THRESHOLD", "SRMResult", "SummaryForm", "srm"]
 
 SRM_THRESHOLD = 0.001
 """p-value below which a split counts as mismatched (GrowthBook's default, strict because the
 check runs on every experiment and every refresh)."""
+
+SummaryForm = Literal["sentence", "line", "title"]
+"""How :meth:`SRMResult.summary` says it: a ``sentence`` for a page (picker, report HTML, results), a ``line`` for
+a terminal report (``Traffic split: ...``), a ``title`` for a chart (no advice)."""
 
 
 @dataclass(frozen=True)
@@ -53,18 +59,57 @@ class SRMResult:
             }
         )
 
+    @property
+    def planned_split(self) -> str:
+        """The expected shares as text, e.g. ``50%/50%``."""
+        return "/".join(f"{share:.0%}" for share in self.expected_shares)
+
+    @property
+    def counts_text(self) -> str:
+        """The observed units per variant as text, e.g. ``control 5,050, test 4,950``."""
+        return ", ".join(f"{v} {int(n):,}" for v, n in zip(self.variants, self.observed, strict=True))
+
+    def summary(self, form: SummaryForm = "sentence", *, counted: str | None = None) -> str:
+        """THE words of the check: every view of it (the picker, the report's text and page, the SRM plot's title,
+        a comparison's results, this result's own display) says it through here.
+
+        ``counted`` names what was counted (``"Exposures"``) to lead with the counts per variant.
+
+        >>> ok, bad = srm({"control": 5050, "test": 4950}), srm({"control": 821, "test": 1000})
+        >>> ok.summary()
+        'Traffic split as planned (50%/50%): SRM check p = 0.32 (χ² = 1, 1 dof).'
+        >>> bad.summary("line")
+        'Traffic split: MISMATCH, investigate before trusting the results (SRM χ² p = 2.73e-05).'
+        >>> bad.summary("title")
+        'Sample ratio mismatch: p = 2.7e-05 < 0.001 (χ² = 17.6, 1 dof)'
+        >>> ok.summary("line", counted="Exposures")
+        'Exposures: control 5,050, test 4,950. Traffic split: as planned (SRM χ² p = 0.317).'
+        """
+        stat = f"χ² = {self.statistic:.3g}, {self.dof} dof"
+        if form == "title":
+            if self.mismatch:
+                return f"Sample ratio mismatch: p = {self.p_value:.2g} < {self.threshold:g} ({stat})"
+            return f"Traffic split as designed: p = {self.p_value:.2g} ({stat})"
+        if form == "line":
+            state = "MISMATCH, investigate before trusting the results" if self.mismatch else "as planned"
+            text = f"Traffic split: {state} (SRM χ² p = {self.p_value:.3g})."
+            return f"{counted}: {self.counts_text}. {text}" if counted else text
+        if self.mismatch:
+            text = (
+                f"Sample ratio mismatch: p = {self.p_value:.2g} < {self.threshold:g} ({stat}). The traffic split "
+                f"differs from the plan ({self.planned_split}): find out why before trusting the results."
+            )
+        else:
+            text = f"Traffic split as planned ({self.planned_split}): SRM check p = {self.p_value:.2g} ({stat})."
+        return f"{counted} {self.counts_text}. {text}" if counted else text
+
     def _repr_html_(self) -> str:
-        verdict = (
-            f"<b>Sample ratio mismatch</b> (p = {self.p_value:.3g} &lt; {self.threshold:g})"
-            if self.mismatch
-            else f"Traffic split consistent with the design (p = {self.p_value:.3g})"
-        )
         table = self.to_frame().to_html(index=False, float_format=lambda x: f"{x:.4g}", border=0)
-        return f"<div><p>{verdict}; χ² = {self.statistic:.4g}, dof = {self.dof}</p>{table}</div>"
+        colour = "#cf222e" if self.mismatch else "inherit"
+        return f"<div><p style='color:{colour}'>{html.escape(self.summary())}</p>{table}</div>"
 
     def __str__(self) -> str:
-        state = "MISMATCH" if self.mismatch else "ok"
-        return f"SRM {state}: chi2={self.statistic:.4g}, dof={self.dof}, p={self.p_value:.4g}"
+        return self.summary("line")
 
 
 def srm(

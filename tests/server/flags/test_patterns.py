@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hoglab import Client
-from hoglab._pull import pull
+from hoglab.pull import pull
 from hoglab.server.flags import invalid_patterns, match_property
 from hoglab.server.flags.patterns import compile_pattern, search
 

@@ -1,6 +1,6 @@
 """A metric experiment fed by the official ``posthog`` SDK and analysed end to end over HTTP, on the real service.
 
-``hoglab.demo_metrics.feed_metric_experiment`` creates an experiment with a funnel, a mean and a ratio metric
+``hoglab.notebook.tours.feed_metric_experiment`` creates an experiment with a funnel, a mean and a ratio metric
 (and a secondary mean), launches it, and plays a week of seeded visits through the SDK: ``/flags`` assigns each
 user, ``/batch`` receives the exposure and the visit's events. ``client.experiments.results`` then runs an
 ``ExperimentQuery`` per metric and the ``ExperimentExposureQuery``. Every number is checked against a pandas
@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from hoglab.client import Client, MetricExperimentResult
-from hoglab.demo_metrics import METRIC_FLAG_KEY, feed_metric_experiment
+from hoglab.notebook.tours import METRIC_FLAG_KEY, feed_metric_experiment
 from hoglab.stats.posthog import ExperimentStats, experiment_results
 from posthog_openapi import CACHE_FIELDS, assert_valid
 

@@ -1,1 +1,0 @@
-"""Private implementation of :mod:`hoglab.frames` (kept in small modules; import from ``hoglab.frames``)."""

@@ -1,1 +1,0 @@
-"""Private implementation of :mod:`hoglab.queries`."""

@@ -1,0 +1,59 @@
+"""The experiment report of a metric experiment (PostHog's current kind): its text and its figures.
+
+The HTML page reuses the picker's view (:mod:`hoglab.notebook.picker.metric_view`); here are the terminal lines and the
+figures: each metric's effect with its interval, the exposures over time and the traffic split.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..picker.metric_view import metric_settings
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .report import ExperimentReport
+
+__all__ = ["draw_metric_figures", "metric_summary_lines"]
+
+
+def metric_summary_lines(report: ExperimentReport) -> list[str]:
+    """The method, the exposures' SRM check, then each metric: its settings and its verdict."""
+    result = report.metrics
+    if result is None:
+        return [report.primary.error or "No results."]
+    lines = [f"Method: {result.method} (PostHog's current engine)."]
+    check = report.exposure_srm
+    if check is not None:
+        lines.append(check.summary("line", counted="Exposures"))
+    elif result.exposures_error:
+        lines.append(f"Exposures: {result.exposures_error}")
+    for answer in result.metrics:
+        lines.append(f"[{answer.role}] {result.metric_verdict(answer)}")
+        lines.append(f"    {answer.metric_type}: {metric_settings(answer.metric)}")
+    return lines
+
+
+def draw_metric_figures(report: ExperimentReport) -> dict[str, Figure]:
+    """The figures by name: ``metric_effects``, ``exposures`` and ``srm`` (those the data allows)."""
+    from matplotlib.figure import Figure
+
+    from ..plots.metrics import plot_exposures, plot_metric_effects
+    from ..plots.srm import plot_srm
+
+    result = report.metrics
+    figures: dict[str, Figure] = {}
+    if result is None:
+        return figures
+    rows = int(result.to_frame()["method"].notna().sum())
+    if rows:
+        figures["metric_effects"] = figure = Figure(figsize=(8, 1.4 + 0.45 * rows), layout="constrained", dpi=110)
+        plot_metric_effects(result, ax=figure.add_subplot())
+    if not result.exposures_frame().empty:
+        figures["exposures"] = figure = Figure(figsize=(8, 3.2), layout="constrained", dpi=110)
+        plot_exposures(result, ax=figure.add_subplot())
+    if report.exposure_srm is not None:
+        figures["srm"] = figure = Figure(figsize=(5.5, 3.2), layout="constrained", dpi=110)
+        plot_srm(report.exposure_srm, ax=figure.add_subplot())
+    return figures

@@ -1,0 +1,55 @@
+"""Query builders: short Python calls that return the :mod:`hoglab.schema` models PostHog's ``/query`` takes.
+
+Every argument is checked here, so a mistake is an :class:`~hoglab.errors.InvalidArgument` (a ``ValueError``)
+naming the argument, before any request. The models go to :meth:`hoglab.Client.query`, or serialise with
+``.to_json_dict()`` for any other PostHog client.
+
+One private module per insight kind (``_trends``, ``_funnels``, ``_retention``, ``_lifecycle``, ``_stickiness``,
+``_paths``), the tables (``_events``, ``_actors``) and experiment metrics (``_metrics``); what they share is in
+``_args`` (argument checks, the ``where=`` grammar) and ``_series`` (series, date range, breakdown, comparison).
+The modules are private because their names would shadow the builders (``hoglab.queries.trends`` is the function).
+
+>>> q = trends("$pageview", math="dau", interval="week", date_from="-30d", breakdown="$browser",
+...            where={"$browser": "Chrome"})
+>>> q.series[0].math, q.interval, q.breakdownFilter.breakdown, q.properties[0].value
+('dau', 'week', '$browser', 'Chrome')
+>>> funnel(["$pageview", "signup", "purchase"], window="14d", order="strict").funnelsFilter.funnelOrderType
+'strict'
+>>> mean_metric("purchase", math="sum", math_property="price", upper_bound_percentile=0.99).metric_type
+'mean'
+>>> retention("signup", returning="$pageview", period="week").retentionFilter.period
+'Week'
+>>> [q.kind for q in (lifecycle("$pageview"), stickiness("$pageview"), paths(start="/home"))]
+['LifecycleQuery', 'StickinessQuery', 'PathsQuery']
+>>> trends("$pageview", interval="fortnight")
+Traceback (most recent call last):
+hoglab.errors.InvalidArgument: interval: 'fortnight' is not one of 'minute', 'hour', 'day', 'week', 'month'.
+"""
+
+from __future__ import annotations
+
+from ._actors import actors
+from ._events import events
+from ._funnels import funnel
+from ._lifecycle import lifecycle
+from ._metrics import funnel_metric, mean_metric, ratio_metric
+from ._paths import paths
+from ._retention import retention
+from ._series import series
+from ._stickiness import stickiness
+from ._trends import trends
+
+__all__ = [
+    "actors",
+    "events",
+    "funnel",
+    "funnel_metric",
+    "lifecycle",
+    "mean_metric",
+    "paths",
+    "ratio_metric",
+    "retention",
+    "series",
+    "stickiness",
+    "trends",
+]

@@ -1,0 +1,89 @@
+"""The funnel builder: people moving through 2 to 20 steps, with a conversion window, order and exclusions.
+
+>>> funnel(["$pageview", "signup", "purchase"], window="14d", order="strict").funnelsFilter.funnelOrderType
+'strict'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, timedelta
+from typing import Literal
+
+from ..errors import InvalidArgument, InvalidArgumentType
+from ..schema import EventsNode, FunnelExclusion, FunnelsFilter, FunnelsQuery
+from ._args import check_choice, model_errors, where_filters, window_arg
+from ._series import Where, breakdown_filter, date_range, series_list
+
+__all__ = ["funnel"]
+
+
+def funnel(
+    steps: Sequence[str | EventsNode],
+    *,
+    window: int | str | timedelta | None = None,
+    order: Literal["ordered", "strict", "unordered"] = "ordered",
+    breakdown: str | int | Sequence[str] | None = None,
+    breakdown_type: str | None = None,
+    breakdown_attribution: str | None = None,
+    date_from: str | date | None = None,
+    date_to: str | date | None = None,
+    where: Where = None,
+    person_where: Where = None,
+    exclude: Sequence[str | tuple[str, int, int]] | None = None,
+    viz: Literal["steps", "time_to_convert", "trends"] = "steps",
+    step_reference: Literal["total", "previous"] | None = None,
+    filter_test_accounts: bool = False,
+) -> FunnelsQuery:
+    """A FunnelsQuery over 2 to 20 steps (event names or :func:`series`).
+
+    ``window`` is how long a person has from the first step (days as an int, ``"14d"``, ``"6h"``, a
+    ``timedelta``; PostHog's default is 14 days). ``exclude`` lists events that disqualify an attempt: a name
+    (anywhere in the funnel) or ``(event, from_step, to_step)`` with 0-based steps.
+
+    >>> q = funnel(["$pageview", "signup"], window="6h", exclude=["logout"], breakdown="person.plan")
+    >>> settings = q.funnelsFilter
+    >>> settings.funnelWindowIntervalUnit, settings.exclusions[0].funnelToStep, q.breakdownFilter.breakdown_type
+    ('hour', 1, 'person')
+    """
+    if isinstance(steps, str | EventsNode) or not isinstance(steps, Sequence):
+        raise InvalidArgumentType(
+            "steps: expected a list of 2 to 20 event names or hoglab.series(...).", argument="steps"
+        )
+    nodes = series_list("steps", list(steps), None, None)
+    if not 2 <= len(nodes) <= 20:
+        raise InvalidArgument(f"steps: a funnel has 2 to 20 steps, got {len(nodes)}.", argument="steps")
+    check_choice("order", order, "ordered strict unordered")
+    check_choice("viz", viz, "steps time_to_convert trends")
+    if step_reference is not None:
+        check_choice("step_reference", step_reference, "total previous")
+    if breakdown_attribution is not None:
+        check_choice("breakdown_attribution", breakdown_attribution, "first_touch last_touch all_events step")
+    size, unit = window_arg(window) if window is not None else (None, None)
+    exclusions = []
+    for item in exclude or []:
+        event, start, end = (item, 0, len(nodes) - 1) if isinstance(item, str) else item
+        if not 0 <= start < end < len(nodes):
+            raise InvalidArgument(
+                f"exclude: steps ({start}, {end}) must satisfy 0 <= from < to < {len(nodes)} (0-based steps).",
+                argument="exclude",
+            )
+        with model_errors("exclude"):
+            exclusions.append(FunnelExclusion(event=event, funnelFromStep=start, funnelToStep=end))
+    filters = where_filters(where, person_where)
+    with model_errors("funnel"):
+        settings = FunnelsFilter(funnelOrderType=order, funnelVizType=viz, exclusions=exclusions or None)
+        if size is not None:
+            settings.funnelWindowInterval, settings.funnelWindowIntervalUnit = size, unit  # type: ignore[assignment]
+        if step_reference is not None:
+            settings.funnelStepReference = step_reference
+        if breakdown_attribution is not None:
+            settings.breakdownAttributionType = breakdown_attribution  # type: ignore[assignment]
+        return FunnelsQuery(
+            series=nodes,
+            dateRange=date_range(date_from, date_to),
+            breakdownFilter=breakdown_filter(breakdown, breakdown_type, None),
+            funnelsFilter=settings,
+            properties=filters or None,
+            filterTestAccounts=filter_test_accounts,
+        )

@@ -1,0 +1,58 @@
+"""The lifecycle builder: per interval, the people who are new, returning, resurrecting or dormant.
+
+>>> lifecycle("$pageview", interval="week", statuses=["new", "dormant"]).lifecycleFilter.toggledLifecycles
+['new', 'dormant']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+from ..errors import InvalidArgumentType
+from ..schema import EventsNode, LifecycleFilter, LifecycleQuery, LifecycleToggle
+from ._args import check_choice, model_errors, where_filters
+from ._series import INTERVALS, Where, date_range, series_list
+
+__all__ = ["lifecycle"]
+
+
+def lifecycle(
+    event: str | EventsNode | None = "$pageview",
+    *,
+    interval: str = "day",
+    statuses: Sequence[str] | None = None,
+    date_from: str | date | None = None,
+    date_to: str | date | None = None,
+    where: Where = None,
+    person_where: Where = None,
+    filter_test_accounts: bool = False,
+) -> LifecycleQuery:
+    """A LifecycleQuery: per interval, the people doing ``event`` for the first time (new), again after the
+    previous interval (returning), again after a gap (resurrecting), and those who stopped (dormant).
+
+    ``event`` is an event name, ``None`` (any event) or one :func:`hoglab.series`. ``statuses`` shows only some
+    of ``new``, ``returning``, ``resurrecting``, ``dormant`` (PostHog's ``toggledLifecycles``).
+
+    >>> q = lifecycle(where={"$browser": "Chrome"}, date_from="-30d")
+    >>> q.series[0].event, q.interval, q.dateRange.date_from, q.properties[0].value
+    ('$pageview', 'day', '-30d', 'Chrome')
+    """
+    if isinstance(event, Sequence) and not isinstance(event, str):
+        raise InvalidArgumentType("event: a lifecycle has one event (a name, None or hoglab.series(...)).",
+                                  argument="event")  # fmt: skip
+    nodes = series_list("event", event, None, None)
+    check_choice("interval", interval, INTERVALS)
+    toggled = None
+    if statuses is not None:
+        toggled = [check_choice("statuses", s, LifecycleToggle) for s in ([statuses] if isinstance(statuses, str)
+                   else statuses)]  # fmt: skip
+    with model_errors("lifecycle"):
+        return LifecycleQuery(
+            series=nodes,
+            interval=interval,
+            lifecycleFilter=LifecycleFilter(toggledLifecycles=toggled) if toggled else None,
+            dateRange=date_range(date_from, date_to),
+            properties=where_filters(where, person_where) or None,
+            filterTestAccounts=filter_test_accounts,
+        )

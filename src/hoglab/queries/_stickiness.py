@@ -1,0 +1,83 @@
+"""The stickiness builder: how many people were active in 1, 2, ... intervals of the range.
+
+>>> stickiness(["$pageview", "signup"], cumulative=True).stickinessFilter.computedAs
+'cumulative'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+
+from ..errors import InvalidArgument
+from ..schema import EventsNode, StickinessCriteria, StickinessFilter, StickinessQuery
+from ._args import check_choice, model_errors, positive_int, where_filters
+from ._series import INTERVALS, Where, compare_filter, date_range, series_list
+
+__all__ = ["stickiness"]
+
+_STICKINESS_OPERATORS = {">=": "gte", "<=": "lte", "==": "exact", "=": "exact", "gte": "gte", "lte": "lte",
+                         "exact": "exact"}  # fmt: skip
+
+
+def _criteria(value: Any) -> StickinessCriteria | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = ("gte", value)
+    if not isinstance(value, tuple | list) or len(value) != 2 or value[0] not in _STICKINESS_OPERATORS:
+        raise InvalidArgument(
+            f"active_when: expected (operator, events) with operator '>=', '<=' or '==', got {value!r}.",
+            argument="active_when",
+        )
+    positive_int("active_when", value[1], low=0)
+    with model_errors("active_when"):
+        return StickinessCriteria(operator=_STICKINESS_OPERATORS[value[0]], value=value[1])
+
+
+def stickiness(
+    events: str | EventsNode | Sequence[str | EventsNode | None] | None = "$pageview",
+    *,
+    interval: str = "day",
+    interval_count: int | None = None,
+    cumulative: bool = False,
+    active_when: int | tuple[str, int] | None = None,
+    compare: bool = False,
+    compare_to: str | None = None,
+    date_from: str | date | None = None,
+    date_to: str | date | None = None,
+    where: Where = None,
+    person_where: Where = None,
+    filter_test_accounts: bool = False,
+) -> StickinessQuery:
+    """A StickinessQuery: for each series, how many people were active in exactly 1, 2, ... intervals of the
+    range (in that many or more with ``cumulative``).
+
+    ``events``: a name, ``None`` (any event), a :func:`hoglab.series` or a list of them. ``interval_count``
+    groups intervals (``interval="day", interval_count=7``: weeks of seven days). ``active_when`` says what
+    makes an interval count: ``3`` or ``(">=", 3)`` events at least, ``("<=", 2)``, ``("==", 1)``.
+    ``compare`` adds the previous period (or ``compare_to``, ``"-4w"``) as more lines.
+
+    >>> q = stickiness("$pageview", interval="week", active_when=(">=", 3), compare=True)
+    >>> q.stickinessFilter.stickinessCriteria.operator, q.stickinessFilter.stickinessCriteria.value, q.interval
+    ('gte', 3, 'week')
+    """
+    nodes = series_list("events", events, None, None)
+    check_choice("interval", interval, INTERVALS)
+    positive_int("interval_count", interval_count)
+    criteria = _criteria(active_when)
+    with model_errors("stickiness"):
+        settings = None
+        if cumulative or criteria is not None:
+            settings = StickinessFilter(computedAs="cumulative" if cumulative else None, stickinessCriteria=criteria)
+        return StickinessQuery(
+            series=nodes,
+            interval=interval,
+            intervalCount=interval_count,
+            stickinessFilter=settings,
+            compareFilter=compare_filter(compare, compare_to),
+            dateRange=date_range(date_from, date_to),
+            properties=where_filters(where, person_where) or None,
+            filterTestAccounts=filter_test_accounts,
+        )

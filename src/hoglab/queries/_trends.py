@@ -1,0 +1,73 @@
+"""The trends builder: events counted per interval, one line per series (and breakdown value).
+
+>>> q = trends("$pageview", math="dau", interval="week", breakdown="$browser")
+>>> q.series[0].math, q.interval, q.breakdownFilter.breakdown
+('dau', 'week', '$browser')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+from ..schema import ChartDisplayType, EventsNode, FormulaNode, IntervalType, TrendsFilter, TrendsQuery
+from ._args import check_choice, model_errors, where_filters
+from ._series import Where, breakdown_filter, compare_filter, date_range, series_list
+
+__all__ = ["trends"]
+
+
+def trends(
+    events: str | EventsNode | Sequence[str | EventsNode | None] | None,
+    *,
+    math: str | None = None,
+    math_property: str | None = None,
+    interval: str = "day",
+    date_from: str | date | None = None,
+    date_to: str | date | None = None,
+    breakdown: str | int | Sequence[str] | None = None,
+    breakdown_type: str | None = None,
+    breakdown_limit: int | None = None,
+    where: Where = None,
+    person_where: Where = None,
+    formula: str | Sequence[str] | None = None,
+    compare: bool = False,
+    compare_to: str | None = None,
+    display: str | None = None,
+    filter_test_accounts: bool = False,
+) -> TrendsQuery:
+    """A TrendsQuery: events counted per interval, one line per series (and breakdown value).
+
+    ``events`` is an event name (``None``: all events), a :func:`series`, or a list of them; ``math`` and
+    ``math_property`` apply to the ones given by name. ``breakdown`` is a property (``"person.plan"`` for a person
+    property, an int for a cohort) or a list of up to three. ``formula`` combines series by letter (``"A/B"``).
+
+    >>> from hoglab.queries import series
+    >>> q = trends(["signup", series("purchase", math="sum", math_property="price")], formula="B/A", compare=True)
+    >>> [s.event for s in q.series], q.trendsFilter.formulaNodes[0].formula, q.compareFilter.compare
+    (['signup', 'purchase'], 'B/A', True)
+    """
+    nodes = series_list("events", events, math, math_property)
+    check_choice("interval", interval, IntervalType)
+    if display is not None:
+        check_choice("display", display, ChartDisplayType)
+    formulas = [formula] if isinstance(formula, str) else list(formula or [])
+    trends_filter = None
+    if display or formulas:
+        with model_errors("formula"):
+            trends_filter = TrendsFilter(
+                display=display or "ActionsLineGraph",
+                formulaNodes=[FormulaNode(formula=f) for f in formulas] or None,
+            )
+    filters = where_filters(where, person_where)
+    with model_errors("trends"):
+        return TrendsQuery(
+            series=nodes,
+            interval=interval,
+            dateRange=date_range(date_from, date_to),
+            breakdownFilter=breakdown_filter(breakdown, breakdown_type, breakdown_limit),
+            compareFilter=compare_filter(compare, compare_to),
+            trendsFilter=trends_filter,
+            properties=filters or None,
+            filterTestAccounts=filter_test_accounts,
+        )
