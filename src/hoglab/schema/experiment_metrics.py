@@ -33,6 +33,8 @@ __all__ = [
     "EXPERIMENT_BREAKDOWN_TYPES",
     "EXPERIMENT_METRIC_MATH",
     "MAX_EXPERIMENT_BREAKDOWNS",
+    "MAX_UNIT_METRICS",
+    "MAX_UNIT_PROPERTIES",
     "ExperimentBreakdownResult",
     "ExperimentEventExposureConfig",
     "ExperimentExposureCriteria",
@@ -48,6 +50,7 @@ __all__ = [
     "ExperimentRatioMetric",
     "ExperimentRetentionMetric",
     "ExperimentStatsConfig",
+    "ExperimentUnitsQuery",
     "ExperimentVariantStats",
     "metric_fingerprint",
     "parse_metric",
@@ -371,6 +374,30 @@ class ExperimentExposureQuery(_ExperimentQueryBase):
         if self.experiment_id is None:
             raise ValueError("experiment_id is required: hoglab reads the flag and exposure from it.")
         return self
+
+
+MAX_UNIT_METRICS = 20
+"""Metrics one ``ExperimentUnitsQuery`` computes (each is a scan of the events)."""
+MAX_UNIT_PROPERTIES = 50
+"""Person or group properties one ``ExperimentUnitsQuery`` reads."""
+
+
+class ExperimentUnitsQuery(RequestModel):
+    """hoglab's per-unit rows of a stored experiment (``POST /query/arrow/``): one row per exposed unit (person,
+    or group for an experiment by group) with its variant, first exposure, each metric's value exactly as
+    ``ExperimentQuery`` sums it, and the unit's ``properties``.
+
+    >>> ExperimentUnitsQuery(experiment_id=3, metrics=[{"metric_type": "mean", "source": {"event": "buy"}}],
+    ...                      properties=["plan"]).metrics[0].metric_type
+    'mean'
+    """
+
+    kind: Literal["ExperimentUnitsQuery"] = "ExperimentUnitsQuery"
+    experiment_id: int = Field(ge=1, le=_LARGEST_ID)
+    metrics: list[ExperimentMetric] = Field(default_factory=list, max_length=MAX_UNIT_METRICS)
+    properties: list[Annotated[str, Field(min_length=1, max_length=400)]] = Field(
+        default_factory=list, max_length=MAX_UNIT_PROPERTIES
+    )
 
 
 class ExperimentVariantStats(ResponseModel):

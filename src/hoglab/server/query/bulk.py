@@ -37,12 +37,13 @@ from ..engine.settings import quote_identifier
 from ..errors import ValidationFailed
 from ..hogql import HogQLError
 from ..store.db import utcnow
+from .bounds import check_compile_budget
 from .cache import data_version
 from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
 from .fairness import ProjectBusy
 from .query_log import is_refusal, log_run
 from .request import prepare
-from .runners import RunContext, has_person_overrides
+from .runners import BULK_STATEMENTS, RunContext, has_person_overrides, load_runners
 from .runners.hogql import MODIFIERS
 
 if TYPE_CHECKING:
@@ -123,6 +124,12 @@ def _ipc(table: pa.Table) -> memoryview:
     return memoryview(sink.getvalue())
 
 
+def load_bulk_statements() -> dict[str, Any]:
+    """The kinds besides ``HogQLQuery`` whose rows this endpoint answers (their modules load with the runners)."""
+    load_runners()
+    return BULK_STATEMENTS
+
+
 def bulk_arrow(
     service: QueryService, project: ProjectRecord, data: dict[str, Any], *, key_id: int | None = None
 ) -> memoryview:
@@ -131,9 +138,18 @@ def bulk_arrow(
     Any other kind is a 400 naming ``query__kind``; a HogQL mistake is the 400 ``/query`` gives. ``key_id``: the
     caller's key, which gets its own share of the engine, as on ``/query``.
     """
+    query_json = data.get("query") if isinstance(data, dict) else None
+    kind = query_json.get("kind") if isinstance(query_json, dict) else None
+    if isinstance(kind, str) and kind in load_bulk_statements():
+        # A kind with rows of its own (ExperimentUnitsQuery): its statement runs as the HogQLQuery it compiles to.
+        check_compile_budget(data)
+        assert isinstance(query_json, dict)
+        sql, values = BULK_STATEMENTS[kind](query_json, project, service.store, utcnow())
+        data = {**data, "query": {"kind": "HogQLQuery", "query": sql, "values": values}}
     prepared = prepare(data, team_id=project.id, timezone=project.timezone or "UTC")
     if not isinstance(prepared.query, HogQLQuery):
-        detail = f"Bulk rows are answered for HogQLQuery only, not {prepared.kind}."
+        detail = f"Bulk rows are answered for HogQLQuery and {', '.join(sorted(BULK_STATEMENTS))} only, " \
+                 f"not {prepared.kind}."  # fmt: skip
         raise ValidationFailed(detail, attr="query__kind", code="invalid_input")
     query = prepared.query
     started, clock = time.time(), time.perf_counter()

@@ -111,6 +111,35 @@ PLAIN = Shape()
 """No breakdown, no CUPED."""
 
 
+@dataclass(frozen=True)
+class PerUnit:
+    """A metric's per-unit stage: the common table expressions it needs and a ``SELECT`` with one row per exposed
+    unit (``entity_id, variant, b..`` and the metric's own ``columns``). The runner's per-variant sums
+    (:meth:`aggregate`) and the units of ``ExperimentUnitsQuery`` (:meth:`statement`, ``metric/units.py``) are
+    both read off it, so a unit's value is defined once.
+
+    >>> unit = PerUnit((("exposures", "SELECT 1 AS entity_id, 'a' AS variant"),),
+    ...                "SELECT entity_id, variant, 2 AS value FROM exposures", ("value",))
+    >>> unit.aggregate("count() AS n", PLAIN).split(" units AS ")[1]
+    '(SELECT entity_id, variant, 2 AS value FROM exposures) SELECT variant, count() AS n FROM units GROUP BY variant'
+    """
+
+    ctes: tuple[tuple[str, str], ...]
+    select: str
+    columns: tuple[str, ...]
+
+    def _with(self) -> str:
+        return ", ".join(f"{name} AS ({sql})" for name, sql in (*self.ctes, ("units", self.select)))
+
+    def aggregate(self, measures: str, shape: Shape) -> str:
+        """The per-variant (and per breakdown value) ``measures`` over the units."""
+        return f"WITH {self._with()} SELECT variant{shape.lead()}, {measures} FROM units GROUP BY variant{shape.lead()}"
+
+    def statement(self, columns: str = "*") -> str:
+        """The per-unit rows themselves (``columns`` of them)."""
+        return f"WITH {self._with()} SELECT {columns} FROM units"
+
+
 def window_seconds(metric: Any) -> int:
     """The metric's conversion window in seconds, 0 without one (PostHog counts a month as 30 days here).
 
@@ -295,22 +324,20 @@ def _covariate_sums(shape: Shape, value: str = "value") -> str:
             f"sum({value} * covariate) AS cov_product")  # fmt: skip
 
 
-def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-             end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
-    """``variant, b.., n, total, squares`` (and the CUPED sums) of each variant and breakdown value (``$multiple``
-    included; the runner drops it)."""
+def mean_units(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
+               end: datetime, shape: Shape = PLAIN) -> PerUnit:  # fmt: skip
+    """Each exposed unit's ``value`` (capped at the outlier percentiles when the metric sets them) and, with CUPED,
+    its ``covariate``."""
     window = window_seconds(metric)
     exposures = exposures_sql(experiment, p, project, end, shape=shape)
     values = _entity_values(metric.source, p, project, "metric.source", experiment, end, window, shape)
     low, high = metric.lower_bound_percentile, metric.upper_bound_percentile
-    lead = shape.lead()
+    covariate = ", e.covariate AS covariate" if shape.lookback_days else ""
+    columns = ("value", "covariate") if shape.lookback_days else ("value",)
     if low is None and high is None:
-        return f"""
-            WITH exposures AS ({exposures}), entity_metrics AS ({values})
-            SELECT variant{lead}, count() AS n, sum(value) AS total, sum(value * value) AS squares
-                   {_covariate_sums(shape)}
-            FROM entity_metrics GROUP BY variant{lead}
-        """
+        select = f"SELECT e.entity_id AS entity_id, e.variant AS variant{shape.picks('e.')}, e.value AS value" \
+                 f"{covariate} FROM entity_metrics AS e"  # fmt: skip
+        return PerUnit((("exposures", exposures), ("entity_metrics", values)), select, columns)
     low_expr = "min(value)" if low is None else f"quantileExactInclusive({float(low)})(value)"
     if high is None:
         high_expr = "max(value)"
@@ -329,50 +356,67 @@ def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Pa
     else:
         bounds = f"SELECT {low_expr} AS low, {high_expr} AS high FROM entity_metrics"
         joined = "entity_metrics AS e CROSS JOIN bounds AS bd"
-    covariate = ", e.covariate AS covariate" if shape.lookback_days else ""
-    return f"""
-        WITH exposures AS ({exposures}), entity_metrics AS ({values}), bounds AS ({bounds})
-        SELECT variant{lead}, count() AS n, sum(capped) AS total, sum(capped * capped) AS squares
-               {_covariate_sums(shape, "capped")}
-        FROM (SELECT e.variant AS variant{shape.picks("e.")},
-                     least(greatest(bd.low, e.value), bd.high) AS capped{covariate}
-              FROM {joined})
-        GROUP BY variant{lead}
-    """
+    select = f"""SELECT e.entity_id AS entity_id, e.variant AS variant{shape.picks("e.")},
+                        least(greatest(bd.low, e.value), bd.high) AS value{covariate}
+                 FROM {joined}"""
+    return PerUnit((("exposures", exposures), ("entity_metrics", values), ("bounds", bounds)), select, columns)
 
 
-def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-              end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
-    """``variant, b.., n, total, squares, denominator_sum, denominator_squares, product`` of each variant and
-    breakdown value; with a lookback, hoglab's ratio CUPED sums too (:data:`RATIO_COVARIATE_COLUMNS`: y, d the
-    person's numerator and denominator, a, b the same over the pre-exposure window)."""
+def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
+             end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
+    """``variant, b.., n, total, squares`` (and the CUPED sums) of each variant and breakdown value (``$multiple``
+    included; the runner drops it): the sums of :func:`mean_units`."""
+    units = mean_units(metric, experiment, p, project, end, shape)
+    return units.aggregate(f"count() AS n, sum(value) AS total, sum(value * value) AS squares"
+                           f"{_covariate_sums(shape)}", shape)  # fmt: skip
+
+
+def ratio_units(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
+                end: datetime, shape: Shape = PLAIN) -> PerUnit:  # fmt: skip
+    """Each exposed unit's ``numerator`` and ``denominator`` (each a mean metric's value) and, with a lookback,
+    their pre-exposure ``numerator_covariate`` and ``denominator_covariate``."""
     window = window_seconds(metric)
     exposures = exposures_sql(experiment, p, project, end, shape=shape)
     numerator = _entity_values(metric.numerator, p, project, "metric.numerator", experiment, end, window, shape)
     denominator = _entity_values(metric.denominator, p, project, "metric.denominator", experiment, end, window,
                                  shape)  # fmt: skip
+    columns: tuple[str, ...] = ("numerator", "denominator")
     pre = ""
     if shape.lookback_days:
-        y, d, a, b = "nu.value", "de.value", "nu.covariate", "de.covariate"
+        columns += ("numerator_covariate", "denominator_covariate")
+        pre = ", nu.covariate AS numerator_covariate, de.covariate AS denominator_covariate"
+    select = f"""SELECT nu.entity_id AS entity_id, nu.variant AS variant{shape.picks("nu.")},
+                        nu.value AS numerator, de.value AS denominator{pre}
+                 FROM numerator AS nu INNER JOIN denominator AS de ON nu.entity_id = de.entity_id"""
+    ctes = (("exposures", exposures), ("numerator", numerator), ("denominator", denominator))
+    return PerUnit(ctes, select, columns)
+
+
+def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
+              end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
+    """``variant, b.., n, total, squares, denominator_sum, denominator_squares, product`` of each variant and
+    breakdown value (the sums of :func:`ratio_units`); with a lookback, hoglab's ratio CUPED sums too
+    (:data:`RATIO_COVARIATE_COLUMNS`: y, d the unit's numerator and denominator, a, b the same over the
+    pre-exposure window)."""
+    units = ratio_units(metric, experiment, p, project, end, shape)
+    pre = ""
+    if shape.lookback_days:
+        y, d, a, b = "numerator", "denominator", "numerator_covariate", "denominator_covariate"
         products = (a, f"{a} * {a}", b, f"{b} * {b}", f"{a} * {b}", f"{y} * {a}", f"{y} * {b}", f"{d} * {a}",
                     f"{d} * {b}")  # fmt: skip
         pre = "".join(f", sum({e}) AS {name}" for e, name in zip(products, RATIO_COVARIATE_COLUMNS, strict=True))
-    return f"""
-        WITH exposures AS ({exposures}), numerator AS ({numerator}), denominator AS ({denominator})
-        SELECT nu.variant AS variant{shape.picks("nu.")}, count() AS n, sum(nu.value) AS total,
-               sum(nu.value * nu.value) AS squares,
-               sum(de.value) AS denominator_sum, sum(de.value * de.value) AS denominator_squares,
-               sum(nu.value * de.value) AS product{pre}
-        FROM numerator AS nu INNER JOIN denominator AS de ON nu.entity_id = de.entity_id
-        GROUP BY variant{shape.lead("nu.")}
-    """
+    measures = ("count() AS n, sum(numerator) AS total, sum(numerator * numerator) AS squares, "
+                "sum(denominator) AS denominator_sum, sum(denominator * denominator) AS denominator_squares, "
+                f"sum(numerator * denominator) AS product{pre}")  # fmt: skip
+    return units.aggregate(measures, shape)
 
 
-def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-               end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
-    """``variant, b.., n, total, s1..sN`` (persons reaching each metric step) of each variant and breakdown value;
-    with a lookback, ``cov, cov_squares, cov_product`` of the 0/1 covariate "did the last step's event in the
-    pre-exposure window" (PostHog's ``build_funnel_covariate_value_expr``; an unordered funnel gets none)."""
+def funnel_units(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
+                 end: datetime, shape: Shape = PLAIN) -> PerUnit:  # fmt: skip
+    """Each exposed unit's ``step`` (the furthest metric step reached, 0 for the exposure alone; the replay's
+    default for a unit without metric events) and ``value`` (1 when it reached the last step); with a lookback, the
+    0/1 ``covariate`` "did the last step's event in the pre-exposure window" (PostHog's
+    ``build_funnel_covariate_value_expr``; an unordered funnel gets none)."""
     window = window_seconds(metric)
     steps: Sequence[EventsNode] = metric.series
     n = len(steps) + 1  # step 0 is the exposure
@@ -413,7 +457,6 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
                toInt64(log2(bitAnd(m0, -m0))) AS lowest, {packed_event_key("ts0", "lowest", "m0", "0")} AS k0
         FROM ({relevant})
     """
-    counts = ", ".join(f"countIf(step_reached >= {j}) AS s{j}" for j in range(1, n))
     arrays = unpacked("ks")
     keep, covariate = ["actor_id"], ""
     if lookback:
@@ -423,21 +466,26 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
         keep.append("last_step_times")
         first = "toUnixTimestamp64Micro(x.first_exposure_time)"
         pre = f"t >= {first} - {int(lookback) * 86_400_000_000} AND t < {first}"
-        covariate = f"if(arrayExists(t -> {pre}, r.last_step_times), 1, 0)"
+        covariate = f", if(arrayExists(t -> {pre}, r.last_step_times), 1, 0) AS covariate"
     else:
         grouped = "arraySort(groupArray(k0)) AS ks"
     persons = f"""(SELECT {", ".join(keep)}, {arrays["ts"]} AS ts, {arrays["m"]} AS m
                    FROM (SELECT actor_id, {grouped} FROM ({events}) GROUP BY actor_id))"""
+    select = f"""SELECT x.entity_id AS entity_id, x.variant AS variant{shape.picks("x.")}, r.step_reached AS step,
+                        if(r.step_reached = {n - 1}, 1, 0) AS value{covariate}
+                 FROM exposures AS x LEFT JOIN reached AS r ON x.entity_id = r.actor_id"""
+    ctes = (("exposures", exposures), ("reached", replay.select(keep, ["ts", "m"], persons)))
+    return PerUnit(ctes, select, ("step", "value", "covariate") if covariate else ("step", "value"))
+
+
+def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
+               end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
+    """``variant, b.., n, total, s1..sN`` (units reaching each metric step) of each variant and breakdown value;
+    with a lookback, ``cov, cov_squares, cov_product`` of the 0/1 covariate: the sums of :func:`funnel_units`."""
+    units = funnel_units(metric, experiment, p, project, end, shape)
+    n = len(metric.series) + 1
+    counts = ", ".join(f"countIf(step >= {j}) AS s{j}" for j in range(1, n))
     sums = ""
-    if covariate:
-        done = f"if(r.step_reached = {n - 1}, 1, 0)"
-        sums = (f", sum({covariate}) AS cov, sum({covariate}) AS cov_squares, "
-                f"sum({done} * {covariate}) AS cov_product")  # fmt: skip
-    return f"""
-        WITH exposures AS ({exposures}),
-             reached AS ({replay.select(keep, ["ts", "m"], persons)})
-        SELECT x.variant AS variant{shape.picks("x.")}, count() AS n, countIf(r.step_reached = {n - 1}) AS total,
-               {counts}{sums}
-        FROM exposures AS x LEFT JOIN reached AS r ON x.entity_id = r.actor_id
-        GROUP BY variant{shape.lead("x.")}
-    """
+    if "covariate" in units.columns:
+        sums = ", sum(covariate) AS cov, sum(covariate) AS cov_squares, sum(value * covariate) AS cov_product"
+    return units.aggregate(f"count() AS n, countIf(step = {n - 1}) AS total, {counts}{sums}", shape)

@@ -28,10 +28,10 @@ from hoglab.schema import ExperimentRetentionMetric
 
 from ...filters.params import Params
 from ...query.runners.common import series_conditions
-from .query import PLAIN, Shape, exposures_sql, window_seconds
+from .query import PLAIN, PerUnit, Shape, exposures_sql, window_seconds
 from .resolve import ResolvedExperiment
 
-__all__ = ["retention_sql"]
+__all__ = ["retention_sql", "retention_units"]
 
 _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86_400, "week": 7 * 86_400, "month": 30 * 86_400}
 _INTERVAL = {"second": "Second", "minute": "Minute", "hour": "Hour", "day": "Day", "week": "Week", "month": "Month"}
@@ -44,10 +44,10 @@ def _truncated(column: str, unit: str) -> str:
     return f"{function}({column})" if function else column
 
 
-def retention_sql(metric: ExperimentRetentionMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                  end: datetime, shape: Shape = PLAIN, *, matured_before: datetime | None = None) -> str:  # fmt: skip
-    """``variant, b.., n, total, squares, denominator_sum, denominator_squares, product`` of each variant and
-    breakdown value (``$multiple`` included; the runner drops it).
+def retention_units(metric: ExperimentRetentionMetric, experiment: ResolvedExperiment, p: Params, project: Any,
+                    end: datetime, shape: Shape = PLAIN, *,
+                    matured_before: datetime | None = None) -> PerUnit:  # fmt: skip
+    """Each counted unit's ``value``: 1 retained, 0 not; units that did not start are not counted (no row).
 
     ``matured_before``: now, when only persons whose retention window has elapsed count.
     """
@@ -95,20 +95,26 @@ def retention_sql(metric: ExperimentRetentionMetric, experiment: ResolvedExperim
         f"{c_time} >= {s_time} + toInterval{interval}({int(metric.retention_window_start)})",
         f"{c_time} <= {s_time} + toInterval{interval}({int(metric.retention_window_end)})",
     ])  # fmt: skip
-    return f"""
-        WITH exposures AS ({exposures}),
-             start_events AS ({starts}),
-             completion_events AS (SELECT person_id AS entity_id, uuid AS completion_uuid,
-                                          timestamp AS completion_timestamp
-                                   FROM events WHERE {completion_where}),
-             entity_metrics AS (
-                 SELECT x.entity_id AS entity_id, x.variant AS variant{shape.picks("x.")},
-                        max(if({retained}, 1, 0)) AS value
-                 FROM exposures AS x
-                 INNER JOIN start_events AS s ON x.entity_id = s.entity_id
-                 LEFT JOIN completion_events AS c ON x.entity_id = c.entity_id
-                 GROUP BY x.entity_id, x.variant{shape.lead("x.")})
-        SELECT variant{shape.lead()}, count() AS n, sum(value) AS total, sum(value * value) AS squares,
-               count() AS denominator_sum, count() AS denominator_squares, sum(value) AS product
-        FROM entity_metrics GROUP BY variant{shape.lead()}
+    entity_metrics = f"""
+        SELECT x.entity_id AS entity_id, x.variant AS variant{shape.picks("x.")}, max(if({retained}, 1, 0)) AS value
+        FROM exposures AS x
+        INNER JOIN start_events AS s ON x.entity_id = s.entity_id
+        LEFT JOIN completion_events AS c ON x.entity_id = c.entity_id
+        GROUP BY x.entity_id, x.variant{shape.lead("x.")}"""
+    completion_events = f"""SELECT person_id AS entity_id, uuid AS completion_uuid, timestamp AS completion_timestamp
+                            FROM events WHERE {completion_where}"""
+    ctes = (("exposures", exposures), ("start_events", starts), ("completion_events", completion_events))
+    return PerUnit(ctes, entity_metrics, ("value",))
+
+
+def retention_sql(metric: ExperimentRetentionMetric, experiment: ResolvedExperiment, p: Params, project: Any,
+                  end: datetime, shape: Shape = PLAIN, *, matured_before: datetime | None = None) -> str:  # fmt: skip
+    """``variant, b.., n, total, squares, denominator_sum, denominator_squares, product`` of each variant and
+    breakdown value (``$multiple`` included; the runner drops it): the sums of :func:`retention_units`.
+
+    ``matured_before``: now, when only persons whose retention window has elapsed count.
     """
+    units = retention_units(metric, experiment, p, project, end, shape, matured_before=matured_before)
+    return units.aggregate("count() AS n, sum(value) AS total, sum(value * value) AS squares, "
+                           "count() AS denominator_sum, count() AS denominator_squares, sum(value) AS product",
+                           shape)  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 
 from .base import (
+    BULK_STATEMENTS,
     RESOLVERS,
     RUNNERS,
     RawAnswer,
@@ -18,10 +19,12 @@ from .base import (
     Timings,
     has_person_overrides,
     register,
+    register_bulk,
     register_resolver,
 )
 
 __all__ = [
+    "BULK_STATEMENTS",
     "RESOLVERS",
     "RUNNERS",
     "RUNNER_MODULES",
@@ -32,6 +35,7 @@ __all__ = [
     "has_person_overrides",
     "load_runners",
     "register",
+    "register_bulk",
     "register_resolver",
 ]
 
@@ -43,6 +47,7 @@ RUNNER_MODULES = (
     "actors",
     "hoglab.server.experiments.metric.runner",
     "hoglab.server.experiments.metric.exposures",
+    "hoglab.server.experiments.metric.units",
     "retention",
     "lifecycle",
     "stickiness",

@@ -38,9 +38,11 @@ if TYPE_CHECKING:
     from ...store import ProjectRecord, Store
 
 __all__ = [
+    "BULK_STATEMENTS",
     "COMPILED",
     "RESOLVERS",
     "RUNNERS",
+    "BulkStatement",
     "CompiledCache",
     "RawAnswer",
     "RunContext",
@@ -48,6 +50,7 @@ __all__ = [
     "Timings",
     "has_person_overrides",
     "register",
+    "register_bulk",
     "register_resolver",
 ]
 
@@ -256,6 +259,26 @@ def register_resolver(kind: str) -> Callable[[Resolver], Resolver]:
             raise ValueError(f"a resolver for {kind} is already registered")
         RESOLVERS[kind] = resolver
         return resolver
+
+    return add
+
+
+BulkStatement = Callable[[dict[str, Any], "ProjectRecord", "Store", datetime], tuple[str, dict[str, Any]]]
+"""``statement(query_json, project, store, now) -> (hogql, values)``: a kind whose rows ``POST /query/arrow/``
+answers, turned into the HogQL statement it runs (validated and resolved against the store)."""
+
+BULK_STATEMENTS: dict[str, BulkStatement] = {}
+"""Query kind → its bulk statement, for kinds other than ``HogQLQuery`` that the Arrow endpoint answers."""
+
+
+def register_bulk(kind: str) -> Callable[[BulkStatement], BulkStatement]:
+    """Decorator: make ``statement`` the HogQL of ``kind``'s rows on ``POST /query/arrow/``."""
+
+    def add(statement: BulkStatement) -> BulkStatement:
+        if kind in BULK_STATEMENTS and BULK_STATEMENTS[kind] is not statement:
+            raise ValueError(f"a bulk statement for {kind} is already registered")
+        BULK_STATEMENTS[kind] = statement
+        return statement
 
     return add
 
