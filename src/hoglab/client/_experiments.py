@@ -296,6 +296,30 @@ class Experiments:
         ``exposures=False``), whatever the experiment holds; see :meth:`results`."""
         return metric_experiment_results(self._client, self._json(experiment), refresh=refresh, exposures=exposures)
 
+    def units(
+        self,
+        experiment: int | Experiment,
+        metric: Any = None,
+        properties: Sequence[str] | str | None = None,
+        *,
+        page_size: int = 50_000,
+    ) -> pd.DataFrame:
+        """One row per exposed unit (person, or group for an experiment by group): ``entity_id``, ``variant``,
+        ``first_exposure_time`` (tz-aware), each metric's value exactly as the results compute it (capped, windowed,
+        CUPED covariate when on) and the unit's ``properties``, with real dtypes.
+
+        ``metric``: ``None`` for every metric of the experiment, or one or a list of: a metric
+        (``hoglab.mean_metric(...)``), its position or its name. Each metric's per-variant sums over the frame are its
+        ``ExperimentQuery`` statistics (``df.attrs["columns"]`` maps each metric to its columns). Against hoglab the
+        rows come in one Arrow answer; against PostHog the same HogQL is paged (``page_size`` units a page).
+
+        >>> df = client.experiments.units(7, properties=["plan"])  # doctest: +SKIP
+        >>> df.groupby("variant")["Purchase value"].agg(["count", "sum"])  # doctest: +SKIP
+        """
+        from ._units import experiment_units
+
+        return experiment_units(self._client, self._json(experiment), metric, properties, page_size=page_size)
+
     def _json(self, experiment: int | Experiment) -> dict[str, Any]:
         """The experiment as JSON: the given model, else read as sent (its metrics go back to ``/query`` as the
         server wrote them)."""

@@ -144,6 +144,8 @@ def bulk_arrow(
         # A kind with rows of its own (ExperimentUnitsQuery): its statement runs as the HogQLQuery it compiles to.
         check_compile_budget(data)
         assert isinstance(query_json, dict)
+        if service.store is None:
+            raise ValidationFailed(f"{kind} needs the service's store, which this service runs without.")
         sql, values = BULK_STATEMENTS[kind](query_json, project, service.store, utcnow())
         data = {**data, "query": {"kind": "HogQLQuery", "query": sql, "values": values}}
     prepared = prepare(data, team_id=project.id, timezone=project.timezone or "UTC")

@@ -62,8 +62,10 @@ def metric_units(metric: AnyExperimentMetric, experiment: ResolvedExperiment, p:
 
 
 def units_sql(experiment: ResolvedExperiment, metrics: Sequence[AnyExperimentMetric], properties: Sequence[str],
-              p: Params, project: Any, end: datetime, now: datetime) -> str:  # fmt: skip
-    """HogQL with one row per exposed unit of ``experiment`` (see the module's columns), ordered by unit."""
+              p: Params, project: Any, end: datetime, now: datetime, *, after: str | None = None,
+              limit: int | None = None) -> str:  # fmt: skip
+    """HogQL with one row per exposed unit of ``experiment`` (see the module's columns), ordered by the unit's id
+    as text; ``after`` and ``limit`` make it one keyset page (PostHog refuses OFFSET to personal API keys)."""
     picks = ["x.entity_id AS entity_id", "x.variant AS variant", "x.first_exposure_time AS first_exposure_time"]
     joins = []
     for i, metric in enumerate(metrics):
@@ -72,6 +74,7 @@ def units_sql(experiment: ResolvedExperiment, metrics: Sequence[AnyExperimentMet
         statement = units.statement(f"entity_id, {own}, 1 AS counted")
         joins.append(f"LEFT JOIN ({statement}) AS u{i} ON u{i}.entity_id = x.entity_id")
         picks += [f"u{i}.{column} AS m{i}_{column}" for column in (*units.columns, "counted")]
+    page = "" if after is None else f" AND toString(x.entity_id) > {p.add(after)}"
     if properties:
         joins.append("LEFT JOIN persons AS pp ON pp.id = x.entity_id")
         picks += [f"pp.properties.{escape_identifier(name)} AS p{j}" for j, name in enumerate(properties)]
@@ -79,8 +82,8 @@ def units_sql(experiment: ResolvedExperiment, metrics: Sequence[AnyExperimentMet
         SELECT {", ".join(picks)}
         FROM ({exposures_sql(experiment, p, project, end)}) AS x
         {" ".join(joins)}
-        WHERE x.variant IN {p.add(list(experiment.variants))}
-        ORDER BY entity_id
+        WHERE x.variant IN {p.add(list(experiment.variants))}{page}
+        ORDER BY toString(x.entity_id){"" if limit is None else f" LIMIT {int(limit)}"}
     """
 
 
