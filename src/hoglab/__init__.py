@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         MetricExperimentResult as MetricExperimentResult,
         QueryJob as QueryJob,
         RetryPolicy as RetryPolicy,
+        by_variant as by_variant,
         connect as connect,
         default_client as default_client,
         read_hogql as read_hogql,

@@ -11,6 +11,7 @@ from ._jobs import QueryJob
 from ._metric_results import MetricAnswer, MetricExperimentResult
 from ._results import SIGNIFICANCE_EXPLAINED, ExperimentResult
 from ._retry import Clock, RetryPolicy, SystemClock
+from ._variant import by_variant
 
 __all__ = [
     "SIGNIFICANCE_EXPLAINED",
@@ -23,6 +24,7 @@ __all__ = [
     "QueryJob",
     "RetryPolicy",
     "SystemClock",
+    "by_variant",
     "connect",
     "default_client",
     "read_hogql",

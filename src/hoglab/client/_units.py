@@ -36,7 +36,7 @@ from ._metric_queries import experiment_metrics
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["UNIT_COLUMNS", "experiment_units", "units_frame"]
+__all__ = ["UNIT_COLUMNS", "experiment_units", "resolve_remote", "units_frame"]
 
 UNIT_COLUMNS = ("entity_id", "variant", "first_exposure_time")
 PAGE_SIZE = 50_000
@@ -153,20 +153,17 @@ def _moment(text: Any) -> datetime | None:
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
 
 
-def remote_units_sql(client: Client, experiment: Mapping[str, Any], metrics: Sequence[Mapping[str, Any]],
-                     properties: Sequence[str], *, after: str | None = None,
-                     limit: int | None = None) -> tuple[str, dict[str, Any]]:  # fmt: skip
-    """The HogQL (and values) of the units, written here for a server without ``ExperimentUnitsQuery`` (PostHog),
-    by the service's own builder (imported only now)."""
-    from ..schema import ExperimentExposureCriteria, ExperimentStatsConfig, parse_metric
+def resolve_remote(client: Client, experiment: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The experiment (as the service's runners read it) and the project's settings they need (time zone, test
+    account filters), from what the API answers: for HogQL the toolkit writes itself with the service's builders,
+    which are imported only now (hoglab's ``server`` extra)."""
+    from ..schema import ExperimentExposureCriteria, ExperimentStatsConfig
 
     try:
         from ..server.experiments.metric.resolve import ResolvedExperiment
-        from ..server.experiments.metric.units import units_sql
-        from ..server.filters.params import Params
     except ImportError as exc:  # pragma: no cover - hoglab without the server extra
         raise HoglabError(
-            "Units of a PostHog experiment need hoglab's metric definitions: pip install 'hoglab[server]'."
+            "This needs hoglab's metric definitions (its service's builders): pip install 'hoglab[server]'."
         ) from exc
     start = _moment(experiment.get("start_date"))
     if start is None:
@@ -182,6 +179,20 @@ def remote_units_sql(client: Client, experiment: Mapping[str, Any], metrics: Seq
     settings = client.get_json(f"/api/projects/{client.project_id}/") or {}
     project = SimpleNamespace(timezone=settings.get("timezone") or "UTC",
                               test_account_filters=settings.get("test_account_filters") or [])  # fmt: skip
+    return resolved, project
+
+
+def remote_units_sql(client: Client, experiment: Mapping[str, Any], metrics: Sequence[Mapping[str, Any]],
+                     properties: Sequence[str], *, after: str | None = None,
+                     limit: int | None = None) -> tuple[str, dict[str, Any]]:  # fmt: skip
+    """The HogQL (and values) of the units, written here for a server without ``ExperimentUnitsQuery`` (PostHog),
+    by the service's own builder."""
+    from ..schema import parse_metric
+
+    resolved, project = resolve_remote(client, experiment)
+    from ..server.experiments.metric.units import units_sql
+    from ..server.filters.params import Params
+
     now = datetime.now(UTC)
     p = Params()
     parsed = [parse_metric(dict(m)) for m in metrics]

@@ -28,6 +28,7 @@ __all__ = [
     "percent_axis",
     "plain",
     "require_frame",
+    "show_warnings",
     "timezone_of",
     "variant_colours",
 ]
@@ -103,6 +104,28 @@ def percent_axis(ax: Axes, *, axis: str = "y", decimals: int | None = None) -> N
     """Label fractions (0.25) as percentages (25%)."""
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_formatter(PercentFormatter(xmax=1.0, decimals=decimals))
+
+
+WARNING_COLOUR = "#D55E00"
+
+
+def show_warnings(ax: Axes, df: pd.DataFrame) -> None:
+    """The answer's warnings (``df.attrs["warnings"]``, e.g. a breakdown the returning events lack) written under
+    the plot, so a figure saved or shared carries them.
+
+    >>> import matplotlib.pyplot as plt
+    >>> df = pd.DataFrame({"x": [1]}); df.attrs["warnings"] = ["returns are lost"]
+    >>> ax = plt.figure().add_subplot(); show_warnings(ax, df); [t.get_text() for t in ax.texts]
+    ['⚠ returns are lost']
+    """
+    import textwrap
+
+    notes = [str(w) for w in df.attrs.get("warnings") or []]
+    if not notes:
+        return
+    text = "\n".join(textwrap.fill(f"⚠ {note}", 110) for note in notes)
+    ax.text(0, -0.16, plain(text), transform=ax.transAxes, va="top", ha="left", fontsize="small",
+            color=WARNING_COLOUR, wrap=True)  # fmt: skip
 
 
 def plain(text: str) -> str:

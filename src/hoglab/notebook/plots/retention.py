@@ -17,6 +17,7 @@ from .common import (
     percent_axis,
     plain,
     require_frame,
+    show_warnings,
 )
 
 __all__ = ["plot_retention", "plot_retention_curve"]
@@ -104,6 +105,7 @@ def plot_retention(
         side.set_visible(False)
     default = "Retention" + (f": {display_name(breakdown)}" if breakdown is not None else "")
     ax.set_title(default if title is None else title)
+    show_warnings(ax, df)
     return ax
 
 
@@ -168,4 +170,5 @@ def plot_retention_curve(
     ax.set_title("Retention curve" if title is None else title)
     if legend or (legend is None and len(groups) > 1):
         ax.legend(loc="best", fontsize="small")
+    show_warnings(ax, frame)
     return ax

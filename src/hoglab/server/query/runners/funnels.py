@@ -45,8 +45,11 @@ def _bv_expr(query: FunnelsQuery, p: Params) -> str | None:
     if len(items) > 1:
         raise ValidationFailed("Funnels break down by one property.", attr="breakdownFilter.breakdowns")
     kind, prop = items[0]
+    if kind == "hogql":  # PostHog's HogQL breakdown: any expression of the event (hoglab.by_variant writes one)
+        return f"ifNull(toString({hogql_expression(prop, 'breakdownFilter.breakdown')}), {p.add('')})"
     if kind not in ("event", "person"):
-        raise ValidationFailed("Funnels break down by an event or person property.", attr="breakdownFilter")
+        raise ValidationFailed("Funnels break down by an event or person property, or a HogQL expression.",
+                               attr="breakdownFilter")  # fmt: skip
     return f"ifNull(toString({property_access(prop, kind)}), {p.add('')})"
 
 

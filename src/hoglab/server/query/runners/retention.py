@@ -127,8 +127,13 @@ def _breakdown_sql(query: RetentionQuery) -> str | None:
     return f"ifNull(toString({expr}), '')"
 
 
-def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Params, *, project: Any) -> str:
-    """HogQL with one row per (person, breakdown value, cohort index, period offset) the person counts in."""
+def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Params, *, project: Any,
+                             split_people: bool = False) -> str:  # fmt: skip
+    """HogQL with one row per (person, breakdown value, cohort index, period offset) the person counts in.
+
+    ``split_people``: instead, ``people`` (in the query's events) and ``split`` (those whose events have more than
+    one breakdown value, a missing one counting as one): what :func:`breakdown_warning` reads.
+    """
     rf = query.retentionFilter
     if rf.timeWindowMode == "24_hour_windows":
         raise ValidationFailed(
@@ -170,6 +175,10 @@ def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Param
         SELECT person_id AS actor_id, {bv} AS bv, timestamp, {index} AS i, {target} AS is_target,
                {"is_target" if same else returning} AS is_return
         FROM events WHERE {" AND ".join(where)}"""
+    if split_people:
+        return f"""
+            SELECT count() AS people, countIf(n > 1) AS split
+            FROM (SELECT actor_id, uniqExact(bv) AS n FROM ({events}) GROUP BY actor_id)"""
     offsets = (
         f"arrayConcat([0], arrayFilter(d -> d > 0 AND d < {int(rr.lookahead)}, "
         f"arrayMap(r -> r - start_index, returned)))"
@@ -195,6 +204,31 @@ def _ranked_values(counts: dict[tuple[str, int, int], int], limit: int) -> tuple
             totals[bv] = totals.get(bv, 0) + n
     ranked = sorted(totals, key=lambda v: (-totals[v], v))
     return ranked[:limit], set(ranked[limit:])
+
+
+SPLIT_WARNING_SHARE = 0.01
+"""The share of people split between breakdown values above which a retention by an event property is warned."""
+
+
+def breakdown_warning(query: RetentionQuery, rr: RetentionRange, ctx: RunContext) -> str | None:
+    """A warning when a retention breaks down by an *event* property that a person's events do not all carry
+    alike: each event counts under its own value, so a return on an event without the cohort's value is not a
+    return (a breakdown by ``$feature/<flag>``, which events before the exposure lack, halves the retention).
+    ``None`` for person or HogQL breakdowns and when fewer than :data:`SPLIT_WARNING_SHARE` of people are split."""
+    items = breakdown_items(query.breakdownFilter)
+    if not items or items[0][0] != "event":
+        return None
+    p = Params()
+    row = ctx.execute(ctx.compile(retention_actor_rows_sql(query, rr, p, project=ctx.project, split_people=True),
+                                  values=p.values)).to_pylist()  # fmt: skip
+    people, split = (int(row[0]["people"]), int(row[0]["split"])) if row else (0, 0)
+    if not people or split / people <= SPLIT_WARNING_SHARE:
+        return None
+    prop = items[0][1]
+    return (f"{split:,} of {people:,} people ({split / people:.0%}) have events with different values of the event "
+            f"property {prop!r} (or without it): retention counts each event under its own value, so their "
+            "returns on events without their cohort's value are lost. Break down by a person property, or by an "
+            "experiment's variant with hoglab.by_variant(query, experiment).")
 
 
 @register("RetentionQuery")
@@ -237,8 +271,10 @@ def run_retention(query: RetentionQuery, ctx: RunContext) -> dict[str, Any]:
             if broken_down:
                 cohort["breakdown_value"] = bv
             results.append(cohort)
+    warning = breakdown_warning(query, rr, ctx) if broken_down else None
     return {
         "results": results,
+        **({"warnings": [warning]} if warning else {}),
         "timezone": ctx.timezone,
         "resolved_date_range": {"date_from": rr.starts[0].isoformat(), "date_to": rr.end.isoformat()},
         "hogql": compiled.hogql,
