@@ -83,6 +83,25 @@ def test_experiment_assignment_follows_posthog_hashing(frame: pd.DataFrame) -> N
             .map(lambda p: p["$feature_flag_response"]).to_numpy()).all()  # fmt: skip
 
 
+def test_the_new_checkout_helps_mobile_users_most_a_planted_segment_effect(frame: pd.DataFrame) -> None:
+    import statsmodels.formula.api as smf
+
+    exposures = frame[frame["event"] == "$feature_flag_called"].set_index("distinct_id")["props"]
+    buyers = set(frame.loc[(frame["event"] == "purchase") & frame["props"].map(lambda p: "$feature/new-checkout" in p),
+                           "distinct_id"])  # fmt: skip
+    units = pd.DataFrame({
+        "test": exposures.map(lambda p: p["$feature_flag_response"] == "test").astype(int),
+        "mobile": exposures.map(lambda p: p["$os"] in ("iOS", "Android")).astype(int),
+        "bought": exposures.index.isin(buyers).astype(int),
+    })  # fmt: skip
+    rate = units.groupby(["mobile", "test"])["bought"].mean()
+    assert rate[(1, 0)] == pytest.approx(0.30, abs=0.002) and rate[(1, 1)] == pytest.approx(0.405, abs=0.002)
+    assert rate[(0, 0)] == pytest.approx(0.30, abs=0.002) and 0.30 < rate[(0, 1)] < 0.33
+    # The interaction (the effect on mobile less the effect on desktop) is clear in a regression with robust errors.
+    fit = smf.ols("bought ~ test * mobile", data=units).fit(cov_type="HC1")
+    assert fit.params["test:mobile"] > 0.05 and fit.pvalues["test:mobile"] < 0.05
+
+
 def test_the_test_variant_converts_better_and_significantly(frame: pd.DataFrame) -> None:
     exposures = frame[frame["event"] == "$feature_flag_called"]
     variant = exposures.set_index("distinct_id")["props"].map(lambda p: p["$feature_flag_response"])
