@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hoglab.schema import CONTROL_VARIANT_KEY
-from hoglab.stats.posthog import ExperimentStats, experiment_results
+from hoglab.stats.posthog import ExperimentStats, experiment_results, split_baseline
 
 from ...filters.params import Params
 from ...query.runners.base import RunContext, register
@@ -69,8 +68,8 @@ def run_experiment_query(resolved: ResolvedExperimentQuery, ctx: RunContext) -> 
     table = ctx.execute(ctx.compile(sql, values=p.values), settings=settings)
     rows = {str(row["variant"]): row for row in table.to_pylist()}
     stats = {key: variant_stats(metric.metric_type, key, rows.get(key), steps) for key in experiment.variants}
-    baseline = stats[CONTROL_VARIANT_KEY]
-    others = [s for key, s in stats.items() if key != CONTROL_VARIANT_KEY]
+    # control, or the holdout arm under hoglab's compare_to_holdout (resolve.py)
+    baseline, others = split_baseline(stats.values(), experiment.baseline_key)
     base, results = experiment_results(
         metric.metric_type, baseline, others, stats_config=experiment.stats_config, goal=metric.goal or "increase"
     )
