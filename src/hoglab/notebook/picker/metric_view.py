@@ -1,5 +1,6 @@
 """What the picker and the report show for a metric experiment: each metric with its settings and verdict, the
-traffic split (SRM) of the exposures, and the per-variant table.
+traffic split (SRM) of the exposures, and the per-variant table; with a holdout, each metric against it too
+(hoglab's ``compare_to_holdout``: a ``vs holdout`` verdict and the tables with the holdout as baseline).
 
 >>> metric_settings({"metric_type": "mean", "conversion_window": 7, "conversion_window_unit": "day",
 ...                  "upper_bound_percentile": 0.99, "ignore_zeros": True, "goal": "increase"})
@@ -17,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...client._metric_results import MetricExperimentResult, metric_frame
+from ...client._metric_results import MetricAnswer, MetricExperimentResult, metric_frame
+from ...schema import HOLDOUT_VARIANT_PREFIX
 from ...stats import SRMResult, StatsError, srm
 
 __all__ = ["exposure_srm", "metric_results_html", "metric_settings", "metric_summary", "metrics_line"]
@@ -61,8 +63,10 @@ def metric_settings(metric: Mapping[str, Any]) -> str:
 
 
 def metric_summary(result: MetricExperimentResult) -> pd.DataFrame:
-    """One row per metric: its name, role, type, method, settings, samples per variant and verdict in words."""
+    """One row per metric: its name, role, type, method, settings, samples per variant and verdict in words (and,
+    with a holdout, the verdict against it in ``vs holdout``)."""
     rows = []
+    against = dict(zip((a.uuid for a in result.holdout_metrics), result.holdout_metrics, strict=True))
     for answer in result.metrics:
         # Each answer's own rows: two metrics may share a name (and so a label) and must not share samples.
         variants = answer.rows()
@@ -74,7 +78,11 @@ def metric_summary(result: MetricExperimentResult) -> pd.DataFrame:
             "settings": metric_settings(answer.metric), "samples": samples or "–",
             "significant": significant, "verdict": result.metric_verdict(answer),
         })  # fmt: skip
+        if against:
+            held = against.get(answer.uuid)
+            rows[-1]["vs holdout"] = f"{result.holdout_key}: {result.metric_verdict(held)}" if held else "–"
     columns = ["metric", "role", "metric_type", "method", "settings", "samples", "significant", "verdict"]
+    columns += ["vs holdout"] if against else []
     return pd.DataFrame(rows, columns=columns).astype({c: "string" for c in columns if c != "significant"})
 
 
@@ -100,7 +108,9 @@ def exposure_srm(result: MetricExperimentResult, rollout: Mapping[str, float] | 
     """The SRM check of the exposures against the flag's planned split (equal shares when it names other
     variants); ``None`` without at least two exposed variants. Persons seen with several variants (PostHog's
     ``$multiple`` series) belong to no variant and stay out of the check."""
-    totals = {key: n for key, n in result.total_exposures.items() if key != "$multiple"}
+    # A holdout's row (holdout-<id>) is no variant of the flag's split either.
+    totals = {key: n for key, n in result.total_exposures.items()
+              if key != "$multiple" and not key.startswith(HOLDOUT_VARIANT_PREFIX)}  # fmt: skip
     if len(totals) < 2 or sum(totals.values()) <= 0:
         return None
     planned = dict(rollout) if rollout and set(rollout) == set(totals) and sum(rollout.values()) > 0 else None
@@ -135,24 +145,37 @@ def metric_results_html(result: MetricExperimentResult, check: SRMResult | None)
     head = (f"<tr><th>variant</th><th>samples</th><th>sum</th><th>mean</th><th>lift</th><th>{interval}</th>"
             f"<th>{decided}</th><th>significant</th></tr>")  # fmt: skip
     for answer in result.metrics:
-        colour = "#57606a"
-        rows = metric_frame((answer,))  # this metric's rows alone, even when another metric shares its name
-        if bool(rows["significant"].fillna(False).any()):
-            colour = "#1a7f37"
-        title = f"{esc(answer.label)} <small>({answer.role}, {esc(answer.metric_type)})</small>"
-        lines.append(f"<h5 style='margin:8px 0 2px'>{title}</h5>")
-        lines.append(f'<p style="margin:0;color:#57606a">{esc(metric_settings(answer.metric))}</p>')
-        lines.append(f'<p style="margin:2px 0;color:{colour}">{esc(result.metric_verdict(answer))}</p>')
-        body = []
-        for r in rows.to_dict("records"):
-            low_high = f"[{_fmt(r['interval_low'], '+.1%')}, {_fmt(r['interval_high'], '+.1%')}]"
-            decided_value = r["p_value"] if result.method == "frequentist" else r["chance_to_win"]
-            baseline = pd.isna(r["method"])
-            cells = [esc(str(r["variant"])), _fmt(r["number_of_samples"], ","), _fmt(r["sum"], ",.6g"),
-                     _fmt(r["mean"], ".4g"), _fmt(r["lift"], "+.2%"), "–" if baseline else low_high,
-                     _fmt(decided_value, ".3g" if result.method == "frequentist" else ".1%"),
-                     "–" if pd.isna(r["significant"]) else ("yes" if r["significant"] else "no")]  # fmt: skip
-            body.append("<tr>" + "".join(f'<td style="{_CELL}">{c}</td>' for c in cells) + "</tr>")
-        if body:
-            lines.append(f"<table>{head}{''.join(body)}</table>")
+        lines += _metric_block(result, answer, head)
+    if result.holdout_metrics:
+        title = f"Against the holdout {result.holdout_key} (hoglab's compare_to_holdout: lift over the holdout arm)"
+        lines.append(f"<h4 style='margin:12px 0 2px'>{esc(title)}</h4>")
+        for answer in result.holdout_metrics:
+            lines += _metric_block(result, answer, head)
     return "".join(lines)
+
+
+def _metric_block(result: MetricExperimentResult, answer: MetricAnswer, head: str) -> list[str]:
+    """One metric's title, settings, verdict and per-variant table."""
+    esc = html.escape
+    lines = []
+    colour = "#57606a"
+    rows = metric_frame((answer,))  # this metric's rows alone, even when another metric shares its name
+    if bool(rows["significant"].fillna(False).any()):
+        colour = "#1a7f37"
+    title = f"{esc(answer.label)} <small>({answer.role}, {esc(answer.metric_type)})</small>"
+    lines.append(f"<h5 style='margin:8px 0 2px'>{title}</h5>")
+    lines.append(f'<p style="margin:0;color:#57606a">{esc(metric_settings(answer.metric))}</p>')
+    lines.append(f'<p style="margin:2px 0;color:{colour}">{esc(result.metric_verdict(answer))}</p>')
+    body = []
+    for r in rows.to_dict("records"):
+        low_high = f"[{_fmt(r['interval_low'], '+.1%')}, {_fmt(r['interval_high'], '+.1%')}]"
+        decided_value = r["p_value"] if result.method == "frequentist" else r["chance_to_win"]
+        baseline = pd.isna(r["method"])
+        cells = [esc(str(r["variant"])), _fmt(r["number_of_samples"], ","), _fmt(r["sum"], ",.6g"),
+                 _fmt(r["mean"], ".4g"), _fmt(r["lift"], "+.2%"), "–" if baseline else low_high,
+                 _fmt(decided_value, ".3g" if result.method == "frequentist" else ".1%"),
+                 "–" if pd.isna(r["significant"]) else ("yes" if r["significant"] else "no")]  # fmt: skip
+        body.append("<tr>" + "".join(f'<td style="{_CELL}">{c}</td>' for c in cells) + "</tr>")
+    if body:
+        lines.append(f"<table>{head}{''.join(body)}</table>")
+    return lines

@@ -19,7 +19,8 @@ __all__ = ["draw_metric_figures", "metric_summary_lines"]
 
 
 def metric_summary_lines(report: ExperimentReport) -> list[str]:
-    """The method, the exposures' SRM check, then each metric: its settings and its verdict."""
+    """The method, the exposures' SRM check, then each metric: its settings and its verdict (and against the
+    holdout, when the experiment has one)."""
     result = report.metrics
     if result is None:
         return [report.primary.error or "No results."]
@@ -32,6 +33,9 @@ def metric_summary_lines(report: ExperimentReport) -> list[str]:
     for answer in result.metrics:
         lines.append(f"[{answer.role}] {result.metric_verdict(answer)}")
         lines.append(f"    {answer.metric_type}: {metric_settings(answer.metric)}")
+    for answer in result.holdout_metrics:
+        # hoglab's compare_to_holdout: every variant, control included, against the holdout arm.
+        lines.append(f"[{answer.role}] Against {result.holdout_key}: {result.metric_verdict(answer)}")
     return lines
 
 
