@@ -127,7 +127,8 @@ class Cloud:
             return rows(["uuid", "event", "distinct_id", "person_id", "timestamp", "properties", "elements_chain",
                          "created_at"], page)  # fmt: skip
         if "FROM persons" in sql:
-            return rows(["id", "created_at", "properties", "is_identified"], self.persons if not values["after"] else [])
+            return rows(["id", "created_at", "properties", "is_identified"],
+                        self.persons if not values["after"] else [])
         if "FROM person_distinct_ids" in sql:
             return rows(["distinct_id", "person_id"], self.ids if not values["after"] else [])
         raise AssertionError(f"unexpected query {sql[:80]}")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from posthog_openapi import assert_valid
+from posthog_openapi import assert_valid_experiment
 
 MEAN = {"kind": "ExperimentMetric", "metric_type": "mean", "uuid": "m-1",
         "source": {"kind": "EventsNode", "event": "purchase", "math": "sum", "math_property": "price"}}  # fmt: skip
@@ -40,7 +40,7 @@ def test_duplicate_is_a_draft_copy_with_fresh_metric_uuids(make_project) -> None
     response = project.http.post(f"{_base(project)}{source['id']}/duplicate/")
     assert response.status_code == 201, response.text
     copy = response.json()
-    assert_valid(copy, "PatchedExperiment", drop=("feature_flag", "holdout"))
+    assert_valid_experiment(copy)
     assert copy["name"] == "Pricing (Copy)" and copy["id"] != source["id"]
     assert copy["start_date"] is None and copy["end_date"] is None and copy["conclusion"] is None
     assert copy["holdout"] is None and copy["holdout_id"] is None  # PostHog's clone leaves the holdout behind
@@ -52,7 +52,7 @@ def test_duplicate_is_a_draft_copy_with_fresh_metric_uuids(make_project) -> None
     assert [{**m, "uuid": "x"} for m in copy["metrics"]] == [{**MEAN, "uuid": "x"}]
     assert copy["primary_metrics_ordered_uuids"] == [copy["metrics"][0]["uuid"]]
     assert copy["secondary_metrics_ordered_uuids"] == [copy["metrics_secondary"][0]["uuid"], saved["query"]["uuid"]]
-    assert [(l["saved_metric"], l["metadata"]) for l in copy["saved_metrics"]] == [(saved["id"], {"type": "secondary"})]
+    assert [(k["saved_metric"], k["metadata"]) for k in copy["saved_metrics"]] == [(saved["id"], {"type": "secondary"})]
     again = project.http.post(f"{_base(project)}{source['id']}/duplicate/").json()
     assert again["name"] == "Pricing (Copy) 1"
     # Deleting a copy keeps the flag the source still runs on.

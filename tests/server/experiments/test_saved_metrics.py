@@ -131,7 +131,7 @@ def test_experiments_link_saved_metrics_in_posthogs_shape(make_project) -> None:
     links = body["saved_metrics"]
     for link in links:
         assert_valid(link, "ExperimentToSavedMetric", drop=())
-    assert [(l["saved_metric"], l["metadata"], l["name"], l["experiment"]) for l in links] == [
+    assert [(k["saved_metric"], k["metadata"], k["name"], k["experiment"]) for k in links] == [
         (revenue["id"], {"type": "primary"}, "Revenue", body["id"]),
         (checkout["id"], {"type": "secondary"}, "Checkout", body["id"]),
     ]  # fmt: skip
@@ -149,11 +149,11 @@ def test_patch_replaces_the_links_and_deleting_a_saved_metric_unlinks_it(make_pr
         "name": "E", "feature_flag_key": "e",
         "saved_metrics_ids": [{"id": a["id"]}, {"id": b["id"], "metadata": {"type": "primary"}}]}).json()  # fmt: skip
     url = f"{_experiments(project)}{experiment['id']}/"
-    first_ids = {l["saved_metric"]: l["id"] for l in experiment["saved_metrics"]}
+    first_ids = {k["saved_metric"]: k["id"] for k in experiment["saved_metrics"]}
     patched = project.http.patch(url, json={"saved_metrics_ids": [
         {"id": b["id"], "metadata": {"type": "secondary"}}, {"id": c["id"]}]})  # fmt: skip
     assert patched.status_code == 200, patched.text
-    links = {l["saved_metric"]: l for l in patched.json()["saved_metrics"]}
+    links = {k["saved_metric"]: k for k in patched.json()["saved_metrics"]}
     assert set(links) == {b["id"], c["id"]}
     assert links[b["id"]]["id"] == first_ids[b["id"]]  # kept, with the new metadata
     assert links[b["id"]]["metadata"] == {"type": "secondary"} and links[c["id"]]["metadata"] is None
@@ -161,7 +161,7 @@ def test_patch_replaces_the_links_and_deleting_a_saved_metric_unlinks_it(make_pr
     other = project.http.post(_experiments(project), json={
         "name": "F", "feature_flag_key": "f", "saved_metrics_ids": [{"id": c["id"]}]}).json()  # fmt: skip
     assert project.http.delete(f"{_saved(project)}{c['id']}/").status_code == 204
-    assert [l["saved_metric"] for l in project.http.get(url).json()["saved_metrics"]] == [b["id"]]
+    assert [k["saved_metric"] for k in project.http.get(url).json()["saved_metrics"]] == [b["id"]]
     assert project.http.get(f"{_experiments(project)}{other['id']}/").json()["saved_metrics"] == []
     cleared = project.http.patch(url, json={"saved_metrics_ids": None}).json()
     assert cleared["saved_metrics"] == []
@@ -188,7 +188,7 @@ def test_bad_links_are_posthogs_400s_and_write_nothing(make_project, links, deta
     saved, theirs = _make(project, "Revenue"), _make(other, "Revenue")
     ids = {"SAVED": saved["id"], "OTHER": theirs["id"]}
     if isinstance(links, list):
-        links = [{**l, "id": ids.get(l["id"], l["id"])} if isinstance(l, dict) and "id" in l else l for l in links]
+        links = [{**k, "id": ids.get(k["id"], k["id"])} if isinstance(k, dict) and "id" in k else k for k in links]
     response = project.http.post(_experiments(project),
                                  json={"name": "E", "feature_flag_key": "e", "saved_metrics_ids": links})  # fmt: skip
     assert response.status_code == 400, response.text

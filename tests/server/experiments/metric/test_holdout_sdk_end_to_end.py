@@ -157,7 +157,7 @@ def test_the_exposures_show_the_holdout_row(fed: Any) -> None:
 def test_the_picker_and_the_report_show_the_holdout_comparison(fed: Any, tmp_path: Any) -> None:
     from hoglab.notebook import ExperimentPicker, experiment_report
 
-    client, demo, result, _ = fed
+    client, demo, _, _ = fed
     key = f"holdout-{demo.holdout.id}"
     picker = ExperimentPicker(client)
     picker.value = demo.experiment.id
