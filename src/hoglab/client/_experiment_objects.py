@@ -204,7 +204,8 @@ class SavedMetrics:
     def update(self, saved_metric_id: int, *, metric: Any = None, **fields: Any) -> ExperimentSavedMetric:
         """Change ``name``, ``description``, ``tags`` or the ``metric`` (its ``uuid`` is kept)."""
         if metric is not None:
-            fields["query"] = _metric_json(metric)
+            # The saved metric keeps its query's uuid (changing it is refused); a builder's own uuid is left out.
+            fields["query"] = {k: v for k, v in _metric_json(metric).items() if k != "uuid"}
         if not fields:
             raise InvalidArgument("update: name at least one field to change.", argument="fields")
         with model_errors("update", rename=lambda path: path.split(".")[0] or "update"):

@@ -170,3 +170,30 @@ def test_the_picker_and_the_report_show_the_holdout_comparison(fed: Any, tmp_pat
     assert f"Against {key}" in text
     page = report.write(tmp_path).read_text()
     assert f"Against the holdout {key}" in page
+
+
+def _query(client: Client, query: dict[str, Any]) -> Any:
+    return client._http.post(client.path("query/"), json={"query": query})  # the raw HTTP answer, errors included
+
+
+def test_compare_to_holdout_needs_a_holdout_and_the_exposure_query_follows_its_holdout(fed: Any) -> None:
+    client, demo, result, _ = fed
+    metric = result.metrics[0].metric
+    plain = client.experiments.create("No holdout", "no-holdout-here", start=True, metrics=[metric])
+    refused = _query(client, {"kind": "ExperimentQuery", "experiment_id": plain.id, "metric": metric,
+                              "compare_to_holdout": True})  # fmt: skip
+    assert refused.status_code == 400 and refused.json()["attr"] == "query__compare_to_holdout"
+    base = {"kind": "ExperimentExposureQuery", "experiment_id": demo.experiment.id, "experiment_name": "x",
+            "feature_flag": {"key": HOLDOUT_FLAG_KEY}}  # fmt: skip
+    key = f"holdout-{demo.holdout.id}"
+    # PostHog's runner adds the holdout's row when the query names it; hoglab, without one, takes the experiment's.
+    named = _query(client, {**base, "holdout": {"id": demo.holdout.id, "name": "H", "filters": []}}).json()
+    unnamed = _query(client, base).json()
+    none = _query(client, {**base, "holdout": None}).json()
+    assert key in named["total_exposures"] and key in unnamed["total_exposures"]
+    assert key not in none["total_exposures"] and set(none["total_exposures"]) == {"control", "test"}
+    # The option is part of the query: the two answers are cached apart.
+    default = _query(client, {"kind": "ExperimentQuery", "experiment_id": demo.experiment.id, "metric": metric})
+    compared = _query(client, {"kind": "ExperimentQuery", "experiment_id": demo.experiment.id, "metric": metric,
+                               "compare_to_holdout": True})  # fmt: skip
+    assert default.json()["baseline"]["key"] == "control" and compared.json()["baseline"]["key"] == key
