@@ -197,3 +197,15 @@ def test_compare_to_holdout_needs_a_holdout_and_the_exposure_query_follows_its_h
     compared = _query(client, {"kind": "ExperimentQuery", "experiment_id": demo.experiment.id, "metric": metric,
                                "compare_to_holdout": True})  # fmt: skip
     assert default.json()["baseline"]["key"] == "control" and compared.json()["baseline"]["key"] == key
+
+
+def test_the_queries_the_toolkit_sends_are_posthogs(fed: Any) -> None:
+    from hoglab.client._metric_queries import exposure_query
+
+    client, demo, result, _ = fed
+    # The saved metric as linked (isSharedMetric, sharedMetricId) and the exposure query naming the holdout are
+    # PostHog's own query shapes; compare_to_holdout is the one hoglab member, outside them.
+    assert_valid(dict(result.metrics[1].metric), "ExperimentMeanMetric", drop=())
+    sent = exposure_query(client.experiments._json(demo.experiment.id))
+    assert sent["holdout"]["id"] == demo.holdout.id
+    assert_valid(sent, "ExperimentExposureQuery", drop=())
