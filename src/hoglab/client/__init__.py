@@ -1,4 +1,5 @@
-"""The HTTP client: :class:`Client`, its experiments resource, async query jobs and experiment results.
+"""The HTTP client: :class:`Client`, its experiments resource (with its holdouts and saved metrics), async query
+jobs and experiment results.
 
 Works unchanged against a hoglab service and against PostHog (same paths, same shapes). The usual entry points
 are re-exported from :mod:`hoglab` itself.
@@ -6,6 +7,7 @@ are re-exported from :mod:`hoglab` itself.
 
 from ._client import Client
 from ._default import connect, default_client, read_hogql
+from ._experiment_objects import Holdouts, SavedMetrics
 from ._experiments import Experiments
 from ._jobs import QueryJob
 from ._metric_results import MetricAnswer, MetricExperimentResult
@@ -19,10 +21,12 @@ __all__ = [
     "Clock",
     "ExperimentResult",
     "Experiments",
+    "Holdouts",
     "MetricAnswer",
     "MetricExperimentResult",
     "QueryJob",
     "RetryPolicy",
+    "SavedMetrics",
     "SystemClock",
     "by_variant",
     "connect",

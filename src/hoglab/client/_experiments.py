@@ -12,8 +12,9 @@ import pandas as pd
 
 from ..errors import APIError, InvalidArgument, InvalidArgumentType
 from ..queries._args import model_errors
-from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentUpdate
+from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentHoldout, ExperimentUpdate
 from ._errors import json_or_none
+from ._experiment_objects import Holdouts, SavedMetrics, saved_metric_links
 from ._metric_queries import is_metric_experiment, metric_experiment_results
 from ._metric_results import MetricExperimentResult
 from ._results import ExperimentResult
@@ -166,10 +167,15 @@ class Experiments:
     >>> client.experiments.requires_flag_implementation()  # no event carries $feature/pricing-copy yet
     True
     >>> client.experiments.delete(exp.id)
+
+    ``holdouts`` and ``saved_metrics`` are the project's holdouts and saved metrics (:class:`Holdouts`,
+    :class:`SavedMetrics`).
     """
 
     def __init__(self, client: Client) -> None:
         self._client = client
+        self.holdouts = Holdouts(client)
+        self.saved_metrics = SavedMetrics(client)
 
     def _path(self, suffix: str = "") -> str:
         return self._client.path(f"experiments/{suffix}")
@@ -211,6 +217,8 @@ class Experiments:
         metrics_secondary: Sequence[Any] | None = None,
         stats_config: str | Mapping[str, Any] | None = None,
         exposure_criteria: Mapping[str, Any] | None = None,
+        holdout: int | ExperimentHoldout | None = None,
+        saved_metrics: Sequence[Any] | None = None,
     ) -> Experiment:
         """Create an experiment and its feature flag (control/test 50/50 unless ``variants``); ``start=True``
         launches it now. ``filters`` is the legacy target metric (``{"insight": "FUNNELS", "events": [...]}``).
@@ -220,6 +228,10 @@ class Experiments:
         shown in the order given; ``stats_config`` is ``"bayesian"`` (PostHog's default), ``"frequentist"`` or
         PostHog's whole dict; ``exposure_criteria`` PostHog's (``{"filterTestAccounts": True,
         "multiple_variant_handling": "first_seen", "exposure_config": {...}}``).
+
+        ``holdout`` (an id or a :meth:`holdouts.create <Holdouts.create>` result) keeps the holdout's persons out
+        of every variant: the flag answers them ``holdout-<id>``. ``saved_metrics`` links saved metrics: ids or
+        models (primary), ``(id, "secondary")`` pairs, or PostHog's ``{"id", "metadata"}`` dicts.
         """
         params = dict(parameters or {})
         if variants is not None:
@@ -236,6 +248,8 @@ class Experiments:
                 filters=dict(filters) if filters is not None else None,
                 parameters=params or None,
                 secondary_metrics=[dict(m) for m in secondary_metrics] if secondary_metrics else None,
+                holdout_id=holdout.id if isinstance(holdout, ExperimentHoldout) else holdout,
+                saved_metrics_ids=saved_metric_links(saved_metrics),
                 **metric_fields(metrics, metrics_secondary, stats_config, exposure_criteria),
             )
         response = self._client.request("POST", self._path(), json=body.to_json_dict())
@@ -243,7 +257,8 @@ class Experiments:
 
     def update(self, experiment_id: int, **fields: Any) -> Experiment:
         """Change fields (``name``, ``description``, ``start_date``, ``end_date``, ``filters``, ``parameters``,
-        ``secondary_metrics``, ``archived``); an unknown field is an :class:`~hoglab.InvalidArgument`."""
+        ``secondary_metrics``, ``archived``, the metric fields, ``holdout_id``, ``saved_metrics_ids``); an unknown
+        field is an :class:`~hoglab.InvalidArgument`."""
         if not fields:
             raise InvalidArgument("update: name at least one field to change.", argument="fields")
         with model_errors("update", rename=lambda path: path.split(".")[0] or "update"):
@@ -274,7 +289,12 @@ class Experiments:
             self._client.request("PATCH", self._path(f"{int(experiment_id)}/"), json={"deleted": True})
 
     def results(
-        self, experiment_id: int, refresh: bool = False, *, experiment: Experiment | None = None
+        self,
+        experiment_id: int,
+        refresh: bool = False,
+        *,
+        experiment: Experiment | None = None,
+        holdout: bool | None = None,
     ) -> ExperimentResult | MetricExperimentResult:
         """The experiment's results (``refresh=True`` bypasses the server's cache), for either kind of experiment.
 
@@ -283,18 +303,24 @@ class Experiments:
         the ``ExperimentExposureQuery``; ``to_frame()`` is a row per (metric, variant). A legacy experiment
         (``filters``) gives an :class:`~hoglab.ExperimentResult` from ``/results/``. ``experiment`` saves the
         request that reads the experiment when the caller already has it.
+
+        An experiment with a holdout also gets every metric against the holdout arm (hoglab's
+        ``compare_to_holdout``, :meth:`~hoglab.MetricExperimentResult.holdout_frame`); ``holdout=False`` skips
+        those queries, ``True`` asks them whatever the experiment says.
         """
         body = self._json(experiment if experiment is not None else experiment_id)
         if is_metric_experiment(body):
-            return metric_experiment_results(self._client, body, refresh=refresh)
+            return metric_experiment_results(self._client, body, refresh=refresh, holdout=holdout)
         return self.legacy_results(experiment_id, refresh)
 
     def metric_results(
-        self, experiment: int | Experiment, refresh: bool = False, *, exposures: bool = True
-    ) -> MetricExperimentResult:
+        self, experiment: int | Experiment, refresh: bool = False, *, exposures: bool = True,
+        holdout: bool | None = None,
+    ) -> MetricExperimentResult:  # fmt: skip
         """A metric experiment's results: an ``ExperimentQuery`` per metric (and the exposures unless
         ``exposures=False``), whatever the experiment holds; see :meth:`results`."""
-        return metric_experiment_results(self._client, self._json(experiment), refresh=refresh, exposures=exposures)
+        return metric_experiment_results(self._client, self._json(experiment), refresh=refresh, exposures=exposures,
+                                         holdout=holdout)  # fmt: skip
 
     def units(
         self,

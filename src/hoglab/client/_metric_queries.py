@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import APIError
+from ..schema import saved_metric_definition
 from ..stats.posthog import TeamDefaults
 from ._metric_results import MetricAnswer, MetricExperimentResult, team_defaults
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "experiment_metrics",
     "experiments_config",
+    "has_holdout",
     "is_metric_experiment",
     "metric_experiment_results",
     "post_query",
@@ -50,7 +52,8 @@ def experiment_metrics(experiment: Mapping[str, Any]) -> list[tuple[dict[str, An
     """Every metric with its role, primary ones first, each list in the experiment's chosen order.
 
     Shared metrics (``saved_metrics``, PostHog's ``ExperimentToSavedMetric``) join the list their ``metadata.type``
-    names.
+    names, as the metric PostHog analyses for the link (the saved query with the link's breakdowns,
+    :func:`hoglab.schema.saved_metric_definition`).
 
     >>> exp = {"metrics": [{"uuid": "a", "name": "A"}, {"uuid": "b", "name": "B"}],
     ...        "metrics_secondary": [{"uuid": "c", "name": "C"}], "primary_metrics_ordered_uuids": ["b", "a"]}
@@ -65,8 +68,13 @@ def experiment_metrics(experiment: Mapping[str, Any]) -> list[tuple[dict[str, An
         query = shared.get("query") if isinstance(shared, Mapping) else None
         if not isinstance(query, Mapping):
             continue
-        role: Role = "secondary" if (shared.get("metadata") or {}).get("type") == "secondary" else "primary"
-        lists[role].append({**query, "name": query.get("name") or shared.get("name")})
+        metadata = shared.get("metadata") if isinstance(shared.get("metadata"), Mapping) else None
+        role: Role = "secondary" if (metadata or {}).get("type") == "secondary" else "primary"
+        saved_id = shared.get("saved_metric")
+        lists[role].append(saved_metric_definition(
+            dict(query), dict(metadata) if metadata else None, name=str(shared.get("name") or ""),
+            saved_metric_id=saved_id if isinstance(saved_id, int) else None,
+        ))  # fmt: skip
     primary = _ordered(lists["primary"], experiment.get("primary_metrics_ordered_uuids"))
     secondary = _ordered(lists["secondary"], experiment.get("secondary_metrics_ordered_uuids"))
     return [(m, "primary") for m in primary] + [(m, "secondary") for m in secondary]
@@ -99,6 +107,11 @@ def exposure_query(experiment: Mapping[str, Any]) -> dict[str, Any]:
     }
     if experiment.get("exposure_criteria"):
         query["exposure_criteria"] = experiment["exposure_criteria"]
+    holdout = experiment.get("holdout")
+    if isinstance(holdout, Mapping) and holdout.get("id") is not None:
+        # PostHog's UI sends the holdout (its ExperimentHoldoutType members), so the exposures show its row.
+        query["holdout"] = {k: holdout.get(k) for k in ("id", "name", "description", "filters", "created_at",
+                                                        "updated_at") if k in holdout}  # fmt: skip
     return query
 
 
@@ -112,28 +125,52 @@ def experiments_config(client: Client) -> dict[str, Any] | None:
     return dict(body) if isinstance(body, Mapping) else None
 
 
-def metric_experiment_results(
-    client: Client, experiment: Mapping[str, Any], *, refresh: bool = False, exposures: bool = True,
-    team: TeamDefaults | None = None,
-) -> MetricExperimentResult:  # fmt: skip
-    """Run every metric's ``ExperimentQuery`` (and the exposure query) of an experiment given as JSON.
+def has_holdout(experiment: Mapping[str, Any]) -> bool:
+    """Whether the experiment holds a group out (``holdout`` or ``holdout_id``).
 
-    A metric the server cannot answer (a 400 such as "no exposures yet") is kept with its error, so the others
-    still show; transport failures raise. ``team``: the project's defaults (read from ``experiments_config`` when
-    not given), which the settings fall back to when the experiment's ``stats_config`` is silent.
+    >>> has_holdout({"holdout": {"id": 3}}), has_holdout({"holdout_id": None})
+    (True, False)
     """
-    if team is None:
-        team = team_defaults(experiments_config(client))
+    holdout = experiment.get("holdout")
+    named = isinstance(holdout, Mapping) and holdout.get("id") is not None
+    return named or experiment.get("holdout_id") is not None
+
+
+def _answers(
+    client: Client, experiment: Mapping[str, Any], refresh: bool, team: TeamDefaults | None, **extra: Any
+) -> list[MetricAnswer]:
     stats_config = experiment.get("stats_config") if isinstance(experiment.get("stats_config"), Mapping) else {}
     answers = []
     for metric, role in experiment_metrics(experiment):
-        query = {"kind": "ExperimentQuery", "experiment_id": experiment.get("id"), "metric": metric}
+        query = {"kind": "ExperimentQuery", "experiment_id": experiment.get("id"), "metric": metric, **extra}
         try:
             answer = post_query(client, query, refresh=refresh)
             answers.append(MetricAnswer(metric, role, answer, stats_config=stats_config, team=team))
         except APIError as exc:
             answers.append(MetricAnswer(metric, role, None, error=str(exc.detail or exc), stats_config=stats_config,
                                         team=team))  # fmt: skip
+    return answers
+
+
+def metric_experiment_results(
+    client: Client, experiment: Mapping[str, Any], *, refresh: bool = False, exposures: bool = True,
+    team: TeamDefaults | None = None, holdout: bool | None = None,
+) -> MetricExperimentResult:  # fmt: skip
+    """Run every metric's ``ExperimentQuery`` (and the exposure query) of an experiment given as JSON.
+
+    A metric the server cannot answer (a 400 such as "no exposures yet") is kept with its error, so the others
+    still show; transport failures raise. ``team``: the project's defaults (read from ``experiments_config`` when
+    not given), which the settings fall back to when the experiment's ``stats_config`` is silent. With a holdout
+    (``holdout=None``: when the experiment has one) each metric is asked a second time with hoglab's
+    ``compare_to_holdout``: every variant against the holdout arm (PostHog, which has no such option, answers each
+    with an error, kept the same way).
+    """
+    if team is None:
+        team = team_defaults(experiments_config(client))
+    answers = _answers(client, experiment, refresh, team)
+    compared: list[MetricAnswer] = []
+    if holdout or (holdout is None and has_holdout(experiment)):
+        compared = _answers(client, experiment, refresh, team, compare_to_holdout=True)
     exposure_answer: dict[str, Any] | None = None
     exposure_error: str | None = None
     if exposures:
@@ -142,5 +179,6 @@ def metric_experiment_results(
         except APIError as exc:
             exposure_error = str(exc.detail or exc)
     return MetricExperimentResult(
-        int(experiment.get("id") or 0), dict(experiment), tuple(answers), exposure_answer, exposure_error, team=team
-    )
+        int(experiment.get("id") or 0), dict(experiment), tuple(answers), exposure_answer, exposure_error, team=team,
+        holdout_metrics=tuple(compared),
+    )  # fmt: skip

@@ -3,6 +3,10 @@
 PostHog's current experiments carry their metrics (``metrics``, ``metrics_secondary``) and are analysed through
 ``POST /query``; :class:`MetricExperimentResult` keeps every answer exactly as sent (``raw``) and reads them into
 one long frame, a row per (metric, variant), with the same columns whichever the method.
+
+An experiment with a holdout also gets each metric against the holdout arm (hoglab's ``compare_to_holdout``; PostHog
+leaves the holdout out of results): :meth:`MetricExperimentResult.holdout_frame` has the same columns, the holdout
+being each metric's baseline row.
 """
 
 from __future__ import annotations
@@ -120,12 +124,58 @@ class MetricExperimentResult:
     exposures_error: str | None = None
     kind: Literal["metrics"] = "metrics"
     team: TeamDefaults | None = field(default=None, repr=False)
+    holdout_metrics: tuple[MetricAnswer, ...] = ()
 
     @property
     def raw(self) -> dict[str, Any]:
-        """The answers as sent: ``{"metrics": [{"metric", "role", "answer", "error"}], "exposures": ...}``."""
-        items = [{"metric": dict(a.metric), "role": a.role, "answer": a.answer, "error": a.error} for a in self.metrics]
-        return {"metrics": items, "exposures": self.exposures}
+        """The answers as sent: ``{"metrics": [{"metric", "role", "answer", "error"}], "exposures": ...}`` (and
+        ``holdout_metrics``, the answers against the holdout, when the experiment has one)."""
+
+        def items(answers: tuple[MetricAnswer, ...]) -> list[dict[str, Any]]:
+            return [{"metric": dict(a.metric), "role": a.role, "answer": a.answer, "error": a.error} for a in answers]
+
+        raw: dict[str, Any] = {"metrics": items(self.metrics), "exposures": self.exposures}
+        if self.holdout_metrics:
+            raw["holdout_metrics"] = items(self.holdout_metrics)
+        return raw
+
+    @property
+    def holdout(self) -> Mapping[str, Any] | None:
+        """The experiment's holdout (PostHog's ``ExperimentHoldout`` object), or ``None``."""
+        holdout = self.experiment.get("holdout")
+        return holdout if isinstance(holdout, Mapping) else None
+
+    @property
+    def holdout_key(self) -> str | None:
+        """The holdout arm's key (``holdout-<id>``, its persons' flag value), when the experiment has a holdout."""
+        from ..schema import holdout_variant_key
+
+        holdout = self.holdout
+        if holdout is None or holdout.get("id") is None:
+            return None
+        return holdout_variant_key(int(holdout["id"]), holdout.get("filters"))
+
+    def holdout_frame(self) -> pd.DataFrame:
+        """Each metric against the holdout (hoglab's ``compare_to_holdout``): the columns of :meth:`to_frame`,
+        each metric's first row being the holdout arm and ``lift`` each variant's (``control`` included) over it.
+        Empty without a holdout."""
+        df = metric_frame(self.holdout_metrics)
+        df.attrs = {"experiment_id": self.experiment_id, "method": self.method, "sequential": self.sequential,
+                    "baseline": self.holdout_key}
+        return df
+
+    @property
+    def holdout_errors(self) -> dict[str, str]:
+        """Metrics whose comparison with the holdout failed: label -> the reason."""
+        return {a.label: a.error for a in self.holdout_metrics if a.error is not None}
+
+    @property
+    def holdout_verdict(self) -> str:
+        """The primary metrics against the holdout, in words ("" without a holdout)."""
+        if not self.holdout_metrics:
+            return ""
+        chosen = [a for a in self.holdout_metrics if a.role == "primary"] or list(self.holdout_metrics)
+        return " ".join(f"Against {self.holdout_key}: {self.metric_verdict(a)}" for a in chosen)
 
     @property
     def method(self) -> str:
@@ -231,9 +281,14 @@ class MetricExperimentResult:
     def _repr_html_(self) -> str:
         title = f"Experiment {self.experiment_id} ({self.settings_line})"
         lines = "".join(f"<li>{html.escape(self.metric_verdict(a))}</li>" for a in self.metrics)
-        table = (
-            self.to_frame()
-            .drop(columns=["metric_uuid"])
-            .to_html(index=False, float_format=lambda x: f"{x:.4g}", na_rep="–", border=0)
-        )
-        return f"<div><strong>{html.escape(title)}</strong><ul>{lines}</ul>{table}</div>"
+
+        def table(df: pd.DataFrame) -> str:
+            return df.drop(columns=["metric_uuid"]).to_html(index=False, float_format=lambda x: f"{x:.4g}",
+                                                            na_rep="–", border=0)  # fmt: skip
+
+        held = ""
+        if self.holdout_metrics:
+            title_held = f"Against the holdout {self.holdout_key} (hoglab's compare_to_holdout)"
+            verdicts = "".join(f"<li>{html.escape(self.metric_verdict(a))}</li>" for a in self.holdout_metrics)
+            held = f"<strong>{html.escape(title_held)}</strong><ul>{verdicts}</ul>{table(self.holdout_frame())}"
+        return f"<div><strong>{html.escape(title)}</strong><ul>{lines}</ul>{table(self.to_frame())}{held}</div>"

@@ -95,8 +95,10 @@ def _sdk(token: str, host: str) -> Any:
         import posthog
     except ImportError as exc:  # pragma: no cover - the notebook extra installs it
         raise ConfigurationError("the posthog SDK is needed: pip install 'hoglab[notebook]'") from exc
-    # No retries: every run sends the same requests; a generous flags timeout for a loaded machine.
-    return posthog.Posthog(token, host=host, capture_mode="v0", max_retries=0, feature_flags_request_max_retries=0,
+    # Capture retries a failed batch (a keep-alive connection the server closed is reset on a loaded machine, and
+    # without a retry the batch is lost): the service drops events it already stored (same uuid), so a batch sent
+    # twice counts once. No retries of /flags (a user whose flag fails is skipped); a generous flags timeout.
+    return posthog.Posthog(token, host=host, capture_mode="v0", max_retries=3, feature_flags_request_max_retries=0,
                            feature_flags_request_timeout_seconds=30, flush_at=500)  # fmt: skip
 
 

@@ -1,7 +1,8 @@
 """Reading the remote project through the API a notebook uses (:class:`hoglab.Client`: retries, 429 and
 ``Retry-After``), paced under its query rate, and copying what it reads into the local mirror: events by keyset
 pages on ``(timestamp, uuid)`` under the 10,000-row cap (PostHog refuses OFFSET for personal keys), persons and
-their distinct ids, then feature flags, cohorts and experiments through the REST endpoints.
+their distinct ids, then experiment holdouts, saved metrics, experiments, feature flags and cohorts through the
+REST endpoints.
 
 >>> seconds_per_query("120/hour")
 30.0
@@ -160,7 +161,16 @@ def mirror_persons(remote: Remote, mirror: Mirror, report: PullReport) -> None:
 
 
 def mirror_objects(remote: Remote, mirror: Mirror, report: PullReport) -> None:
-    """Copy the experiments (archived too), feature flags and cohorts."""
+    """Copy the holdouts and saved metrics, then the experiments (archived too, linked to the copies of those),
+    feature flags and cohorts."""
+    holdouts = remote.rest("experiment_holdouts")
+    for holdout in holdouts:
+        mirror.write_holdout(holdout)
+    report.holdouts = len(holdouts)
+    saved_metrics = remote.rest("experiment_saved_metrics")
+    for saved_metric in saved_metrics:
+        mirror.write_saved_metric(saved_metric)
+    report.saved_metrics = len(saved_metrics)
     experiments = {e["id"]: e for archived in ("false", "true") for e in remote.rest("experiments", archived=archived)}
     for experiment in experiments.values():
         mirror.write_experiment(experiment)

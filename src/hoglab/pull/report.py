@@ -39,6 +39,8 @@ class PullReport:
     flags: int = 0
     cohorts: int = 0
     experiments: int = 0
+    holdouts: int = 0
+    saved_metrics: int = 0
     queries: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
@@ -48,6 +50,7 @@ class PullReport:
         return (
             f"project {self.local_project_id}: {self.events_copied:,} new events of {self.events_fetched:,} read"
             f"{f' and {self.files_read} export files' if self.files_read else ''}, {self.persons:,} persons,"
-            f" {self.flags} flags, {self.cohorts} cohorts, {self.experiments} experiments;"
+            f" {self.flags} flags, {self.cohorts} cohorts, {self.experiments} experiments"
+            f" ({self.holdouts} holdouts, {self.saved_metrics} saved metrics);"
             f" {self.queries} queries in {self.seconds:,.1f} s{rate}"
         )

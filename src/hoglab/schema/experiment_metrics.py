@@ -349,6 +349,13 @@ class ExperimentQuery(_ExperimentQueryBase):
     experiment_id: int | None = Field(default=None, ge=1, le=_LARGEST_ID)
     metric: ExperimentMetric
     name: str | None = Field(default=None, max_length=400)
+    # hoglab's extension: PostHog's current engine leaves the holdout's persons out of results (and so does hoglab
+    # without it).
+    compare_to_holdout: bool | None = Field(
+        default=None,
+        description="hoglab only: the experiment's holdout arm (holdout-<id>) is the baseline and every flag variant, "
+        "control included, is compared with it.",
+    )
 
     @model_validator(mode="after")
     def _needs_experiment(self) -> ExperimentQuery:

@@ -10,6 +10,8 @@ from pydantic import Field, field_validator, model_validator
 
 from ._base import RequestModel, ResponseModel
 from .experiment_metrics import ExperimentExposureCriteria, ExperimentMetric, ExperimentStatsConfig
+from .experiment_objects import ExperimentHoldout, ExperimentToSavedMetric, saved_metric_links
+from .users import User
 
 __all__ = [
     "Cohort",
@@ -45,17 +47,6 @@ class Paginated(ResponseModel, Generic[T]):
     next: str | None = None
     previous: str | None = None
     results: list[T]
-
-
-class User(ResponseModel):
-    id: int
-    uuid: UUID
-    distinct_id: str
-    first_name: str = ""
-    last_name: str = ""
-    email: str
-    is_email_verified: bool = False
-    hedgehog_config: dict[str, Any] | None = None
 
 
 class Project(ResponseModel):
@@ -146,6 +137,20 @@ class _ExperimentFields(RequestModel):
     conclusion_comment: str | None = Field(default=None, max_length=10_000)
     primary_metrics_ordered_uuids: list[str] | None = None
     secondary_metrics_ordered_uuids: list[str] | None = None
+    holdout_id: int | None = None
+    saved_metrics_ids: list[dict[str, Any]] | None = None
+
+    _saved_metric_links = field_validator("saved_metrics_ids", mode="before")(saved_metric_links)
+
+    @field_validator("holdout_id", mode="before")
+    @classmethod
+    def _holdout_pk(cls, value: Any) -> Any:
+        # PostHog's PrimaryKeyRelatedField: a number (or its digits as text), else DRF's "Incorrect type".
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        if isinstance(value, str) and value.isascii() and value.isdigit():
+            return int(value)
+        raise ValueError(f"Incorrect type. Expected pk value, received {type(value).__name__}.")
 
     @field_validator("metrics", "metrics_secondary")
     @classmethod
@@ -224,6 +229,9 @@ class Experiment(ResponseModel):
     conclusion_comment: str | None = None
     primary_metrics_ordered_uuids: list[Any] | None = None
     secondary_metrics_ordered_uuids: list[Any] | None = None
+    holdout: ExperimentHoldout | None = None
+    holdout_id: int | None = None
+    saved_metrics: list[ExperimentToSavedMetric] | None = None
 
     @property
     def status(self) -> Literal["draft", "running", "complete"]:

@@ -1,7 +1,8 @@
 """What the picker and the report show for a metric experiment: the statistics settings (method, sequential
 testing, CUPED), each metric with its settings and verdict, the traffic split (SRM) of the exposures, the
 per-variant table (raw and CUPED-adjusted estimates; the interval without CUPED beside the adjusted one) and, for a
-metric with a breakdown, the same per breakdown value.
+metric with a breakdown, the same per breakdown value; with a holdout, each metric against it too (hoglab's
+``compare_to_holdout``: a ``vs holdout`` verdict and the tables with the holdout as baseline).
 
 >>> metric_settings({"metric_type": "mean", "conversion_window": 7, "conversion_window_unit": "day",
 ...                  "upper_bound_percentile": 0.99, "ignore_zeros": True, "goal": "increase"})
@@ -24,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ...client._metric_results import MetricAnswer, MetricExperimentResult, metric_frame
+from ...schema import HOLDOUT_VARIANT_PREFIX
 from ...stats import SRMResult, StatsError, srm
 
 __all__ = ["exposure_srm", "metric_results_html", "metric_settings", "metric_summary", "metrics_line"]
@@ -82,8 +84,10 @@ def metric_settings(metric: Mapping[str, Any]) -> str:
 
 
 def metric_summary(result: MetricExperimentResult) -> pd.DataFrame:
-    """One row per metric: its name, role, type, method, settings, samples per variant and verdict in words."""
+    """One row per metric: its name, role, type, method, settings, samples per variant and verdict in words (and,
+    with a holdout, the verdict against it in ``vs holdout``)."""
     rows = []
+    against = dict(zip((a.uuid for a in result.holdout_metrics), result.holdout_metrics, strict=True))
     for answer in result.metrics:
         # Each answer's own rows: two metrics may share a name (and so a label) and must not share samples.
         variants = answer.rows()
@@ -95,7 +99,11 @@ def metric_summary(result: MetricExperimentResult) -> pd.DataFrame:
             "settings": metric_settings(answer.metric), "samples": samples or "–",
             "significant": significant, "verdict": result.metric_verdict(answer),
         })  # fmt: skip
+        if against:
+            held = against.get(answer.uuid)
+            rows[-1]["vs holdout"] = f"{result.holdout_key}: {result.metric_verdict(held)}" if held else "–"
     columns = ["metric", "role", "metric_type", "method", "settings", "samples", "significant", "verdict"]
+    columns += ["vs holdout"] if against else []
     return pd.DataFrame(rows, columns=columns).astype({c: "string" for c in columns if c != "significant"})
 
 
@@ -128,7 +136,9 @@ def exposure_srm(result: MetricExperimentResult, rollout: Mapping[str, float] | 
     """The SRM check of the exposures against the flag's planned split (equal shares when it names other
     variants); ``None`` without at least two exposed variants. Persons seen with several variants (PostHog's
     ``$multiple`` series) belong to no variant and stay out of the check."""
-    totals = {key: n for key, n in result.total_exposures.items() if key != "$multiple"}
+    # A holdout's row (holdout-<id>) is no variant of the flag's split either.
+    totals = {key: n for key, n in result.total_exposures.items()
+              if key != "$multiple" and not key.startswith(HOLDOUT_VARIANT_PREFIX)}  # fmt: skip
     if len(totals) < 2 or sum(totals.values()) <= 0:
         return None
     planned = dict(rollout) if rollout and set(rollout) == set(totals) and sum(rollout.values()) > 0 else None
@@ -214,4 +224,10 @@ def metric_results_html(result: MetricExperimentResult, check: SRMResult | None)
              _srm_html(check, result.exposures_error)]  # fmt: skip
     for answer in result.metrics:
         lines += _metric_html(result, answer)
+    if result.holdout_metrics:
+        title = f"Against the holdout {result.holdout_key} (hoglab's compare_to_holdout: lift over the holdout arm)"
+        lines.append(f"<h4 style='margin:12px 0 2px'>{esc(title)}</h4>")
+        for answer in result.holdout_metrics:
+            lines += _metric_html(result, answer)
     return "".join(lines)
+

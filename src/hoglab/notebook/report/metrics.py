@@ -31,7 +31,8 @@ def _cuped_line(row: dict[str, object]) -> str | None:
 
 def metric_summary_lines(report: ExperimentReport) -> list[str]:
     """The statistics settings, the exposures' SRM check, then each metric: its settings, its verdict, CUPED's
-    interval beside the unadjusted one, and a line per breakdown value."""
+    interval beside the unadjusted one, and a line per breakdown value (and against the holdout, when the
+    experiment has one)."""
     result = report.metrics
     if result is None:
         return [report.primary.error or "No results."]
@@ -57,6 +58,9 @@ def metric_summary_lines(report: ExperimentReport) -> list[str]:
                 lift = row["lift_cuped"] if row["cuped"] and math.isfinite(row["lift_cuped"]) else row["lift"]
                 shown = f"{lift:+.1%}" if isinstance(lift, float) and math.isfinite(lift) else "n/a"
                 lines.append(f"    {row['breakdown']}: {row['variant']} {shown}, {decided}")
+    for answer in result.holdout_metrics:
+        # hoglab's compare_to_holdout: every variant, control included, against the holdout arm.
+        lines.append(f"[{answer.role}] Against {result.holdout_key}: {result.metric_verdict(answer)}")
     return lines
 
 

@@ -20,19 +20,24 @@ from hoglab.schema import (
 from ..errors import ValidationFailed
 from ..filters.properties import hogql_expression
 from ..http.bodies import validate_body
-from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, Store, UserRecord
+from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, HoldoutRecord, Store, UserRecord
 from ..store.experiments import METRIC_COLUMNS
+from .holdouts import flag_holdout, holdout_body, holdout_change, holdout_for
 from .legacy.filters import read_metric
+from .saved_metrics import link_bodies, link_saved_metrics
 
 __all__ = [
     "MODEL_ERROR_ATTRS",
     "UPDATABLE_FIELDS",
     "check_metric_filters",
     "create_with_flag",
+    "experiment_answers",
     "experiment_body",
     "exposure_cohort_filters",
     "flag_filters",
     "metric_fields",
+    "object_changes",
+    "read_only_dropped",
     "requires_flag_implementation",
     "to_utc",
     "usable_metric_fields",
@@ -43,8 +48,11 @@ __all__ = [
 UPDATABLE_FIELDS = frozenset(
     {"name", "description", "start_date", "end_date", "filters", "parameters", "archived", "secondary_metrics",
      "metrics", "metrics_secondary", "exposure_criteria", "stats_config", "conclusion", "conclusion_comment",
-     "primary_metrics_ordered_uuids", "secondary_metrics_ordered_uuids"}
+     "primary_metrics_ordered_uuids", "secondary_metrics_ordered_uuids", "holdout_id", "saved_metrics_ids"}
 )  # fmt: skip
+# Read-only members of PostHog's experiment serializer that hold objects: sent back (an answer PATCHed again) they
+# are ignored, as DRF ignores read-only fields.
+READ_ONLY_OBJECTS = ("holdout", "saved_metrics")
 # Model-level checks of the schema report no field; these are the fields they are about.
 MODEL_ERROR_ATTRS = {
     "End date must be after start date": "end_date",
@@ -82,8 +90,13 @@ def variants_from(parameters: ExperimentParameters | None) -> list[dict[str, Any
     return variants
 
 
-def flag_filters(variants: Sequence[Mapping[str, Any]], aggregation_group_type_index: int | None) -> dict[str, Any]:
-    """The filters of an experiment's new flag: everyone in, split by the variants' rollout.
+def flag_filters(
+    variants: Sequence[Mapping[str, Any]],
+    aggregation_group_type_index: int | None,
+    holdout: HoldoutRecord | None = None,
+) -> dict[str, Any]:
+    """The filters of an experiment's new flag: everyone in, split by the variants' rollout, and the holdout
+    (``{"id", "exclusion_percentage"}`` or ``None``, PostHog's ``_ensure_feature_flag``).
 
     >>> flag_filters([{"key": "control", "rollout_percentage": 100}], None)["groups"]
     [{'properties': [], 'rollout_percentage': 100}]
@@ -92,7 +105,7 @@ def flag_filters(variants: Sequence[Mapping[str, Any]], aggregation_group_type_i
         "groups": [{"properties": [], "rollout_percentage": 100}],
         "multivariate": {"variants": [dict(v) for v in variants]},
         "aggregation_group_type_index": aggregation_group_type_index,
-        "holdout_groups": None,
+        "holdout": flag_holdout(holdout),
     }
 
 
@@ -105,8 +118,16 @@ def same_variants(left: Sequence[Mapping[str, Any]], right: Sequence[Mapping[str
     return shape(left) == shape(right)
 
 
-def experiment_body(record: ExperimentRecord, flag: FlagRecord, user: UserRecord | None) -> dict[str, Any]:
-    """The ``Experiment`` answer: the seed's fields, the nested flag and creator."""
+def experiment_body(
+    record: ExperimentRecord,
+    flag: FlagRecord,
+    user: UserRecord | None,
+    *,
+    holdout: Mapping[str, Any] | None = None,
+    saved_metrics: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The ``Experiment`` answer: the seed's fields, the nested flag and creator, the holdout and the saved metric
+    links (:func:`experiment_answers` reads them from the store)."""
     return {
         "id": record.id,
         "name": record.name,
@@ -132,7 +153,48 @@ def experiment_body(record: ExperimentRecord, flag: FlagRecord, user: UserRecord
         "conclusion_comment": record.conclusion_comment,
         "primary_metrics_ordered_uuids": record.primary_metrics_ordered_uuids,
         "secondary_metrics_ordered_uuids": record.secondary_metrics_ordered_uuids,
+        "holdout": None if holdout is None else dict(holdout),
+        "holdout_id": record.holdout_id,
+        "saved_metrics": [dict(link) for link in saved_metrics],
+        # Write-only in effect: PostHog's serializer has no value to read back and answers null.
+        "saved_metrics_ids": None,
     }
+
+
+def experiment_answers(
+    store: Store, items: Sequence[tuple[ExperimentRecord, FlagRecord, UserRecord | None]]
+) -> list[dict[str, Any]]:
+    """The ``Experiment`` answers of several experiments, their holdouts and saved metric links read at once."""
+    links = store.saved_metrics.links(record.id for record, _, _ in items)
+    holdouts: dict[int, dict[str, Any]] = {}
+    for record, _, _ in items:
+        if record.holdout_id is not None and record.holdout_id not in holdouts:
+            found = store.holdouts.get(record.team_id, record.holdout_id)
+            if found is not None:
+                creator = store.users.get(found.created_by_id) if found.created_by_id is not None else None
+                holdouts[found.id] = holdout_body(found, creator)
+    return [
+        experiment_body(record, flag, user, holdout=holdouts.get(record.holdout_id or 0),
+                        saved_metrics=link_bodies(links.get(record.id, [])))
+        for record, flag, user in items
+    ]  # fmt: skip
+
+
+def read_only_dropped(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` without the read-only object members (``holdout``, ``saved_metrics``) PostHog ignores."""
+    return {key: value for key, value in data.items() if key not in READ_ONLY_OBJECTS}
+
+
+def object_changes(
+    store: Store, record: ExperimentRecord, flag: FlagRecord, payload: ExperimentUpdate, changes: dict[str, Any]
+) -> FlagRecord:
+    """The holdout of a PATCH, inside the caller's transaction: checked against ``record`` as it was (no change once
+    launched), the flag rewritten, ``changes["holdout_id"]`` set. The saved metric links follow the update
+    (:func:`link_saved_metrics`, which needs the updated ordering)."""
+    if "holdout_id" in payload.model_fields_set:
+        flag, holdout = holdout_change(store, record, flag, payload.holdout_id)
+        changes["holdout_id"] = None if holdout is None else holdout.id
+    return flag
 
 
 def usable_metric_fields(fields: dict[str, Any]) -> dict[str, Any]:
@@ -272,6 +334,7 @@ def create_with_flag(
     Flag and experiment are written in one transaction: a failure on either leaves neither behind. Used by the
     API and by the demo set-up, so both make experiments the same way.
     """
+    data = read_only_dropped(data)
     payload = validate_body(ExperimentCreate, dict(data), model_error_attrs=MODEL_ERROR_ATTRS)
     check_metric_filters(data.get("filters"))
     start_date = to_utc(payload.start_date, "start_date")
@@ -280,6 +343,7 @@ def create_with_flag(
     variants = variants_from(parameters)
     extra = (parameters.model_extra or {}) if parameters is not None else {}
     with store.transaction():
+        holdout = holdout_for(store, project_id, payload.holdout_id)
         if store.flags.get_by_key(project_id, payload.feature_flag_key) is not None:
             raise _duplicate_key()
         try:
@@ -287,7 +351,9 @@ def create_with_flag(
                 project_id,
                 payload.feature_flag_key,
                 name=f"Feature Flag for Experiment {payload.name}",
-                filters=flag_filters(variants, parameters.aggregation_group_type_index if parameters else None),
+                filters=flag_filters(
+                    variants, parameters.aggregation_group_type_index if parameters else None, holdout
+                ),
                 active=start_date is not None,
                 ensure_experience_continuity=bool(extra.get("ensure_experience_continuity")),
                 created_by_id=user_id,
@@ -308,5 +374,8 @@ def create_with_flag(
             created_by_id=user_id,
             type=payload.type or "product",
             metric_fields=metric_fields(payload),
+            holdout_id=None if holdout is None else holdout.id,
         )
+        if payload.saved_metrics_ids:
+            record = link_saved_metrics(store, record, payload.saved_metrics_ids, replace=False)
     return record, flag

@@ -6,6 +6,11 @@ override are tried first, the rest in order, as PostHog sorts them) whose proper
 rollout includes them; the variant is the group's override when it names a variant, else the one
 ``flags.hashing.variant_for`` assigns. Hashing uses the distinct id, or the hash key of experience continuity.
 
+A flag with a holdout (``filters.holdout = {"id", "exclusion_percentage"}``, PostHog's current key; the legacy
+``holdout_groups[0]`` when there is none) answers ``holdout-<id>`` to the persons the holdout holds out, before
+any condition group is read, with reason ``holdout_condition_value`` (PostHog's flags service,
+``rust/feature-flags/src/flags/flag_matching.rs``; the ``posthog`` SDK's ``_get_holdout_variant``).
+
 >>> from hoglab.server.flags.evaluate import Person, evaluate_flag, FlagSpec
 >>> spec = FlagSpec(1, "beta", {"groups": [{"properties": [], "rollout_percentage": 100}]})
 >>> evaluate_flag(spec, Person("user-1")).value
@@ -21,15 +26,24 @@ from typing import Any
 
 import orjson
 
-from .hashing import bucket, variant_for
+from .hashing import bucket, in_holdout, variant_for
 from .properties import UnsupportedFilter, match_property
 
-__all__ = ["FlagMatch", "FlagSpec", "Person", "evaluate_flag", "filter_kind", "reason_description"]
+__all__ = [
+    "HOLDOUT_REASON",
+    "FlagMatch",
+    "FlagSpec",
+    "Person",
+    "evaluate_flag",
+    "filter_kind",
+    "reason_description",
+]
 
 log = logging.getLogger("hoglab.server.flags")
 
 # Higher wins when no group matches: the most informative reason among the groups is reported (PostHog's order).
 _SCORES = {"condition_match": 4, "out_of_rollout_bound": 3, "no_condition_match": 2, "no_group_type": 1}
+HOLDOUT_REASON = "holdout_condition_value"
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,35 @@ class FlagSpec:
         return [v for v in variants if isinstance(v, Mapping) and isinstance(v.get("key"), str)]
 
     @property
+    def holdout(self) -> tuple[str, float] | None:
+        """``(value, exclusion percentage)`` of the flag's holdout, or ``None``.
+
+        ``filters.holdout`` (``{"id", "exclusion_percentage"}``, either missing: none) is read when the key is
+        present, even as null; otherwise the legacy ``holdout_groups[0]`` (its ``variant`` and rollout), which older
+        flags services ignored when it had properties.
+
+        >>> FlagSpec(1, "f", {"holdout": {"id": 7, "exclusion_percentage": 10}}).holdout
+        ('holdout-7', 10.0)
+        """
+        filters = self.filters if isinstance(self.filters, Mapping) else {}
+        if "holdout" in filters:
+            holdout = filters.get("holdout")
+            if not isinstance(holdout, Mapping):
+                return None
+            holdout_id, share = holdout.get("id"), _rollout(holdout.get("exclusion_percentage"))
+            if holdout_id is None or isinstance(holdout_id, bool) or share is None:
+                return None
+            return f"holdout-{holdout_id}", share
+        groups = filters.get("holdout_groups")
+        first = groups[0] if isinstance(groups, list) and groups else None
+        if not isinstance(first, Mapping) or first.get("properties"):
+            return None
+        variant, share = first.get("variant"), _rollout(first.get("rollout_percentage"))
+        if not isinstance(variant, str) or not variant or share is None:
+            return None
+        return variant, share
+
+    @property
     def aggregation_group_type_index(self) -> Any:
         return self.filters.get("aggregation_group_type_index") if isinstance(self.filters, Mapping) else None
 
@@ -72,10 +115,18 @@ class Person:
     inline_cohorts: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
     hash_keys: Mapping[str, str] = field(default_factory=dict)
     timezone: str = "UTC"
+    anon_distinct_id: str | None = None
 
     def hash_key(self, flag: FlagSpec) -> str:
         if flag.ensure_experience_continuity:
             return self.hash_keys.get(flag.key, self.distinct_id)
+        return self.distinct_id
+
+    def holdout_key(self, flag: FlagSpec) -> str:
+        """What a holdout hashes: the distinct id; for a flag with experience continuity the request's anonymous
+        id when it has one (PostHog's flags service passes no stored hash key override to the holdout)."""
+        if flag.ensure_experience_continuity and self.anon_distinct_id:
+            return self.anon_distinct_id
         return self.distinct_id
 
 
@@ -106,6 +157,7 @@ def reason_description(match: FlagMatch) -> str | None:
         "no_condition_match": "No matching condition set",
         "out_of_rollout_bound": "Out of rollout bound",
         "no_group_type": "No group type",
+        HOLDOUT_REASON: "Holdout condition value",
     }.get(match.reason)
 
 
@@ -210,6 +262,10 @@ def evaluate_flag(flag: FlagSpec, person: Person) -> FlagMatch:
         # Group-aggregated flags hash on a group key; hoglab keeps no group types, so like PostHog without the
         # group in the request, the flag is off.
         return FlagMatch(flag.key, False, None, "no_group_type", None)
+    holdout = flag.holdout
+    if holdout is not None and in_holdout(person.holdout_key(flag), holdout[1]):
+        # Before the condition groups: a person held out gets the holdout's value whatever the conditions say.
+        return FlagMatch(flag.key, True, holdout[0], HOLDOUT_REASON, None, _payload(flag, holdout[0]))
     groups = flag.groups
     variants = flag.variants
     variant_keys = {str(v["key"]) for v in variants}

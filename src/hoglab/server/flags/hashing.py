@@ -4,6 +4,10 @@ A person keeps their variant because the bucket is a pure function of the flag k
 ``sha1("<flag key>.<distinct id><salt>")``, its first 15 hex digits as an integer, divided by ``0xFFFFFFFFFFFFFFF``
 to land in [0, 1). Rollout uses no salt; the variant uses the salt ``"variant"`` and walks the variants'
 cumulative rollout percentages. (Same definition as PostHog's server and SDKs' local evaluation.)
+
+Holdouts hash ``"holdout-<distinct id>"`` (a dash, no flag key, no salt: :func:`holdout_bucket`), so the same
+persons are held out of every flag that uses the holdout, whatever its key (PostHog's flags service and the
+``posthog`` SDK's ``_holdout_hash``).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["bucket", "in_rollout", "variant_for"]
+__all__ = ["bucket", "holdout_bucket", "in_holdout", "in_rollout", "variant_for"]
 
 _LONG_SCALE = float(0xFFFFFFFFFFFFFFF)
 
@@ -25,6 +29,29 @@ def bucket(flag_key: str, distinct_id: str, salt: str = "") -> float:
     """
     digest = hashlib.sha1(f"{flag_key}.{distinct_id}{salt}".encode()).hexdigest()
     return int(digest[:15], 16) / _LONG_SCALE
+
+
+def holdout_bucket(identifier: str) -> float:
+    """Where ``identifier`` falls for every holdout, uniformly in [0, 1): SHA-1 of ``"holdout-<identifier>"``.
+
+    PostHog's test vector (rules-v2 contract corpus, ``hash.holdout.literal_prefix``):
+
+    >>> round(holdout_bucket("user-31"), 16)
+    0.0194745413007599
+    """
+    digest = hashlib.sha1(f"holdout-{identifier}".encode()).hexdigest()
+    return int(digest[:15], 16) / _LONG_SCALE
+
+
+def in_holdout(identifier: str, exclusion_percentage: float) -> bool:
+    """Whether ``identifier`` is held out by a holdout of ``exclusion_percentage`` % (clamped to [0, 100]; 100 holds
+    out everyone without hashing, as PostHog's server and SDK).
+
+    >>> in_holdout("user-31", 10), in_holdout("user-31", 1), in_holdout("user-31", 100)
+    (True, False, True)
+    """
+    percentage = min(max(float(exclusion_percentage), 0.0), 100.0)
+    return percentage == 100.0 or holdout_bucket(identifier) <= percentage / 100
 
 
 def in_rollout(flag_key: str, distinct_id: str, rollout_percentage: float | None) -> bool:

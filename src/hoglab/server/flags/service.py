@@ -175,6 +175,7 @@ def _person(state: ServiceState, project: ProjectRecord, request: FlagsRequest, 
         inline_cohorts=inline,
         hash_keys=_hash_keys(state, project, request, specs, persons),
         timezone=project.timezone or "UTC",
+        anon_distinct_id=request.anon_distinct_id,
     )
 
 

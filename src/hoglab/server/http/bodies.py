@@ -8,6 +8,7 @@ back (NaN, lone surrogates) are refused up front instead of failing when the ans
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from fastapi import Request
@@ -24,6 +25,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_PAGE_LIMIT",
     "REQUEST_MODELS",
+    "char_field",
     "clamp_page",
     "json_body_openapi",
     "json_depth",
@@ -126,6 +128,36 @@ def validate_body(model: type[M], data: dict[str, Any], *, model_error_attrs: di
         raise ValidationFailed(body.detail, attr=attr) from None
     except RecursionError:
         raise ValidationFailed("Input is nested too deeply.") from None
+
+
+def char_field(data: Mapping[str, Any], field: str, *, required: bool, nullable: bool) -> str | None:
+    """A DRF ``CharField(max_length=400)`` of PostHog's serializers (holdouts, saved metrics), with DRF's messages
+    and codes; ``None`` when absent or null.
+
+    >>> char_field({"name": "Q3"}, "name", required=True, nullable=False)
+    'Q3'
+    >>> char_field({"name": None}, "name", required=True, nullable=False)
+    Traceback (most recent call last):
+    ...
+    hoglab.server.errors.ValidationFailed: This field may not be null.
+    """
+    if field not in data:
+        if required:
+            raise ValidationFailed("This field is required.", attr=field, code="required")
+        return None
+    value = data[field]
+    if value is None:
+        if not nullable:
+            raise ValidationFailed("This field may not be null.", attr=field, code="null")
+        return None
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValidationFailed("Not a valid string.", attr=field, code="invalid")
+    text = str(value)
+    if not text.strip() and not nullable:
+        raise ValidationFailed("This field may not be blank.", attr=field, code="blank")
+    if len(text) > 400:
+        raise ValidationFailed("Ensure this field has no more than 400 characters.", attr=field, code="max_length")
+    return text
 
 
 def json_body_openapi(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:

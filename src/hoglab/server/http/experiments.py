@@ -9,6 +9,10 @@ DELETE /api/projects/{project_id}/experiments/{id}/                             
 POST   /api/projects/{project_id}/experiments/{id}/create_exposure_cohort_for_experiment/   experiment:write
 GET    /api/projects/{project_id}/experiments/{id}/results/                     experiment:read
 GET    /api/projects/{project_id}/experiments/{id}/secondary_results/           experiment:read
+
+and PostHog's newer ones: ``POST .../experiments/{id}/duplicate/`` (experiment:write, a draft copy) and
+``GET .../experiments/eligible_feature_flags/`` (feature_flag:read, the flags an experiment can run on). Holdouts
+and saved metrics have their own routers (``experiment_holdouts.py``, ``experiment_saved_metrics.py``).
 """
 
 from __future__ import annotations
@@ -17,15 +21,20 @@ import json
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
 
 from hoglab.schema import Experiment, ExperimentCreate, ExperimentUpdate, Paginated
 
 from ..errors import NotFound, ValidationFailed
 from ..experiments import rules
+from ..experiments.duplicate import duplicate_experiment
+from ..experiments.eligible_flags import PageError, eligible_flags, parse_page
+from ..experiments.saved_metrics import link_saved_metrics
 from ..state import ServiceState, get_state
 from ..store import ExperimentRecord, FlagRecord
 from .auth import MAX_ID, AuthContext, require_scope
 from .bodies import clamp_page, json_body_openapi, page_links, parse_json_object, raw_body, validate_body
+from .flag_resources import experiments_by_flag, flag_body
 from .routing import SlashRouter
 
 __all__ = ["router"]
@@ -35,6 +44,7 @@ router = SlashRouter(tags=["experiments"])
 BASE = "/api/projects/{project_id}/experiments/"
 Read = Annotated[AuthContext, Depends(require_scope("experiment:read"))]
 Write = Annotated[AuthContext, Depends(require_scope("experiment:write"))]
+FlagRead = Annotated[AuthContext, Depends(require_scope("feature_flag:read"))]
 State = Annotated[ServiceState, Depends(get_state)]
 Body = Annotated[bytes, Depends(raw_body)]
 ExperimentId = Annotated[int, Path(ge=1, le=MAX_ID, description="The experiment's id.")]
@@ -50,7 +60,7 @@ def _load(state: ServiceState, auth: AuthContext, experiment_id: int) -> tuple[E
 
 def _answer(state: ServiceState, record: ExperimentRecord, flag: FlagRecord) -> dict[str, Any]:
     user = state.store.users.get(record.created_by_id) if record.created_by_id is not None else None
-    return rules.experiment_body(record, flag, user)
+    return rules.experiment_answers(state.store, [(record, flag, user)])[0]
 
 
 @router.get(BASE, response_model=Paginated[Experiment], summary="List all experiments")
@@ -76,14 +86,13 @@ def list_experiments(
     flags = state.store.flags.get_many(r.feature_flag_id for r in page.results)
     users = {uid: state.store.users.get(uid) for uid in {r.created_by_id for r in page.results} if uid is not None}
     following, previous = page_links(request.url, total=page.total, limit=page_limit, offset=page_offset)
+    items = [(r, flags[r.feature_flag_id], users.get(r.created_by_id) if r.created_by_id else None)
+             for r in page.results]  # fmt: skip
     return {
         "count": page.total,
         "next": following,
         "previous": previous,
-        "results": [
-            rules.experiment_body(r, flags[r.feature_flag_id], users.get(r.created_by_id) if r.created_by_id else None)
-            for r in page.results
-        ],
+        "results": rules.experiment_answers(state.store, items),
     }
 
 
@@ -97,7 +106,7 @@ def list_experiments(
 def create_experiment(request: Request, auth: Write, state: State, raw: Body) -> dict[str, Any]:
     data = parse_json_object(raw, request.headers.get("content-type"))
     record, flag = rules.create_with_flag(state.store, auth.project.id, auth.user.id, data)
-    return rules.experiment_body(record, flag, auth.user)
+    return _answer(state, record, flag)
 
 
 @router.get(BASE + "requires_flag_implementation/", summary="Retrieve requires-flag-implementation")
@@ -125,6 +134,38 @@ def requires_flag_implementation(
     return {"result": rules.requires_flag_implementation(samples)}
 
 
+@router.get(
+    BASE + "eligible_feature_flags/",
+    summary="Feature flags eligible for an experiment",
+    responses={200: {"description": '{"results": [FeatureFlag...], "count": N}: multivariate flags whose first '
+                                    'variant is control.'}},
+)  # fmt: skip
+def eligible_feature_flags(
+    auth: FlagRead,
+    state: State,
+    search: Annotated[str | None, Query(max_length=400, description="Part of the key or name, any case.")] = None,
+    limit: Annotated[str | None, Query(description="Results per page (default 20, at most 100).")] = None,
+    offset: Annotated[str | None, Query(description="Initial index from which results are returned.")] = None,
+    active: Annotated[str | None, Query(description='"true" or "false".')] = None,
+    created_by_id: Annotated[str | None, Query(description="Only flags this user created.")] = None,
+    order: Annotated[str | None, Query(description="created_at, key or name; - for descending.")] = None,
+    evaluation_runtime: Annotated[str | None, Query(description="server, client or all.")] = None,
+    has_evaluation_contexts: Annotated[str | None, Query(description='"true" or "false".')] = None,
+) -> Any:
+    try:
+        size, start = parse_page(limit, offset)
+    except PageError as exc:
+        # PostHog's own shape for this one ({"error": ...}), with hoglab's error members alongside.
+        return JSONResponse({**exc.body().model_dump(), "error": exc.detail}, status_code=400)
+    found = eligible_flags(
+        state.store.flags.list(auth.project.id), search=search, active=active, created_by_id=created_by_id,
+        order=order, evaluation_runtime=evaluation_runtime, has_evaluation_contexts=has_evaluation_contexts,
+    )  # fmt: skip
+    uses = experiments_by_flag(state, auth.project.id)
+    return {"results": [flag_body(f, uses.get(f.id, []), state) for f in found[start : start + size]],
+            "count": len(found)}  # fmt: skip
+
+
 @router.get(BASE + "{id}/", response_model=Experiment, summary="Retrieve experiment")
 def retrieve_experiment(auth: Read, state: State, id: ExperimentId) -> dict[str, Any]:
     record, flag = _load(state, auth, id)
@@ -139,7 +180,7 @@ def retrieve_experiment(auth: Read, state: State, id: ExperimentId) -> dict[str,
 )
 def update_experiment(request: Request, auth: Write, state: State, id: ExperimentId, raw: Body) -> dict[str, Any]:
     record, flag = _load(state, auth, id)
-    data = parse_json_object(raw, request.headers.get("content-type"))
+    data = rules.read_only_dropped(parse_json_object(raw, request.headers.get("content-type")))
     if data.get("feature_flag_key") == flag.key:
         del data["feature_flag_key"]  # sending the object back unchanged is not an attempt to re-key it
     refused = sorted(set(data) - rules.UPDATABLE_FIELDS)
@@ -185,9 +226,12 @@ def update_experiment(request: Request, auth: Write, state: State, id: Experimen
             flag_changes["active"] = start is not None
         if flag_changes:
             flag = store.flags.update(flag.id, **flag_changes)
+        flag = rules.object_changes(store, record, flag, payload, changes)
         updated = store.experiments.update(auth.project.id, id, changes)
         if updated is None:
             raise NotFound()
+        if "saved_metrics_ids" in given:
+            updated = link_saved_metrics(store, updated, payload.saved_metrics_ids, replace=True)
     return _answer(state, updated, flag)
 
 
@@ -198,9 +242,25 @@ def delete_experiment(auth: Write, state: State, id: ExperimentId) -> Response:
         removed = store.experiments.delete(auth.project.id, id)
         if removed is None:
             raise NotFound()
-        # The flag outlives its experiment only as deleted, so its key can be used again.
-        store.flags.update(removed.feature_flag_id, deleted=True, active=False)
+        # The flag outlives its experiment only as deleted, so its key can be used again; a flag another
+        # experiment still runs on (a duplicate shares its source's flag) stays.
+        if not experiments_by_flag(state, auth.project.id).get(removed.feature_flag_id):
+            store.flags.update(removed.feature_flag_id, deleted=True, active=False)
     return Response(status_code=204)
+
+
+@router.post(
+    BASE + "{id}/duplicate/",
+    status_code=201,
+    response_model=Experiment,
+    summary="Duplicate experiment",
+    responses={201: {"description": "The draft copy (name + ' (Copy)'); body: optional feature_flag_key, name."}},
+)
+def duplicate(request: Request, auth: Write, state: State, id: ExperimentId, raw: Body) -> dict[str, Any]:
+    record, flag = _load(state, auth, id)
+    body = parse_json_object(raw, request.headers.get("content-type"))
+    copy, copy_flag = duplicate_experiment(state.store, record, flag, auth.user.id, body)
+    return _answer(state, copy, copy_flag)
 
 
 @router.post(

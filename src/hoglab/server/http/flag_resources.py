@@ -27,7 +27,7 @@ from .auth import MAX_ID, AuthContext, KeyContext, authenticated_key, has_scope,
 from .bodies import clamp_page, page_links
 from .routing import SlashRouter
 
-__all__ = ["router"]
+__all__ = ["experiments_by_flag", "flag_body", "router"]
 
 router = SlashRouter(tags=["feature_flags"])
 
@@ -41,7 +41,7 @@ Limit = Annotated[int | None, Query(ge=1, description="Results per page (default
 Offset = Annotated[int | None, Query(ge=0)]
 
 
-def _experiments_by_flag(state: ServiceState, project_id: int) -> dict[int, list[int]]:
+def experiments_by_flag(state: ServiceState, project_id: int) -> dict[int, list[int]]:
     with state.store.db.read() as conn:
         rows = conn.execute(
             "SELECT feature_flag_id, id FROM experiments WHERE team_id = ? ORDER BY id", (project_id,)
@@ -78,7 +78,7 @@ def list_feature_flags(
 ) -> Any:
     page_limit, page_offset = clamp_page(limit, offset)
     flags = state.store.flags.list(auth.project.id)
-    experiments = _experiments_by_flag(state, auth.project.id)
+    experiments = experiments_by_flag(state, auth.project.id)
     following, previous = page_links(request.url, total=len(flags), limit=page_limit, offset=page_offset)
     page = flags[page_offset : page_offset + page_limit]
     return {
@@ -94,7 +94,7 @@ def retrieve_feature_flag(auth: FlagRead, state: State, id: ObjectId) -> Any:
     flag = state.store.flags.get(id)
     if flag is None or flag.team_id != auth.project.id or flag.deleted:
         raise NotFound()
-    return flag_body(flag, _experiments_by_flag(state, auth.project.id).get(flag.id, []), state)
+    return flag_body(flag, experiments_by_flag(state, auth.project.id).get(flag.id, []), state)
 
 
 def _cohort_body(state: ServiceState, cohort: CohortRecord) -> dict[str, Any]:

@@ -25,11 +25,12 @@ from hoglab.schema import ExperimentCreate
 from ..engine.base import Engine
 from ..engine.settings import quote_string
 from ..experiments.rules import create_with_flag, to_utc, usable_metric_fields
+from ..experiments.saved_metrics import link_saved_metrics
 from ..flags.patterns import invalid_patterns
 from ..ingest.person_store import PersonStore
 from ..ingest.persons import PersonRows, next_version
 from ..ingest.rows import events_table, person_tables
-from ..store import ProjectRecord, PullSource, Store
+from ..store import DuplicateSavedMetricName, ProjectRecord, PullSource, Store
 
 __all__ = ["Mirror", "MirrorError", "parse_moment"]
 
@@ -37,7 +38,8 @@ log = logging.getLogger("hoglab.server.pull")
 
 # Reads of the mirror's own tables are bookkeeping, not user queries: no row cap, no time limit.
 _READ = {"max_result_rows": 0, "max_execution_time": 0}
-# Experiment fields a second pull brings up to date (the flag and its variants are the flag's own copy).
+# Experiment fields a second pull brings up to date (the flag and its variants are the flag's own copy; the holdout
+# and the saved metric links follow too).
 _EXPERIMENT_UPDATES = ("name", "description", "start_date", "end_date", "parameters", "secondary_metrics",
                        "filters", "archived")  # fmt: skip
 
@@ -194,13 +196,20 @@ class Mirror:
     # -- flags, cohorts, experiments -----------------------------------------------------------------------------
 
     def write_experiment(self, remote: Mapping[str, Any]) -> int:
-        """Create or update the copy of a remote experiment (and, when new, its flag); the local id."""
+        """Create or update the copy of a remote experiment (and, when new, its flag); the local id.
+
+        Its holdout and saved metrics are the local copies of the remote ones (:meth:`write_holdout` and
+        :meth:`write_saved_metric` run first); a link to one the pull did not copy is left out.
+        """
         remote_id = int(remote["id"])
         local_id = self.store.pulls.local_id(self.source.id, "experiment", remote_id)
+        holdout_id = self._local_holdout(remote)
+        links = self._local_links(remote)
         if local_id is None or self.store.experiments.get(self.project.id, local_id) is None:
             given = {k: remote[k] for k in ExperimentCreate.model_fields if remote.get(k) is not None}
             fields = usable_metric_fields(given)  # a metric hoglab can't run must not stop the copy
             fields.setdefault("feature_flag_key", (remote.get("feature_flag") or {}).get("key"))
+            fields["holdout_id"], fields["saved_metrics_ids"] = holdout_id, links or None
             if self.store.flags.get_by_key(self.project.id, str(fields["feature_flag_key"])) is not None:
                 raise MirrorError(
                     f"experiment {remote_id}: the local project already has a flag {fields['feature_flag_key']!r} "
@@ -221,8 +230,74 @@ class Mirror:
             elif name == "archived":
                 value = bool(value)
             changes[name] = value
-        self.store.experiments.update(self.project.id, local_id, changes)
+        # The flag's holdout is the remote flag's own, copied by write_flag.
+        changes["holdout_id"] = holdout_id
+        with self.store.transaction():
+            updated = self.store.experiments.update(self.project.id, local_id, changes)
+            if updated is not None:
+                link_saved_metrics(self.store, updated, links, replace=True)
         return local_id
+
+    def _local_holdout(self, remote: Mapping[str, Any]) -> int | None:
+        holdout = remote.get("holdout")
+        remote_holdout = remote.get("holdout_id")
+        if remote_holdout is None and isinstance(holdout, Mapping):
+            remote_holdout = holdout.get("id")
+        if remote_holdout is None:
+            return None
+        return self.store.pulls.local_id(self.source.id, "holdout", int(remote_holdout))
+
+    def _local_links(self, remote: Mapping[str, Any]) -> list[dict[str, Any]]:
+        links = []
+        for link in remote.get("saved_metrics") or []:
+            if not isinstance(link, Mapping) or link.get("saved_metric") is None:
+                continue
+            local = self.store.pulls.local_id(self.source.id, "saved_metric", int(link["saved_metric"]))
+            if local is not None:
+                links.append({"id": local, "metadata": link.get("metadata")})
+        return links
+
+    def write_holdout(self, remote: Mapping[str, Any]) -> int:
+        """Create or update the copy of a remote holdout; the local id.
+
+        Its groups keep the remote's value, ``holdout-<remote id>``: the copied flags answer it and the copied
+        events carry it, so the holdout's arm is found in both.
+        """
+        remote_id = int(remote["id"])
+        filters = [dict(g) for g in remote.get("filters") or [] if isinstance(g, Mapping)]
+        filters = [{**g, "variant": g.get("variant") or f"holdout-{remote_id}"} for g in filters]
+        name, description = str(remote.get("name") or f"holdout {remote_id}"), remote.get("description")
+        local_id = self.store.pulls.local_id(self.source.id, "holdout", remote_id)
+        if local_id is not None and self.store.holdouts.get(self.project.id, local_id) is not None:
+            self.store.holdouts.update(self.project.id, local_id, name=name, description=description, filters=filters)
+            return local_id
+        record = self.store.holdouts.create(self.project.id, name=name, description=description, filters=filters)
+        self.store.pulls.remember(self.source.id, "holdout", remote_id, record.id)
+        return record.id
+
+    def write_saved_metric(self, remote: Mapping[str, Any]) -> int:
+        """Create or update the copy of a remote saved metric (its query as the remote holds it, ``uuid``
+        included: experiments order their metrics by it); the local id."""
+        remote_id = int(remote["id"])
+        fields: dict[str, Any] = {
+            "name": str(remote.get("name") or f"saved metric {remote_id}"),
+            "description": remote.get("description"),
+            "query": dict(remote.get("query") or {}),
+            "tags": [t for t in remote.get("tags") or [] if isinstance(t, str)],
+        }
+        local_id = self.store.pulls.local_id(self.source.id, "saved_metric", remote_id)
+        try:
+            if local_id is not None and self.store.saved_metrics.get(self.project.id, local_id) is not None:
+                self.store.saved_metrics.update(self.project.id, local_id, **fields)
+                return local_id
+            record = self.store.saved_metrics.create(self.project.id, **fields)
+        except DuplicateSavedMetricName:
+            raise MirrorError(
+                f"saved metric {remote_id}: the local project already has a saved metric named {fields['name']!r} "
+                "that is not this one's copy"
+            ) from None
+        self.store.pulls.remember(self.source.id, "saved_metric", remote_id, record.id)
+        return record.id
 
     def write_flag(self, remote: Mapping[str, Any]) -> int:
         """Create or update the copy of a remote flag (matched by mapping, else by key); the local id."""

@@ -1,5 +1,5 @@
-"""SQLite metadata of the service: projects, users, personal API keys, feature flags, cohorts, experiments,
-and the status of asynchronous queries.
+"""SQLite metadata of the service: projects, users, personal API keys, feature flags, cohorts, experiments (with
+their holdouts and saved metrics), and the status of asynchronous queries.
 
 Events live in the engine; everything a person creates through the API lives here, in
 ``<data_dir>/hoglab.sqlite3``.
@@ -27,12 +27,24 @@ from .experiment_timeseries import DayResult, ExperimentTimeseriesRepository, Re
 from .experiments import ExperimentPage, ExperimentRepository, ExperimentStatus
 from .experiments_config import ExperimentsConfigRepository
 from .flags import DuplicateFlagKey, FlagRepository
+from .holdouts import HoldoutPage, HoldoutRepository
 from .keys import KEY_PREFIX, VALID_SCOPES, KeyRepository, hash_key, validate_scopes
 from .migrations import migrate
 from .projects import ProjectRepository
 from .pulls import PullRepository, PullSource
 from .queries import AsyncQueryRecord, AsyncQueryRepository
-from .records import CohortRecord, ExperimentRecord, FlagRecord, KeyRecord, ProjectRecord, UserRecord
+from .records import (
+    CohortRecord,
+    ExperimentRecord,
+    FlagRecord,
+    HoldoutRecord,
+    KeyRecord,
+    ProjectRecord,
+    SavedMetricLinkRecord,
+    SavedMetricRecord,
+    UserRecord,
+)
+from .saved_metrics import DuplicateSavedMetricName, SavedMetricPage, SavedMetricRepository
 from .users import DEFAULT_USER_EMAIL, UserRepository
 
 __all__ = [
@@ -45,15 +57,21 @@ __all__ = [
     "CohortRecord",
     "DayResult",
     "DuplicateFlagKey",
+    "DuplicateSavedMetricName",
     "ExperimentPage",
     "ExperimentRecord",
     "ExperimentStatus",
     "FlagRecord",
+    "HoldoutPage",
+    "HoldoutRecord",
     "KeyRecord",
     "ProjectRecord",
     "PullRepository",
     "PullSource",
     "RecalculationRecord",
+    "SavedMetricLinkRecord",
+    "SavedMetricPage",
+    "SavedMetricRecord",
     "Store",
     "StoreError",
     "UserRecord",
@@ -74,6 +92,8 @@ class Store:
         self.cohorts = CohortRepository(self.db)
         self.pulls = PullRepository(self.db)
         self.experiments = ExperimentRepository(self.db)
+        self.holdouts = HoldoutRepository(self.db)
+        self.saved_metrics = SavedMetricRepository(self.db)
         self.async_queries = AsyncQueryRepository(self.db)
         self.experiments_config = ExperimentsConfigRepository(self.db)
         self.experiment_timeseries = ExperimentTimeseriesRepository(self.db)

@@ -23,7 +23,7 @@ METRIC_COLUMNS = METRIC_JSON_COLUMNS | {"conclusion", "conclusion_comment"}
 _JSON_COLUMNS = frozenset({"parameters", "secondary_metrics", "filters"}) | METRIC_JSON_COLUMNS
 _TIME_COLUMNS = frozenset({"start_date", "end_date"})
 _UPDATABLE = frozenset(
-    {"name", "description", "archived", "exposure_cohort_id", "type", "conclusion", "conclusion_comment"}
+    {"name", "description", "archived", "exposure_cohort_id", "type", "conclusion", "conclusion_comment", "holdout_id"}
     | _JSON_COLUMNS
     | _TIME_COLUMNS
 )
@@ -71,6 +71,7 @@ class ExperimentRepository:
         created_by_id: int | None = None,
         type: str = "product",
         metric_fields: Mapping[str, Any] | None = None,
+        holdout_id: int | None = None,
     ) -> ExperimentRecord:
         """A new experiment on an existing flag.
 
@@ -97,6 +98,7 @@ class ExperimentRepository:
             "archived": int(archived),
             "type": type,
             "created_by_id": created_by_id,
+            "holdout_id": holdout_id,
             "created_at": now,
             "updated_at": now,
             **{column: _column_value(column, value) for column, value in (metric_fields or {}).items()},
@@ -115,6 +117,14 @@ class ExperimentRepository:
                 "SELECT * FROM experiments WHERE id = ? AND team_id = ?", (experiment_id, team_id)
             ).fetchone()
         return None if row is None else ExperimentRecord.from_row(row)
+
+    def with_holdout(self, team_id: int, holdout_id: int) -> list[ExperimentRecord]:
+        """The project's experiments that use the holdout, oldest first."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT * FROM experiments WHERE team_id = ? AND holdout_id = ? ORDER BY id", (team_id, holdout_id)
+            ).fetchall()
+        return [ExperimentRecord.from_row(row) for row in rows]
 
     def list(
         self,

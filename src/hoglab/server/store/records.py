@@ -14,8 +14,11 @@ __all__ = [
     "CohortRecord",
     "ExperimentRecord",
     "FlagRecord",
+    "HoldoutRecord",
     "KeyRecord",
     "ProjectRecord",
+    "SavedMetricLinkRecord",
+    "SavedMetricRecord",
     "UserRecord",
     "dump_json",
     "load_json",
@@ -269,6 +272,7 @@ class ExperimentRecord:
     conclusion_comment: str | None = None
     primary_metrics_ordered_uuids: list[str] | None = None
     secondary_metrics_ordered_uuids: list[str] | None = None
+    holdout_id: int | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> ExperimentRecord:
@@ -297,8 +301,83 @@ class ExperimentRecord:
             row["conclusion_comment"],
             load_json(row["primary_metrics_ordered_uuids"]),
             load_json(row["secondary_metrics_ordered_uuids"]),
+            row["holdout_id"],
         )
 
     @property
     def is_draft(self) -> bool:
         return self.start_date is None
+
+
+@dataclass(frozen=True, slots=True)
+class HoldoutRecord:
+    """An experiment holdout: ``filters`` is PostHog's list of groups, the first one's ``rollout_percentage`` the
+    share of persons held out."""
+
+    id: int
+    team_id: int
+    name: str
+    description: str | None
+    filters: list[dict[str, Any]]
+    created_by_id: int | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> HoldoutRecord:
+        filters = load_json(row["filters"])
+        return cls(
+            row["id"],
+            row["team_id"],
+            row["name"],
+            row["description"],
+            filters if isinstance(filters, list) else [],
+            row["created_by_id"],
+            _time(row, "created_at"),
+            _time(row, "updated_at"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SavedMetricRecord:
+    """A saved (shared) experiment metric: ``query`` is an ``ExperimentMetric`` body with its ``uuid``."""
+
+    id: int
+    team_id: int
+    name: str
+    description: str | None
+    query: dict[str, Any]
+    tags: list[Any]
+    created_by_id: int | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> SavedMetricRecord:
+        return cls(
+            row["id"],
+            row["team_id"],
+            row["name"],
+            row["description"],
+            load_json(row["query"]) or {},
+            load_json(row["tags"]) or [],
+            row["created_by_id"],
+            _time(row, "created_at"),
+            _time(row, "updated_at"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SavedMetricLinkRecord:
+    """One experiment's use of a saved metric (PostHog's ``ExperimentToSavedMetric``) and the metric itself."""
+
+    id: int
+    experiment_id: int
+    saved_metric: SavedMetricRecord
+    metadata: dict[str, Any] | None
+    created_at: datetime
+
+    @property
+    def role(self) -> str:
+        """``primary`` or ``secondary``: a link without metadata counts as primary (PostHog's reading)."""
+        return "secondary" if (self.metadata or {}).get("type") == "secondary" else "primary"

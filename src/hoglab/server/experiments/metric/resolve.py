@@ -10,6 +10,12 @@ too, so changing them also gives the next query a new key; the stats resolve the
 
 Another project's experiment is "not found" (404), as PostHog's ``Experiment.objects.get(team=...)`` is; a draft
 (no ``start_date``) is a 400 saying so.
+
+Holdouts: the experiment's holdout arm is ``holdout_key`` (its persons' flag value, ``holdout-<id>``). PostHog's
+``ExperimentQuery`` leaves them out (its current runner compares flag variants only); hoglab's
+``compare_to_holdout`` adds the arm and makes it the baseline. ``ExperimentExposureQuery`` shows the arm's row
+when the query names a ``holdout`` (PostHog's runner) or, without one, when the experiment has a holdout (PostHog's
+UI always sends it then).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from hoglab.schema import (
     ExperimentExposureQuery,
     ExperimentQuery,
     ExperimentStatsConfig,
+    holdout_variant_key,
 )
 from hoglab.stats.posthog import TeamDefaults, baseline_variant_key
 
@@ -58,11 +65,15 @@ class ResolvedExperiment(_Frozen):
     stats_config: dict[str, Any] = {}
     team_config: dict[str, Any] = {}
     only_count_matured_users: bool = False
+    holdout_key: str | None = None
+    # hoglab's compare_to_holdout sets it to the holdout arm; otherwise PostHog's choice (``baseline``).
+    baseline_override: str | None = None
 
     @property
     def baseline(self) -> str:
-        """The arm every other variant is compared with (``stats_config.baseline_variant_key``, else control)."""
-        return baseline_variant_key(self.stats_config, self.variants)
+        """The arm every other variant is compared with: the holdout arm under ``compare_to_holdout``, else
+        ``stats_config.baseline_variant_key``, else control."""
+        return self.baseline_override or baseline_variant_key(self.stats_config, self.variants)
 
     @property
     def team_defaults(self) -> TeamDefaults:
@@ -128,6 +139,7 @@ def resolve_experiment(
             attr="query__experiment_id",
         )
     variants = tuple(str(v.get("key")) for v in flag.variants if v.get("key"))
+    holdout = store.holdouts.get(project.id, record.holdout_id) if record.holdout_id is not None else None
     stop = end or record.end_date
     criteria = exposure_criteria or ExperimentExposureCriteria.model_validate(record.exposure_criteria or {})
     stats = ExperimentStatsConfig.model_validate(record.stats_config or {}).model_dump(mode="json", exclude_none=True)
@@ -145,13 +157,26 @@ def resolve_experiment(
         end=None if stop is None else stop.astimezone(UTC),
         exposure_criteria=criteria, stats_config=stats, team_config=team,
         only_count_matured_users=bool(team.get("default_only_count_matured_users") if matured is None else matured),
+        holdout_key=None if holdout is None else holdout_variant_key(holdout.id, holdout.filters),
     )  # fmt: skip
 
 
 @register_resolver("ExperimentQuery")
 def resolve_experiment_query(query: ExperimentQuery, project: ProjectRecord, store: Store) -> ResolvedExperimentQuery:
     assert query.experiment_id is not None  # the schema requires it
-    return ResolvedExperimentQuery(query=query, experiment=resolve_experiment(store, project, query.experiment_id))
+    experiment = resolve_experiment(store, project, query.experiment_id)
+    if query.compare_to_holdout:
+        if experiment.holdout_key is None:
+            raise ValidationFailed(
+                f"Experiment {query.experiment_id} has no holdout to compare with: compare_to_holdout (hoglab's "
+                "extension) needs the experiment's holdout_id.",
+                attr="query__compare_to_holdout",
+            )
+        experiment = experiment.model_copy(
+            update={"variants": (*experiment.variants, experiment.holdout_key),
+                    "baseline_override": experiment.holdout_key}
+        )
+    return ResolvedExperimentQuery(query=query, experiment=experiment)
 
 
 @register_resolver("ExperimentExposureQuery")
@@ -164,4 +189,17 @@ def resolve_exposure_query(
         start=_date(query.start_date, "query__start_date"), end=_date(query.end_date, "query__end_date"),
         exposure_criteria=query.exposure_criteria,
     )  # fmt: skip
+    shown = _exposure_holdout(store, project, query) if "holdout" in query.model_fields_set else experiment.holdout_key
+    if shown is not None and shown not in experiment.variants:
+        experiment = experiment.model_copy(update={"variants": (*experiment.variants, shown)})
     return ResolvedExposureQuery(query=query, experiment=experiment)
+
+
+def _exposure_holdout(store: Store, project: ProjectRecord, query: ExperimentExposureQuery) -> str | None:
+    """The holdout arm the query names (PostHog's ``ExperimentHoldoutType``: ``{"id", "name", "filters"}``)."""
+    holdout = query.holdout
+    holdout_id = holdout.get("id") if isinstance(holdout, dict) else None
+    if not isinstance(holdout_id, int) or isinstance(holdout_id, bool) or not 0 < holdout_id < 2**63:
+        return None
+    found = store.holdouts.get(project.id, holdout_id)
+    return holdout_variant_key(holdout_id, found.filters if found is not None else (holdout or {}).get("filters"))

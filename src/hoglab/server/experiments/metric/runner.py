@@ -190,7 +190,7 @@ def run_experiment_query(resolved: ResolvedExperimentQuery, ctx: RunContext) -> 
         "stats_config": experiment.stats_config, "goal": metric.goal or "increase",
         "cuped": shape.lookback_days is not None, "team": experiment.team_defaults,
     }  # fmt: skip
-    baseline_key = experiment.baseline
+    baseline_key = experiment.baseline  # hoglab's compare_to_holdout makes it the holdout arm (resolve.py)
     if not rows:  # nobody exposed yet: every variant answers zeros
         rows = [((), variant_stats(metric.metric_type, baseline_key, None, steps))]
     limit = metric.breakdownFilter.breakdown_limit if metric.breakdownFilter is not None else None

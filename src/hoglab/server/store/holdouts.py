@@ -1,0 +1,99 @@
+"""Experiment holdouts (PostHog's ``ExperimentHoldout``): a project's groups of persons kept out of experiments.
+
+Callers keep the flags of the experiments that use a holdout in step (``server/experiments/holdouts.py``), inside
+the same ``store.transaction()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .db import Database, to_db_time, utcnow
+from .records import HoldoutRecord, dump_json
+
+__all__ = ["HoldoutPage", "HoldoutRepository"]
+
+
+@dataclass(frozen=True)
+class HoldoutPage:
+    total: int
+    results: list[HoldoutRecord]
+
+
+class HoldoutRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def create(
+        self,
+        team_id: int,
+        *,
+        name: str,
+        filters: Sequence[dict[str, Any]],
+        description: str | None = None,
+        created_by_id: int | None = None,
+    ) -> HoldoutRecord:
+        """A new holdout.
+
+        >>> with store.transaction():  # doctest: +SKIP
+        ...     store.holdouts.create(project.id, name="Q3", filters=[{"properties": [], "rollout_percentage": 10}])
+        """
+        now = to_db_time(utcnow())
+        with self._db.write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO experiment_holdouts (team_id, name, description, filters, created_by_id, created_at,"
+                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (team_id, name, description, dump_json(list(filters)), created_by_id, now, now),
+            )
+            row = conn.execute("SELECT * FROM experiment_holdouts WHERE id = ?", (cursor.lastrowid,)).fetchone()
+        return HoldoutRecord.from_row(row)
+
+    def get(self, team_id: int, holdout_id: int) -> HoldoutRecord | None:
+        """The project's holdout, or ``None`` (also for another project's)."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT * FROM experiment_holdouts WHERE id = ? AND team_id = ?", (holdout_id, team_id)
+            ).fetchone()
+        return None if row is None else HoldoutRecord.from_row(row)
+
+    def list(self, team_id: int, *, limit: int = 100, offset: int = 0) -> HoldoutPage:
+        """A page of the project's holdouts, newest first (PostHog's ``-created_at``)."""
+        with self._db.read() as conn:
+            total = conn.execute("SELECT count(*) FROM experiment_holdouts WHERE team_id = ?", (team_id,)).fetchone()
+            rows = conn.execute(
+                "SELECT * FROM experiment_holdouts WHERE team_id = ? ORDER BY created_at DESC, id DESC"
+                " LIMIT ? OFFSET ?",
+                (team_id, limit, offset),
+            ).fetchall()
+        return HoldoutPage(int(total[0]), [HoldoutRecord.from_row(row) for row in rows])
+
+    def update(self, team_id: int, holdout_id: int, **fields: Any) -> HoldoutRecord | None:
+        """Change some of ``name, description, filters`` (``updated_at`` follows); ``None`` if there is none."""
+        unknown = set(fields) - {"name", "description", "filters"}
+        if unknown:
+            raise ValueError(f"cannot update holdout fields {sorted(unknown)}")
+        values = {k: dump_json(list(v)) if k == "filters" else v for k, v in fields.items()}
+        values["updated_at"] = to_db_time(utcnow())
+        assignments = ", ".join(f"{column} = ?" for column in values)
+        with self._db.write() as conn:
+            conn.execute(
+                f"UPDATE experiment_holdouts SET {assignments} WHERE id = ? AND team_id = ?",
+                (*values.values(), holdout_id, team_id),
+            )
+            row = conn.execute(
+                "SELECT * FROM experiment_holdouts WHERE id = ? AND team_id = ?", (holdout_id, team_id)
+            ).fetchone()
+        return None if row is None else HoldoutRecord.from_row(row)
+
+    def delete(self, team_id: int, holdout_id: int) -> HoldoutRecord | None:
+        """Remove the holdout (its experiments' ``holdout_id`` becomes NULL); what was removed, or ``None``."""
+        with self._db.write() as conn:
+            row = conn.execute(
+                "SELECT * FROM experiment_holdouts WHERE id = ? AND team_id = ?", (holdout_id, team_id)
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("DELETE FROM experiment_holdouts WHERE id = ?", (holdout_id,))
+        return HoldoutRecord.from_row(row)
