@@ -115,7 +115,7 @@ def test_the_new_checkout_helps_mobile_users_most_a_planted_segment_effect(frame
                            "distinct_id"])  # fmt: skip
     units = pd.DataFrame({
         "test": exposures.map(lambda p: p["$feature_flag_response"] == "test").astype(int),
-        "mobile": exposures.map(lambda p: p["$os"] in ("iOS", "Android")).astype(int),
+        "mobile": exposures.map(lambda p: p["$device_type"] in ("Mobile", "Tablet")).astype(int),
         "bought": exposures.index.isin(buyers).astype(int),
     })  # fmt: skip
     rate = units.groupby(["mobile", "test"])["bought"].mean()

@@ -15,9 +15,9 @@ A signed-up user's first checkout visit in that window is their exposure: ``$fea
 variant PostHog's hashing gives their distinct id (``flags.hashing.variant_for``), and their later events carry
 ``$feature/new-checkout``. Exactly 30% of control's and 34.5% of test's exposed users then ``purchase`` (+15%
 relative, whatever the seed; about 1,700 exposures per variant at the default size), which is significant. The
-effect differs by segment: on mobile (iOS, Android) test converts 40.5% against control's 30% (+35%), on desktop
-about 31% (+4%), the heterogeneity the deep dive (notebook 06) finds; plan, country, browser and OS are there to
-slice by too.
+effect differs by segment: on mobile (``$device_type`` Mobile or Tablet: iOS, Android) test converts 40.5% against
+control's 30% (+35%), on desktop about 31% (+4%), the heterogeneity the deep dive (notebook 06) finds; plan,
+country, browser and OS are there to slice by too.
 
 Same ``seed`` and ``end`` → the same events, byte for byte.
 
