@@ -22,9 +22,9 @@ FLAG_KEY = "new-checkout"
 # The share of each variant's exposed users who then purchase: the effect the analysis must find.
 CONVERSION = {"control": 0.30, "test": 0.345}
 # The same share among exposed users on a phone or tablet (iOS and Android: $device_type Mobile or Tablet): the
-# new checkout helps them most (+35% relative), desktop users get the rest of test's purchases (about +4%), so
-# each variant's overall share stays CONVERSION's. The segment effect the deep dive (notebook 06) must find.
-MOBILE_CONVERSION = {"control": 0.30, "test": 0.405}
+# new checkout helps them (+45% relative), desktop users get the rest of test's purchases (about -1%, no effect),
+# so each variant's overall share stays CONVERSION's. The segment effect the deep dive (notebook 06) must find.
+MOBILE_CONVERSION = {"control": 0.30, "test": 0.435}
 
 
 @dataclass(frozen=True)
