@@ -146,6 +146,13 @@ def _variants(experiment: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(v.get("key")) for v in variants if isinstance(v, Mapping) and v.get("key"))
 
 
+def _group(experiment: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The flag's ``aggregation_group_type_index`` (an experiment by group), for a service that knows groups."""
+    flag = experiment.get("feature_flag") or {}
+    index = (flag.get("filters") or {}).get("aggregation_group_type_index") if isinstance(flag, Mapping) else None
+    return {"group_type_index": index} if index is not None and "group_type_index" in fields else {}
+
+
 def _moment(text: Any) -> datetime | None:
     if not text:
         return None
@@ -175,6 +182,7 @@ def resolve_remote(client: Client, experiment: Mapping[str, Any]) -> tuple[Any, 
         stats_config=ExperimentStatsConfig.model_validate(experiment.get("stats_config") or {}).model_dump(
             mode="json", exclude_none=True),
         only_count_matured_users=bool(experiment.get("only_count_matured_users")),
+        **_group(experiment, ResolvedExperiment.model_fields),
     )  # fmt: skip
     settings = client.get_json(f"/api/projects/{client.project_id}/") or {}
     project = SimpleNamespace(timezone=settings.get("timezone") or "UTC",

@@ -76,7 +76,12 @@ def units_sql(experiment: ResolvedExperiment, metrics: Sequence[AnyExperimentMet
         picks += [f"u{i}.{column} AS m{i}_{column}" for column in (*units.columns, "counted")]
     page = "" if after is None else f" AND toString(x.entity_id) > {p.add(after)}"
     if properties:
-        joins.append("LEFT JOIN persons AS pp ON pp.id = x.entity_id")
+        group = getattr(experiment, "group_type_index", None)
+        if group is None:
+            joins.append("LEFT JOIN persons AS pp ON pp.id = x.entity_id")
+        else:  # an experiment by group: its units are groups of that type, with their own properties
+            joins.append(f"LEFT JOIN (SELECT key, properties FROM groups WHERE index = {int(group)}) AS pp "
+                         "ON pp.key = x.entity_id")  # fmt: skip
         picks += [f"pp.properties.{escape_identifier(name)} AS p{j}" for j, name in enumerate(properties)]
     return f"""
         SELECT {", ".join(picks)}
