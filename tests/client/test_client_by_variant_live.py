@@ -139,6 +139,28 @@ def test_trends_and_funnels_by_variant_count_each_person_s_events_under_their_va
         assert rows["count"].tolist() == [len(g), int(g["person"].isin(buyers).sum())]
 
 
+def test_a_funnel_by_the_flag_property_with_all_events_attribution_is_warned(setup):
+    client = setup["client"]
+    end = START + timedelta(days=30)
+    query = hoglab.funnel(["$pageview", "purchase"], date_from=START.date(), date_to=end.date(),
+                          breakdown=f"$feature/{FLAG}", breakdown_attribution="all_events")  # fmt: skip
+    with pytest.warns(UserWarning, match="later steps without it are not counted"):
+        steps = client.query(query)
+    import matplotlib.pyplot as plt
+
+    from hoglab.notebook.plots.funnels import plot_funnel
+
+    assert any("hoglab.by_variant" in t.get_text() for t in plot_funnel(steps).texts)
+    # First-touch attribution gives each person one value: no warning.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        first = client.query(query.model_copy(update={"funnelsFilter": None}))
+    assert not first.attrs.get("warnings")
+    plt.close("all")
+
+
 def test_by_variant_refuses_a_query_with_its_own_breakdown(setup):
     with pytest.raises(hoglab.InvalidArgument, match="already has a breakdown"):
         hoglab.by_variant(hoglab.trends("$pageview", breakdown="$browser"), setup["id"], client=setup["client"])

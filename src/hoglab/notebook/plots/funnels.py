@@ -18,6 +18,7 @@ from .common import (
     percent_axis,
     plain,
     require_frame,
+    show_warnings,
 )
 
 __all__ = ["plot_funnel"]
@@ -131,6 +132,7 @@ def plot_funnel(
             handles, labels = handles[:1], labels[:1]
         drop_key = Patch(facecolor="#BBBBBB", alpha=0.5, hatch="///", edgecolor="#555555", label="dropped off")
         ax.legend([*handles, drop_key], [*labels, "dropped off"], fontsize="small", loc="upper right")
+    show_warnings(ax, df)
     return ax
 
 

@@ -226,6 +226,38 @@ def _run_trends(query: FunnelsQuery, ctx: RunContext, hogql: list[str]) -> tuple
     return [item], rng
 
 
+SPLIT_WARNING_SHARE = 0.01
+"""The share of people split between breakdown values above which a funnel by an event property is warned."""
+
+
+def breakdown_warning(query: FunnelsQuery, ctx: RunContext, rng: QueryDateRange) -> str | None:
+    """A warning when a funnel breaks down by an *event* property with ``all_events`` or ``step`` attribution
+    and the steps' events do not all carry it alike: each value then keeps only its own events, so a later step
+    without the first step's value is not counted (a breakdown by ``$feature/<flag>``, which events before the
+    exposure lack). First- and last-touch attribution give each person one value, and are not warned."""
+    items = breakdown_items(query.breakdownFilter)
+    attribution = _filter(query).breakdownAttributionType or "first_touch"
+    if not items or items[0][0] != "event" or attribution not in ("all_events", "step"):
+        return None
+    p = Params()
+    names = [get(series, "event") for series in query.series]
+    where = [f"timestamp >= {p.add(rng.date_from)}", f"timestamp < {p.add(rng.bounds_utc()[1])}"]
+    if None not in names:
+        where.append(f"event IN {p.add(sorted({str(n) for n in names}))}")
+    sql = f"""
+        SELECT count() AS people, countIf(n > 1) AS split
+        FROM (SELECT person_id, uniqExact({_bv_expr(query, p)}) AS n FROM events WHERE {" AND ".join(where)}
+              GROUP BY person_id)"""
+    row = ctx.execute(ctx.compile(sql, values=p.values)).to_pylist()
+    people, split = (int(row[0]["people"]), int(row[0]["split"])) if row else (0, 0)
+    if not people or split / people <= SPLIT_WARNING_SHARE:
+        return None
+    return (f"{split:,} of {people:,} people ({split / people:.0%}) have step events with different values of the "
+            f"event property {items[0][1]!r} (or without it): with {attribution} attribution a value keeps only "
+            "its own events, so their later steps without it are not counted. Use first-touch attribution, a "
+            "person property, or an experiment's variant with hoglab.by_variant(query, experiment).")
+
+
 @register("FunnelsQuery")
 def run_funnels(query: FunnelsQuery, ctx: RunContext) -> dict[str, Any]:
     """Answer a FunnelsQuery (``steps``, ``time_to_convert`` or ``trends``) as PostHog does."""
@@ -237,8 +269,10 @@ def run_funnels(query: FunnelsQuery, ctx: RunContext) -> dict[str, Any]:
         results, rng = _run_trends(query, ctx, hogql)
     else:
         results, rng = _run_steps(query, ctx, hogql)
+    warning = breakdown_warning(query, ctx, rng)
     return {
         "results": results,
+        **({"warnings": [warning]} if warning else {}),
         "isUdf": False,
         "timezone": ctx.timezone,
         "resolved_date_range": rng.to_json(),
