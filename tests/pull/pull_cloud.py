@@ -59,6 +59,7 @@ class Fault:
     redirect: str | None = None  # a Location to answer 302 with
     drop_after: int | None = None  # bytes sent before the connection is closed (Content-Length says more)
     drip: float | None = None  # seconds between single bytes of the body
+    headers: dict[str, str] = field(default_factory=dict)
     page: int = 1
     hits: int = 0
 
@@ -200,8 +201,10 @@ class CloudRemote:
     def answer(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> tuple[str, Any, int]:
         """``(label, answer, page)`` of a request, or ``("", error body, 404)``."""
         base = f"/api/projects/{self.project_id}/"
-        if method == "GET" and path in (base, f"/api/environments/{self.project_id}/"):
+        if method == "GET" and path == base:
             return "project", self.project(), 1
+        if method == "GET" and path == f"/api/environments/{self.project_id}/":
+            return "environment", self.project(), 1
         if method == "GET" and path == base + "feature_flags/":
             return "feature_flags", self.listing(self.flags), 1
         if method == "GET" and path == base + "cohorts/":
@@ -291,7 +294,7 @@ class CloudRemote:
                     self.wfile.flush()
                     self.close_connection = True
                     return
-                self._send(fault.status, payload, fault.content_type)
+                self._send(fault.status, payload, fault.content_type, fault.headers)
                 self.wfile.write(payload)
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

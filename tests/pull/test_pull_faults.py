@@ -12,7 +12,6 @@ persons, flags, cohorts, experiments, time zone).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -24,13 +23,13 @@ from typing import Any
 
 import httpx
 import pytest
-from posthog_openapi import assert_valid
 from pull_cloud import KEY, CloudRemote
 
 from hoglab import AnswerTimeout, Client, RedirectRefused, RemoteAnswerError
 from hoglab.errors import HoglabError
 from hoglab.local import LocalService
 from hoglab.pull import pull
+from posthog_openapi import assert_valid
 
 pytestmark = pytest.mark.xdist_group("pull")
 
@@ -79,7 +78,7 @@ def _mirrored(service: LocalService, url: str, remote: CloudRemote) -> dict[str,
             "flags": [(f["key"], f["name"], f["filters"], f["active"]) for f in get("feature_flags/")["results"]],
             "cohorts": [(c["name"], c["filters"]) for c in get("cohorts/")["results"]],
             "experiments": [(e["name"], e["start_date"], e["end_date"], e["parameters"], e["filters"])
-                            for e in get("experiments/")["results"]],  # fmt: skip
+                            for e in get("experiments/")["results"]],
         }
 
 
@@ -174,8 +173,8 @@ KINDS = [
          ("(persons page 1)", "results: expected the query's rows", "nothing")),
     Kind("results not a list", "distinct_ids", {"transform": lambda a: {**a, "results": "none"}},
          ("(distinct ids page 1)", "results: expected the query's rows (a list of lists), got 'none'")),
-    Kind("a column missing", "events", {"transform": lambda a: {**a, "columns": a["columns"][:4] + ["ts"]
-                                                                + a["columns"][5:]}},
+    Kind("a column missing", "events", {"transform": lambda a: {**a, "columns": [*a["columns"][:4], "ts",
+                                                                             *a["columns"][5:]]}},
          ("columns: expected the columns uuid, event, distinct_id, person_id, timestamp",)),
     Kind("column/row mismatch", "events", {"transform": lambda a: {**a, "results": [a["results"][0][:-1]]}},
          ("(events page 1): results[0]: expected a row of 8 values, one per column",), crashed_before=True),
@@ -226,7 +225,8 @@ KINDS = [
             {"key": "a", "rollout_percentage": 100}, {"key": "b", "rollout_percentage": 50}]}})},
          ("filters.multivariate.variants: expected rollout percentages that sum to 100, got 150",)),
     Kind("cohort group of type XOR", "cohorts", {"transform": _item(0, filters={"properties": {
-        "type": "XOR", "values": []}})}, ("cohort 'Buyers' (remote id 21): filters.properties.type: expected 'AND' or 'OR'",)),
+        "type": "XOR", "values": []}})},
+         ("cohort 'Buyers' (remote id 21): filters.properties.type: expected 'AND' or 'OR'",)),
     Kind("cohort nested 40 deep", "cohorts", {"transform": _item(0, filters={"properties": _nested(40)})},
          ("cohort 'Buyers' (remote id 21)", "expected groups nested at most 16 deep",)),
     Kind("cohort in cohort 'all'", "cohorts", {"transform": _item(0, filters={"properties": {"type": "AND",
@@ -240,7 +240,8 @@ KINDS = [
          ("experiment 'Checkout' (remote id 31)", "must contain a control variant")),
     Kind("experiment starting 'soon'", "experiments", {"transform": _item(0, start_date="soon")},
          ("GET /api/projects/4242/experiments/: results[0].start_date: expected an ISO 8601",)),
-    Kind("hostile time zone", "project", {"transform": lambda a: {**a, "timezone": "Mars/Olympus'); DROP TABLE events; --"}},
+    Kind("hostile time zone", "project",
+         {"transform": lambda a: {**a, "timezone": "Mars/Olympus'); DROP TABLE events; --"}},
          ("timezone: expected an IANA time zone ClickHouse knows", "Mars/Olympus')")),
     Kind("time zone a number", "project", {"transform": lambda a: {**a, "timezone": 3}},
          ("GET /api/projects/4242/: timezone: expected non-empty text, got 3",)),
@@ -255,6 +256,10 @@ KINDS = [
          ("502 Bad Gateway", "/api/projects/4242/query/"), error=HoglabError),
     Kind("connection dropped mid-answer", "cohorts", {"drop_after": 20},
          ("GET /api/projects/4242/cohorts/ failed", "RemoteProtocolError"), error=HoglabError),
+    Kind("gzip that is not", "distinct_ids", {"headers": {"Content-Encoding": "gzip"}},
+         ("POST /api/projects/4242/query/ failed", "DecodingError"), error=HoglabError),
+    Kind("a redirect to itself", "project", {"redirect": "/api/projects/4242/"},
+         ("GET /api/projects/4242/ failed", "TooManyRedirects"), error=HoglabError),
 ]
 
 
@@ -296,3 +301,114 @@ def test_a_malformed_answer_to_an_incremental_pull_leaves_the_copy_as_it_was(
         _pull(url, remote, hoglab_service)
     _check_error(kind, caught.value)
     assert _mirrored(hoglab_service, url, remote) == before
+
+
+# -- stalls, redirects, a page that breaks the keyset ---------------------------------------------------------------
+
+
+def test_a_drip_answer_times_out_within_the_idle_timeout(
+    cloud: tuple[CloudRemote, str], hoglab_service: LocalService
+) -> None:
+    remote, url = cloud
+    fault = remote.fault("events", drip=2.0)  # headers at once, then one byte every 2 s: no read ever times out
+    began = time.monotonic()
+    with pytest.raises(AnswerTimeout, match=r"events page|query/.*within the answer timeout, 3 s"):
+        _pull(url, remote, hoglab_service, idle_timeout=3)
+    took = time.monotonic() - began
+    # The reads before the events page are quick; the wait on the drip ends at 3 s, not at the next byte.
+    assert fault.hits == 1 and took < 3 + 2.0, took
+    assert _mirrored(hoglab_service, url, remote) is None
+
+
+def test_the_overall_timeout_ends_a_pull_that_keeps_receiving(
+    cloud: tuple[CloudRemote, str], hoglab_service: LocalService
+) -> None:
+    remote, url = cloud
+    remote.fault("persons", drip=0.5)
+    began = time.monotonic()
+    with pytest.raises(AnswerTimeout, match="deadline"):
+        _pull(url, remote, hoglab_service, idle_timeout=60, timeout=2.5)
+    assert time.monotonic() - began < 2.5 + 1.5
+    assert _mirrored(hoglab_service, url, remote) is None
+
+
+def test_a_redirect_to_another_host_is_refused(cloud: tuple[CloudRemote, str], hoglab_service: LocalService) -> None:
+    remote, url = cloud
+    elsewhere = CloudRemote(project_id=remote.project_id)
+    elsewhere.flags = elsewhere.cohorts = elsewhere.experiments = elsewhere.events = []  # its answers are empty
+    serving = elsewhere.serve()
+    other = next(serving)
+    try:
+        other_host = other.replace("127.0.0.1", "localhost")  # another host, as the client compares them
+        remote.fault("feature_flags", redirect=f"{other_host}/api/projects/{remote.project_id}/feature_flags/")
+        with pytest.raises(RedirectRefused, match="redirected to another host, http://localhost:") as caught:
+            _pull(url, remote, hoglab_service)
+        assert caught.value.location.startswith(other_host)
+        assert elsewhere.requests == []  # not even asked
+        assert _mirrored(hoglab_service, url, remote) is None
+    finally:
+        serving.close()
+
+
+def test_a_redirect_within_the_host_is_followed(cloud: tuple[CloudRemote, str], hoglab_service: LocalService) -> None:
+    remote, url = cloud
+    # PostHog moves project endpoints under /api/environments/: the same host, followed.
+    remote.fault("project", redirect=f"{url}/api/environments/{remote.project_id}/")
+    report = _pull(url, remote, hoglab_service)
+    assert f"GET /api/environments/{remote.project_id}/" in remote.requests
+    assert report.events_copied == remote.events_count
+
+
+def test_a_page_that_breaks_the_keyset_keeps_the_whole_pages_before_it_and_the_next_pull_resumes(
+    hoglab_service: LocalService,
+) -> None:
+    from hoglab.pull.remote import PAGE_ROWS
+
+    remote = CloudRemote(events_count=PAGE_ROWS + 40)
+    serving = remote.serve()
+    url = next(serving)
+    try:
+        # Page 2 repeats page 1, as a remote that ignores the keyset would, forever.
+        first_page = remote.query_answer
+        repeated = remote.fault("events", page=2, transform=lambda answer: first_page(
+            answer["query"], {"since": "1970-01-01 00:00:00", "after": "1970-01-01 00:00:00", "after_uuid": ""})[1])
+        with pytest.raises(RemoteAnswerError, match=r"\(events page 2\): results\[0\]: expected rows after"):
+            _pull(url, remote, hoglab_service)
+        assert repeated.hits == 1
+        held = _mirrored(hoglab_service, url, remote)
+        assert held is not None
+        last = max(remote.events[:PAGE_ROWS], key=lambda e: (e["timestamp"], e["uuid"]))
+        assert held["events"][0][:2] == [PAGE_ROWS, PAGE_ROWS]  # page 1 whole, nothing of page 2
+        assert held["watermark"] == (last["timestamp"], last["uuid"], PAGE_ROWS)
+        assert held["flags"] == [] and held["persons"] == [[0]]  # stored only after the events
+
+        remote.faults.clear()
+        report = _pull(url, remote, hoglab_service)
+        assert report.events_copied == 40
+        again = _mirrored(hoglab_service, url, remote)
+        assert again is not None and again["events"][0][:2] == [PAGE_ROWS + 40, PAGE_ROWS + 40]
+        assert [f[0] for f in again["flags"]] == ["checkout-exp", "beta"]
+    finally:
+        serving.close()
+
+
+# -- the command line ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k.name in ("truncated JSON", "hostile time zone",
+                                                                 "a count of 'lots'")], ids=lambda k: k.name)
+def test_the_command_says_one_line_and_exits_2(kind: Kind, cloud: tuple[CloudRemote, str], tmp_path: Path) -> None:
+    remote, url = cloud
+    remote.fault(kind.label, **kind.how)
+    run = subprocess.run(
+        [sys.executable, "-m", "hoglab.cli", "pull", "--from", url, "--project", str(remote.project_id),
+         "--data-dir", str(tmp_path), "--rate", "1000/second", "--idle-timeout", "30"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "POSTHOG_PERSONAL_API_KEY": KEY},
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    errors = run.stderr.strip().splitlines()
+    assert len(errors) == 1 and errors[0].startswith("hoglab pull: error: "), run.stderr
+    assert all(text in errors[0] for text in kind.says) and "Traceback" not in run.stdout + run.stderr
+    listed = subprocess.run([sys.executable, "-m", "hoglab.cli", "project", "list", "--data-dir", str(tmp_path)],
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert remote.name not in listed.stdout

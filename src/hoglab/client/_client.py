@@ -42,6 +42,11 @@ Output = Literal["pandas", "arrow", "polars"]
 def _read_whole(http: httpx.Client, request: httpx.Request, stop: threading.Event) -> httpx.Response:
     """Send ``request`` and read its answer to the end, giving up between two reads once ``stop`` is set."""
     response = http.send(request, stream=True)
+    try:
+        _ = response.content  # an in-memory transport's answer (httpx.MockTransport) is read already
+        return response
+    except httpx.ResponseNotRead:
+        pass
     chunks: list[bytes] = []
     try:
         for chunk in response.iter_raw():
@@ -287,6 +292,8 @@ class Client:
                     self._pause(wait)
                     attempt += 1
                     continue
+                raise TransportError(f"{method} {path} failed: {type(exc).__name__}: {self._redact(str(exc))}") from exc
+            except (httpx.TooManyRedirects, httpx.DecodingError) as exc:  # an answer, but not one to read
                 raise TransportError(f"{method} {path} failed: {type(exc).__name__}: {self._redact(str(exc))}") from exc
             if response.is_success:
                 return response
