@@ -412,3 +412,24 @@ def test_the_command_says_one_line_and_exits_2(kind: Kind, cloud: tuple[CloudRem
     listed = subprocess.run([sys.executable, "-m", "hoglab.cli", "project", "list", "--data-dir", str(tmp_path)],
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert remote.name not in listed.stdout
+
+
+def test_what_hoglab_cannot_use_is_left_out_with_a_warning_not_refused(
+    cloud: tuple[CloudRemote, str], hoglab_service: LocalService
+) -> None:
+    remote, url = cloud
+    lookahead = {"key": "email", "type": "person", "operator": "regex", "value": "^(?!.*@spam\\.com$)"}
+    remote.flags[0]["filters"]["groups"][0]["properties"] = [lookahead]  # PostHog's newer flags service takes it
+    retention = {"kind": "ExperimentMetric", "metric_type": "retention", "uuid": "m-ret",
+                 "start_event": {"kind": "EventsNode", "event": "signup"}}  # fmt: skip
+    remote.experiments[0]["metrics"] = [retention]
+    lines: list[str] = []
+    report = _pull(url, remote, hoglab_service, say=lines.append)
+    assert len(report.warnings) == 2
+    assert "flag 'beta' (remote id 11): the condition filters__groups__0__properties__0__value" in report.warnings[0]
+    assert "is disabled (never matches)" in report.warnings[0]
+    assert report.warnings[1] == ("experiment 'Checkout' (remote id 31): 1 of its metrics cannot run here and were"
+                                  " left out")  # fmt: skip
+    assert [line for line in lines if line.startswith("warning: ")] == [f"warning: {w}" for w in report.warnings]
+    held = _mirrored(hoglab_service, url, remote)
+    assert held is not None and held["flags"][1][2]["groups"][0]["properties"] == [lookahead]  # kept as it is

@@ -29,6 +29,7 @@ results[0].n: expected a count (a whole number from 0), got 'lots'
 from __future__ import annotations
 
 import json
+import re
 import uuid as uuid_module
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,6 +68,8 @@ Check = Callable[[Any], Any]
 # ClickHouse's DateTime64 holds 1900-01-01 to 2299-12-31; a moment outside cannot be stored as the remote meant it.
 _EARLIEST, _LATEST = datetime(1900, 1, 1, tzinfo=UTC), datetime(2300, 1, 1, tzinfo=UTC)
 _ISO_EXAMPLE = "an ISO 8601 date-time text (such as '2026-01-02T03:04:05Z')"
+# A UUID as ClickHouse's toString writes it: checked by one match, the common case of every row (two per event).
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 MISSING: Any = Description("nothing (the field is missing)")
@@ -178,6 +181,8 @@ def boolean(value: Any) -> bool:
 def uuid_text(value: Any) -> str:
     """A UUID's text, in its canonical form."""
     if isinstance(value, str):
+        if _CANONICAL_UUID.fullmatch(value):
+            return value
         try:
             return str(uuid_module.UUID(value))
         except ValueError:
@@ -250,11 +255,12 @@ class Shape:
     fields: Mapping[str, Check]
     optional: frozenset[str] = field(default_factory=frozenset)
 
-    def read(self, item: Any, where: str = "") -> dict[str, Any]:
-        """``item`` checked field by field; a :class:`~hoglab.errors.RemoteAnswerError` at ``where`` otherwise."""
+    def read(self, item: Any, where: str = "", *, own: bool = False) -> dict[str, Any]:
+        """``item`` checked field by field; a :class:`~hoglab.errors.RemoteAnswerError` at ``where`` otherwise.
+        ``own``: the item is the caller's to change (a row just made), so it is not copied."""
         if not isinstance(item, dict):
             raise RemoteAnswerError(where or None, f"{self.kind} as a JSON object", item)
-        record = dict(item)
+        record = item if own else item.copy()
         for name, check in self.fields.items():
             if name not in item:
                 if name in self.optional:
@@ -284,7 +290,7 @@ def table(answer: Any, shape: Shape, columns: Sequence[str]) -> list[dict[str, A
     for i, row in enumerate(results):
         if not isinstance(row, list) or len(row) != len(names):
             raise RemoteAnswerError(f"results[{i}]", f"a row of {len(names)} values, one per column", row)
-        rows.append(shape.read(dict(zip(names, row, strict=True)), f"results[{i}]"))
+        rows.append(shape.read(dict(zip(names, row, strict=True)), f"results[{i}]", own=True))
     return rows
 
 
