@@ -20,8 +20,9 @@ any error) and the remote's settings are judged by the service's rules before an
 bounded in time (``idle_timeout``), the whole pull may be (``timeout``), and no redirect leaves the remote's host.
 
 ``run.py`` is one pull end to end, ``remote.py`` reads the remote and copies it, ``answers.py`` reads its answers,
-``export.py`` reads export files, ``report.py`` says what a pull will do and did. The writing side is the service's (``hoglab.server.mirror``),
-imported only when a pull runs; ``hoglab pull`` on the command line is :mod:`hoglab.cli.pull`.
+``export.py`` reads export files, ``report.py`` says what a pull will do and did. The writing side is the
+service's (``hoglab.server.mirror``), imported only when a pull runs; ``hoglab pull`` on the command line is
+:mod:`hoglab.cli.pull`.
 
 >>> report = pull("https://eu.posthog.com", 12345, data_dir="mirror/")  # doctest: +SKIP
 >>> report.events_copied, report.local_project_id  # doctest: +SKIP
