@@ -80,8 +80,9 @@ def test_the_first_reader_starts_the_days_and_each_day_is_cumulative(setup):
 
 def test_a_linked_saved_metric_has_its_days_under_the_saved_querys_uuid(setup):
     project, http = setup["project"], setup["project"].http
+    query = {k: v for k, v in METRIC.items() if k != "uuid"}
     saved = http.post(f"/api/projects/{project.id}/experiment_saved_metrics/",
-                      json={"name": "revenue, saved", "query": {k: v for k, v in METRIC.items() if k != "uuid"}})  # fmt: skip
+                      json={"name": "revenue, saved", "query": query})  # fmt: skip
     assert saved.status_code == 201, saved.text
     saved_id, uuid = saved.json()["id"], saved.json()["query"]["uuid"]
     linked = http.patch(_base(setup), json={"saved_metrics_ids": [{"id": saved_id, "metadata": {"type": "primary"}}]})
