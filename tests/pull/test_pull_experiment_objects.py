@@ -128,9 +128,10 @@ class Cloud:
                          "created_at"], page)  # fmt: skip
         if "FROM persons" in sql:
             return rows(["id", "created_at", "properties", "is_identified"],
-                        self.persons if not values["after"] else [])
+                        sorted(self.persons, key=lambda p: p["id"]) if not values["after"] else [])
         if "FROM person_distinct_ids" in sql:
-            return rows(["distinct_id", "person_id"], self.ids if not values["after"] else [])
+            return rows(["distinct_id", "person_id"],
+                        sorted(self.ids, key=lambda i: i["distinct_id"]) if not values["after"] else [])  # fmt: skip
         raise AssertionError(f"unexpected query {sql[:80]}")
 
     def __call__(self, request: httpx.Request) -> httpx.Response:

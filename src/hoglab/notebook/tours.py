@@ -11,9 +11,11 @@ Behaviour (seeded; the variant is the server's): one pageview *before* the expos
 1 + Poisson(2) pageviews (Poisson(2.4) in ``test``); half the users reach ``checkout``, of whom 30% buy in
 ``control`` and 42% in ``test``, at a log-normal price of median ~33.
 
-:func:`feed_cuped_experiment` feeds PostHog's 2026 features the same way: a mean metric analysed with CUPED
-(each user's purchases in the fortnight before the exposure predict their purchases after it), broken down by the
-browser of the exposure, a retention metric (back on days 1-7 after the exposure) and sequential testing.
+:func:`feed_cuped_experiment` feeds PostHog's 2026 features the same way, in one experiment: a mean metric
+analysed with CUPED (each user's purchases in the fortnight before the exposure predict their purchases after it),
+broken down by the browser of the exposure, a retention metric (back on days 1-7 after the exposure), a saved
+(shared) metric linked to it (purchases per person, CUPED too), a holdout keeping a fifth of the users out of both
+variants, and sequential testing.
 
 >>> primary, secondary = metric_experiment_metrics()
 >>> [m.metric_type for m in primary], [m.name for m in secondary]
@@ -34,10 +36,11 @@ from ..queries import funnel_metric, mean_metric, ratio_metric, retention_metric
 
 if TYPE_CHECKING:
     from ..client import Client
-    from ..schema import Experiment
+    from ..schema import Experiment, ExperimentHoldout, ExperimentSavedMetric
 
 __all__ = [
     "CUPED_FLAG_KEY",
+    "CUPED_HOLDOUT_SHARE",
     "METRIC_FLAG_KEY",
     "MetricDemo",
     "cuped_experiment_metrics",
@@ -54,21 +57,25 @@ CHECKOUT_RATE = 0.5
 CUPED_FLAG_KEY = "loyalty-banner"
 CUPED_SEED = 20260224
 CUPED_LOOKBACK_DAYS = 14
+CUPED_HOLDOUT_SHARE = 20.0
 BROWSERS = ("Chrome", "Safari", "Firefox")
 BROWSER_SHARES = (0.55, 0.3, 0.15)
-SPEND_LIFT = {"control": 1.0, "test": 1.08}
+SPEND_LIFT = {"control": 1.0, "test": 1.08}  # the holdout's users behave as control's: neither sees the banner
 RETURN_RATE = {"control": 0.35, "test": 0.45}
 
 
 @dataclass(frozen=True)
 class MetricDemo:
-    """What :func:`feed_metric_experiment` made: the experiment, each user's variant and the events sent."""
+    """What :func:`feed_metric_experiment` (or :func:`feed_cuped_experiment`) made: the experiment, each user's
+    flag value and the events sent; the holdout and the saved metric when the feed made them."""
 
     experiment: Experiment
     assigned: dict[str, str]
     events: int
     start: datetime
     end: datetime
+    holdout: ExperimentHoldout | None = None
+    saved_metric: ExperimentSavedMetric | None = None
 
 
 def metric_experiment_metrics() -> tuple[list[Any], list[Any]]:
@@ -176,7 +183,8 @@ def _visit(
 
 
 def cuped_experiment_metrics() -> tuple[list[Any], list[Any]]:
-    """The CUPED tour's metrics: primary revenue per person (by browser), secondary the 1-7-day return."""
+    """The CUPED tour's own metrics: primary revenue per person (by browser), secondary the 1-7-day return (the
+    saved metric, purchases per person, is linked besides: :func:`feed_cuped_experiment`)."""
     primary = [mean_metric("purchase", math="sum", math_property="price", name="revenue per person",
                            breakdowns=["$browser"])]  # fmt: skip
     secondary = [retention_metric(None, "$pageview", window=(1, 7), name="back within a week")]
@@ -192,10 +200,16 @@ def feed_cuped_experiment(
     sequential: bool = True,
     end: datetime | None = None,
     name: str = "Loyalty banner (CUPED)",
+    holdout_share: float | None = CUPED_HOLDOUT_SHARE,
+    saved_metric: bool = True,
 ) -> MetricDemo:
     """Create and launch an experiment with CUPED (14-day lookback) and, by default, sequential testing, then
     feed it through the ``posthog`` SDK: each user's history (purchases in the fortnight before), the exposure
-    (``/flags`` picks the variant, ``$browser`` on the exposure), the week after and a possible return visit.
+    (``/flags`` picks the flag value, ``$browser`` on the exposure), the week after and a possible return visit.
+
+    Unless ``holdout_share`` is ``None`` a new holdout keeps that share of users out of both variants (their flag
+    answers ``holdout-<id>``; they behave as control's users), and unless ``saved_metric`` is false a new saved
+    metric, purchases per person, is linked as a primary metric.
 
     Each user has a spending habit h ~ Gamma(2, 1): Poisson(h) purchases before the exposure and Poisson(h × lift)
     after it (lift 1.08 in ``test``), at a price of median ~25, so the pre-exposure revenue predicts the metric and
@@ -207,9 +221,16 @@ def feed_cuped_experiment(
     start = end - timedelta(days=14)
     primary, secondary = cuped_experiment_metrics()
     settings = stats_config("frequentist", cuped=CUPED_LOOKBACK_DAYS, sequential=True if sequential else None)
+    holdout = None if holdout_share is None else client.experiments.holdouts.create(
+        f"Loyalty holdout ({flag_key})", exclusion_percentage=holdout_share,
+        description="Kept out of every loyalty experiment, to measure them all together.",
+    )  # fmt: skip
+    shared = client.experiments.saved_metrics.create(
+        f"purchases per person ({flag_key})", mean_metric("purchase"), description="Purchases per exposed person.",
+    ) if saved_metric else None  # fmt: skip
     experiment = client.experiments.create(
         name, flag_key, variants=["control", "test"], start=start, metrics=primary, metrics_secondary=secondary,
-        stats_config=settings,
+        stats_config=settings, holdout=holdout, saved_metrics=[shared] if shared is not None else None,
         description="Does a loyalty banner make shoppers spend more? CUPED reads each shopper's spending before.",
     )  # fmt: skip
     sdk = _sdk(_project_token(client), client.host)
@@ -232,12 +253,13 @@ def feed_cuped_experiment(
         finally:
             sdk.flush()
             sdk.shutdown()
-    return MetricDemo(experiment, assigned, sent, start, end)
+    return MetricDemo(experiment, assigned, sent, start, end, holdout=holdout, saved_metric=shared)
 
 
 def _shopper(
     rng: np.random.Generator, seen: datetime, variant: str, flag_key: str
 ) -> list[tuple[str, datetime, dict[str, Any]]]:
+    arm = "control" if variant.startswith("holdout-") else variant  # the holdout sees no banner either
     habit = float(rng.gamma(2.0, 1.0))
     browser = str(rng.choice(BROWSERS, p=BROWSER_SHARES))
     flag = {f"$feature/{flag_key}": variant}
@@ -248,11 +270,11 @@ def _shopper(
     events.append(("$feature_flag_called", seen, {"$feature_flag": flag_key, "$feature_flag_response": variant,
                                                   "$browser": browser, **flag}))  # fmt: skip
     events.append(("$pageview", seen + timedelta(seconds=5), {"$browser": browser, **flag}))
-    for _ in range(int(rng.poisson(habit * SPEND_LIFT[variant]))):  # the week after
+    for _ in range(int(rng.poisson(habit * SPEND_LIFT[arm]))):  # the week after
         at = seen + timedelta(seconds=float(rng.uniform(60, 6 * 86400)))
         events.append(("purchase", at, {"price": round(float(rng.lognormal(3.2, 0.4)), 2), "$browser": browser,
                                         **flag}))  # fmt: skip
-    if rng.random() < RETURN_RATE[variant]:
+    if rng.random() < RETURN_RATE[arm]:
         back = seen + timedelta(days=int(rng.integers(1, 8)), seconds=float(rng.uniform(0, 3600)))
         events.append(("$pageview", back, {"$browser": browser, **flag}))
     return sorted(events, key=lambda item: item[1])

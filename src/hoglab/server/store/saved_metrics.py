@@ -13,13 +13,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hoglab.errors import HoglabError
+
 from .db import Database, from_db_time, to_db_time, utcnow
 from .records import SavedMetricLinkRecord, SavedMetricRecord, dump_json, load_json
 
 __all__ = ["DuplicateSavedMetricName", "SavedMetricPage", "SavedMetricRepository"]
 
 
-class DuplicateSavedMetricName(ValueError):
+class DuplicateSavedMetricName(HoglabError):
     """Another saved metric of the project has this name (compared without case)."""
 
 

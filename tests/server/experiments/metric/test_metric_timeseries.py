@@ -2,7 +2,7 @@
 
 Each stored day is the cumulative ``ExperimentQuery`` answer up to that day's end, checked against the pandas
 restatement (``metric_oracle``) cut at the same moment; the statuses, the idempotent recalculation, the first
-reader starting the days (hoglab has no nightly job) and PostHog's 400s.
+reader starting the days (hoglab has no nightly job; a linked saved metric's too) and PostHog's 400s.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hoglab.schema import metric_fingerprint
+from hoglab.schema import metric_fingerprint, saved_metric_definition
 
 from . import metric_oracle as oracle
 
@@ -76,6 +76,34 @@ def test_the_first_reader_starts_the_days_and_each_day_is_cumulative(setup):
     query = {"query": {"kind": "ExperimentQuery", "experiment_id": setup["experiment"]["id"], "metric": METRIC}}
     whole = setup["project"].http.post(f"/api/projects/{setup['project'].id}/query/", json=query).json()
     assert answer["timeseries"][days[-1]]["variant_results"] == whole["variant_results"]
+
+
+def test_a_linked_saved_metric_has_its_days_under_the_saved_querys_uuid(setup):
+    project, http = setup["project"], setup["project"].http
+    query = {k: v for k, v in METRIC.items() if k != "uuid"}
+    saved = http.post(f"/api/projects/{project.id}/experiment_saved_metrics/",
+                      json={"name": "revenue, saved", "query": query})  # fmt: skip
+    assert saved.status_code == 201, saved.text
+    saved_id, uuid = saved.json()["id"], saved.json()["query"]["uuid"]
+    linked = http.patch(_base(setup), json={"saved_metrics_ids": [{"id": saved_id, "metadata": {"type": "primary"}}]})
+    assert linked.status_code == 200, linked.text
+    # The metric as linked (PostHog's resolve_saved_metric_definition), as the toolkit sends it to /query.
+    metric = saved_metric_definition(saved.json()["query"], {"type": "primary"}, saved_metric_id=saved_id,
+                                     name="revenue, saved")  # fmt: skip
+    fingerprint = metric_fingerprint(metric, oracle.START, "frequentist")
+    base = _base(setup)
+    for _ in range(300):  # the first reader starts the days, as for the experiment's own metrics
+        answer = http.get(base + "timeseries_results/", params={"metric_uuid": uuid, "fingerprint": fingerprint})
+        assert answer.status_code == 200, answer.text
+        if answer.json()["recalculation_status"] is None and answer.json()["status"] != "pending":
+            break
+        time.sleep(0.2)
+    body = answer.json()
+    assert body["status"] == "completed" and body["metric_uuid"] == uuid
+    last = body["timeseries"][oracle.END.date().isoformat()]
+    query = {"query": {"kind": "ExperimentQuery", "experiment_id": setup["experiment"]["id"], "metric": metric}}
+    whole = http.post(f"/api/projects/{project.id}/query/", json=query).json()
+    assert last["variant_results"] == whole["variant_results"] and last["baseline"] == whole["baseline"]
 
 
 def test_a_recalculation_is_idempotent_while_it_runs_and_replaces_the_days(setup):

@@ -8,8 +8,9 @@ background, on the query service's async pool (its per-project quota, fairness a
 the query service itself (cache, limits, the same runner as ``/query``); a day that fails keeps its error.
 
 PostHog fills the days with a nightly workflow; hoglab has none, so :func:`timeseries_answer` starts the
-recalculation itself when nothing is stored yet and the experiment holds a metric of that uuid whose fingerprint
-(:func:`hoglab.schema.metric_fingerprint`) is the one asked for (then it answers ``pending``).
+recalculation itself when nothing is stored yet and the experiment holds a metric of that uuid (its own, or a
+linked saved metric's) whose fingerprint (:func:`hoglab.schema.metric_fingerprint`) is the one asked for (then it
+answers ``pending``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from zoneinfo import ZoneInfo
 
 import pydantic
 
-from hoglab.schema import metric_fingerprint, parse_metric, validation_error_body
+from hoglab.schema import metric_fingerprint, parse_metric, saved_metric_definition, validation_error_body
 
 from ...errors import APIError, ServerError, ValidationFailed
 from ...query.cache import cache_key
@@ -89,8 +90,14 @@ def fingerprint_of(record: ExperimentRecord, metric: Mapping[str, Any]) -> str:
                               parameters.get("excluded_variants"))  # fmt: skip
 
 
-def _experiment_metrics(record: ExperimentRecord) -> list[dict[str, Any]]:
-    return [dict(m) for m in [*(record.metrics or []), *(record.metrics_secondary or [])] if isinstance(m, Mapping)]
+def _experiment_metrics(state: ServiceState, record: ExperimentRecord) -> list[dict[str, Any]]:
+    """The experiment's own metrics, then its linked saved metrics as analysed (PostHog files a saved metric's
+    days under the saved query's ``uuid``; the link's breakdowns apply: ``saved_metric_definition``)."""
+    own = [dict(m) for m in [*(record.metrics or []), *(record.metrics_secondary or [])] if isinstance(m, Mapping)]
+    for link in state.store.saved_metrics.links([record.id]).get(record.id, []):
+        saved = link.saved_metric
+        own.append(saved_metric_definition(dict(saved.query), link.metadata, saved_metric_id=saved.id, name=saved.name))
+    return own
 
 
 def _request_body(request: RecalculationRecord) -> dict[str, Any]:
@@ -213,7 +220,7 @@ def timeseries_answer(state: ServiceState, project: ProjectRecord, record: Exper
     latest = repo.latest_request(project.id, record.id, metric_uuid, fingerprint)
     if not rows and latest is None:
         # No nightly job here: the first reader of a metric the experiment holds starts its days.
-        for metric in _experiment_metrics(record):
+        for metric in _experiment_metrics(state, record):
             if metric.get("uuid") == metric_uuid and fingerprint_of(record, metric) == fingerprint:
                 start_recalculation(state, project, record, {"metric": metric, "fingerprint": fingerprint})
                 latest = repo.latest_request(project.id, record.id, metric_uuid, fingerprint)
