@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         PermissionDenied as PermissionDenied,
         QueryError as QueryError,
         QueryTimeout as QueryTimeout,
+        QueryWarning as QueryWarning,
         RateLimited as RateLimited,
         ServerError as ServerError,
         TransportError as TransportError,
