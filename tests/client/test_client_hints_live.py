@@ -35,7 +35,7 @@ def _batch() -> list[dict[str, Any]]:
 def client(hoglab_service: Any) -> Iterator[Client]:
     store = hoglab_service.state.store
     project = store.projects.create("client hints")
-    key = store.keys.create(store.users.default().id, ["query:read"], [project.id])[1]
+    key = store.keys.create(store.users.default().id, ["query:read", "experiment:read"], [project.id])[1]
     answer = httpx.post(f"{hoglab_service.url}/batch/", json={"api_key": project.api_token, "batch": _batch()})
     assert answer.status_code == 200, answer.text
     with Client(hoglab_service.url, key, project.id, progress=False) as opened:
@@ -81,3 +81,8 @@ def test_events_star_has_a_column_per_property(client: Client) -> None:
     assert both.columns.tolist().count("event") == 1
     kept = client.events(["*"], after="all", flatten=False)
     assert kept.columns.tolist() == ["*"] and set(kept["*"].iloc[0]["properties"]) <= {"$browser", "price", "plan"}
+
+
+def test_results_of_an_unknown_experiment_say_which_exist(client: Client) -> None:
+    with pytest.raises(hoglab.NotFound, match=r"Experiment 99 not found in project \d+ \(it has no experiments\)"):
+        client.experiments.results(99)
