@@ -15,8 +15,9 @@ compiler asks for counts as one use of it, which automatic materialization ranks
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
+from ..hogql.catalog import ActionDefinition
 from . import materialized
 
 __all__ = ["ENGINE_CATALOG", "EngineCatalog"]
@@ -33,6 +34,10 @@ class EngineCatalog:
 
     def columns(self, database: str, table: str) -> dict[str, str]:
         return materialized.materialized_columns(database, table)
+
+    def actions(self) -> Mapping[int, ActionDefinition]:
+        """None: actions belong to a project, which the query service adds (``hogql.catalog.WithActions``)."""
+        return {}
 
 
 ENGINE_CATALOG = EngineCatalog()

@@ -1,15 +1,21 @@
-"""What the compiler must know of the engine, handed to it: a :class:`Catalog`.
+"""What the compiler must know of the engine and of the project, handed to it: a :class:`Catalog`.
 
-The compiler prints SQL and runs nothing, so it reads no engine state of its own. The one engine fact that
-changes how it prints is which ``properties`` keys of ``events`` and ``persons`` are materialized as columns
-(``mat_<key>``, ``pmat_<key>``): where one is, the compiler reads the column instead of extracting the key from
-the JSON (the same values by construction, ``engine/materialized.py``). Whoever compiles passes a catalog:
-the query service passes the engine's (``engine/catalog.py``, which also counts each key read, for automatic
-materialization); without one, nothing is materialized (:data:`NO_MATERIALIZED`), which answers the same, only
-slower.
+The compiler prints SQL and runs nothing, so it reads no engine or store state of its own. Two facts change how
+it prints:
+
+* which ``properties`` keys of ``events`` and ``persons`` are materialized as columns (``mat_<key>``,
+  ``pmat_<key>``): where one is, the compiler reads the column instead of extracting the key from the JSON (the
+  same values by construction, ``engine/materialized.py``);
+* the project's **actions** (:class:`ActionDefinition`), which ``matchesAction(id or name)`` expands into the
+  action's condition (``hogql/actions.py``, written by ``filters/actions.py``).
+
+Whoever compiles passes a catalog: the query service passes the engine's (``engine/catalog.py``, which also
+counts each key read, for automatic materialization) with the project's actions added (:class:`WithActions`);
+without one, nothing is materialized and there are no actions (:data:`NO_MATERIALIZED`), which answers the same
+for any statement that names no action, only slower.
 
 A catalog's :meth:`~Catalog.version` changes whenever its answers change, so a cache of compiled statements
-keyed on it never serves a statement printed for another set of columns.
+keyed on it never serves a statement printed for another set of columns or another definition of an action.
 
 >>> from hoglab.server.hogql import compile_hogql
 >>> columns = StaticCatalog({("hoglab", "events"): {"$browser": "mat_$browser"}})
@@ -21,14 +27,41 @@ False
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Hashable, Mapping
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-__all__ = ["NO_MATERIALIZED", "Catalog", "StaticCatalog"]
+__all__ = ["NO_MATERIALIZED", "ActionDefinition", "Catalog", "StaticCatalog", "WithActions"]
+
+
+@dataclass(frozen=True)
+class ActionDefinition:
+    """One action of the project, as the compiler and the query runners read it: its steps as stored (PostHog's
+    ``ActionStepJSON`` dicts). ``bytecode_error`` says why hoglab cannot compile it (a copied ``$autocapture``
+    step with a CSS ``selector``); a query that uses such an action is refused with it.
+
+    >>> ActionDefinition(7, "Signed up", ({"event": "signed_up"},)).steps[0]["event"]
+    'signed_up'
+    """
+
+    id: int
+    name: str | None
+    steps: tuple[Mapping[str, Any], ...]
+    deleted: bool = False
+    bytecode_error: str | None = None
+
+    def fingerprint(self) -> str:
+        """A digest of everything that decides which events the action selects (and what it is called)."""
+        text = json.dumps([self.id, self.name, list(self.steps), self.deleted, self.bytecode_error],
+                          sort_keys=True, default=str)  # fmt: skip
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Catalog(Protocol):
-    """The engine's materialized properties, as the compiler reads them (``table`` is ``events`` or ``persons``)."""
+    """The engine's materialized properties, as the compiler reads them (``table`` is ``events`` or ``persons``),
+    and the project's actions."""
 
     def version(self) -> Hashable:
         """A value that changes whenever :meth:`column` or :meth:`columns` would answer differently."""
@@ -41,6 +74,11 @@ class Catalog(Protocol):
 
     def columns(self, database: str, table: str) -> Mapping[str, str]:
         """Every materialized ``key -> column`` of ``<database>.<table>`` (the views carry them all)."""
+        ...
+
+    def actions(self) -> Mapping[int, ActionDefinition]:
+        """The project's actions by id, deleted ones included (PostHog's queries still read those by id); the
+        actions of no other project, so another project's id is simply not found."""
         ...
 
 
@@ -64,6 +102,41 @@ class StaticCatalog:
     def columns(self, database: str, table: str) -> Mapping[str, str]:
         return dict(self._columns.get((database, table), {}))
 
+    def actions(self) -> Mapping[int, ActionDefinition]:
+        return {}
+
+
+class WithActions:
+    """Another catalog's columns, and a project's actions: what the query service hands the compiler.
+
+    Its version moves with the columns' and with any action's definition, so a statement using
+    ``matchesAction`` is compiled again after the action changes.
+
+    >>> catalog = WithActions(NO_MATERIALIZED, [ActionDefinition(3, "Paid", ({"event": "paid"},))])
+    >>> catalog.actions()[3].name, catalog.version() != WithActions(NO_MATERIALIZED, []).version()
+    ('Paid', True)
+    """
+
+    def __init__(self, base: Catalog, actions: Any) -> None:
+        self._base = base
+        self._actions: dict[int, ActionDefinition] = {a.id: a for a in actions}
+        digest = hashlib.sha256()
+        for action_id in sorted(self._actions):
+            digest.update(self._actions[action_id].fingerprint().encode())
+        self.actions_version = digest.hexdigest() if self._actions else ""
+
+    def version(self) -> Hashable:
+        return (self._base.version(), self.actions_version)
+
+    def column(self, key: str, database: str, table: str) -> str | None:
+        return self._base.column(key, database, table)
+
+    def columns(self, database: str, table: str) -> Mapping[str, str]:
+        return self._base.columns(database, table)
+
+    def actions(self) -> Mapping[int, ActionDefinition]:
+        return self._actions
+
 
 NO_MATERIALIZED = StaticCatalog()
-"""The catalog of an engine without materialized columns: every property is read from its JSON."""
+"""The catalog of an engine without materialized columns: every property is read from its JSON; no actions."""

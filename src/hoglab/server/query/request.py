@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from hoglab.schema import HogQLFilters, HogQLQuery, QueryRequest, validation_error_body
 
 from ..errors import ValidationFailed
+from ..hogql.catalog import NO_MATERIALIZED as _NONE, ActionDefinition, WithActions
 from .bounds import check_compile_budget
 from .cache import cache_key
 from .runners import RESOLVERS, RUNNERS, load_runners
@@ -25,7 +26,16 @@ from .runners import RESOLVERS, RUNNERS, load_runners
 if TYPE_CHECKING:
     from ..store import ProjectRecord, Store
 
-__all__ = ["ASYNC_MODES", "WRAPPER_KINDS", "Prepared", "execution_mode", "prepare", "resolve", "unwrap_source"]
+__all__ = [
+    "ASYNC_MODES",
+    "WRAPPER_KINDS",
+    "Prepared",
+    "execution_mode",
+    "prepare",
+    "project_actions",
+    "resolve",
+    "unwrap_source",
+]
 
 ASYNC_MODES = frozenset({"async", "lazy_async", "force_async"})
 _FILTER_OVERRIDE_KEYS = frozenset({"date_from", "date_to", "properties", "breakdown_filter", "explicitDate"})
@@ -33,7 +43,8 @@ _FILTER_OVERRIDE_KEYS = frozenset({"date_from", "date_to", "properties", "breakd
 
 @dataclass(frozen=True)
 class Prepared:
-    """A validated request: the query model (overrides applied), its kind, mode, id and cache key."""
+    """A validated request: the query model (overrides applied), its kind, mode, id and cache key, and the
+    project's actions as they were when it was resolved (what ``ActionsNode`` and ``matchesAction`` read)."""
 
     request: QueryRequest
     query: BaseModel
@@ -42,6 +53,7 @@ class Prepared:
     query_id: str
     client_query_id: str | None
     cache_key: str
+    actions: tuple[ActionDefinition, ...] = ()
 
 
 WRAPPER_KINDS = frozenset({"DataTableNode", "InsightVizNode", "DataVisualizationNode"})
@@ -120,16 +132,35 @@ def prepare(data: dict[str, Any], *, team_id: int, timezone: str, path_kind: str
     )
 
 
-def resolve(prepared: Prepared, project: ProjectRecord, store: Store | None) -> Prepared:
-    """The query with the stored objects it names read in (its kind's resolver), keyed on them for the cache."""
-    resolver = RESOLVERS.get(prepared.kind)
-    if resolver is None:
-        return prepared
+def project_actions(store: Store | None, project_id: int) -> tuple[ActionDefinition, ...]:
+    """The project's actions (deleted ones too: queries still read those by id), as the compiler reads them."""
     if store is None:
-        raise ValidationFailed(f"{prepared.kind} needs the service's store, which this service runs without.")
-    model = resolver(prepared.query, project, store)
-    dumped = model.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return replace(prepared, query=model, cache_key=cache_key(project.id, dumped, timezone=project.timezone or "UTC"))
+        return ()
+    return tuple(
+        ActionDefinition(r.id, r.name, tuple(r.steps), r.deleted, r.bytecode_error)
+        for r in store.actions.list(project_id, include_deleted=True)
+    )
+
+
+def resolve(prepared: Prepared, project: ProjectRecord, store: Store | None) -> Prepared:
+    """The query with the stored objects it names read in (its kind's resolver) and the project's actions,
+    keyed on both for the cache: changing an action gives its queries new keys."""
+    resolver = RESOLVERS.get(prepared.kind)
+    model = prepared.query
+    if resolver is not None:
+        if store is None:
+            raise ValidationFailed(f"{prepared.kind} needs the service's store, which this service runs without.")
+        model = resolver(prepared.query, project, store)
+    actions = project_actions(store, project.id)
+    if resolver is None and not actions:
+        return prepared
+    keyed: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if actions:
+        # Any query may name an action (a series, a metric, matchesAction in HogQL text): all of them key on the
+        # definitions, which change rarely; a project without actions keeps the keys it always had.
+        keyed = {"query": keyed, "actions": WithActions(_NONE, actions).actions_version}
+    key = cache_key(project.id, keyed, timezone=project.timezone or "UTC")
+    return replace(prepared, query=model, cache_key=key, actions=actions)
 
 
 def _apply_filters_override(model: BaseModel, override: Mapping[str, Any]) -> BaseModel:

@@ -24,9 +24,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..engine.base import EngineError, MemoryLimitExceeded, TooManyRows
+from ..engine.catalog import ENGINE_CATALOG
 from ..engine.limits import LimitedEngine, release_memory, statement_limits
 from ..errors import NotFound, ServerError, ValidationFailed
 from ..hogql.budget import CompileBudget
+from ..hogql.catalog import WithActions
 from ..store.db import utcnow
 from . import draft_sql as drafting
 from .answers import answer_members, cache_members, dumps, join_members
@@ -65,7 +67,8 @@ def compute(
 
     Its statements compile under ``compile_budget``, one at a time for the project (``gate.compiling``), and run
     in the project's share of the memory budget; the answer bytes the engine produces are counted on the
-    project's share of the answer memory until the answer is written (``engine/memory.py``).
+    project's share of the answer memory until the answer is written (``engine/memory.py``). The compiler reads
+    the engine's catalog with the project's actions the request was resolved with (``prepared.actions``).
     """
     with LimitedEngine(engine, limits, cancelled, project_id=int(project.id)) as view:
         if person_overrides is None:
@@ -78,6 +81,7 @@ def compute(
             person_overrides=person_overrides,
             compile_budget=compile_budget,
             compile_slot=partial(gate.compiling, int(project.id)) if gate is not None else None,
+            catalog=WithActions(ENGINE_CATALOG, prepared.actions),
         )
         start = time.perf_counter()
         answer = RUNNERS[prepared.kind](prepared.query, ctx)
