@@ -138,6 +138,7 @@ class LifecycleFilter(SettingsModel):
 class LifecycleQuery(InsightBase):
     """People per interval by status: new, returning, resurrecting, dormant (negative).
 
+    >>> from hoglab.schema import EventsNode
     >>> LifecycleQuery(series=[EventsNode(event="$pageview")], interval="week").interval
     'week'
     """
@@ -172,6 +173,7 @@ class StickinessFilter(SettingsModel):
 class StickinessQuery(InsightBase):
     """People by the number of intervals of the range in which they were active, one line per series.
 
+    >>> from hoglab.schema import EventsNode
     >>> StickinessQuery(series=[EventsNode(event="$pageview")]).interval
     'day'
     """

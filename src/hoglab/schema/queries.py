@@ -117,6 +117,7 @@ class TrendsFilter(SettingsModel):
 class TrendsQuery(InsightBase):
     """Counts of events over time, one line per series (and breakdown value).
 
+    >>> from hoglab.schema import EventsNode
     >>> TrendsQuery(series=[EventsNode(event="$pageview", math="dau")], interval="week").interval
     'week'
     """
@@ -167,6 +168,7 @@ class FunnelsFilter(SettingsModel):
 class FunnelsQuery(InsightBase):
     """How many people go through 2 to 20 steps, in order, within a window.
 
+    >>> from hoglab.schema import EventsNode
     >>> FunnelsQuery(series=[EventsNode(event="$pageview"), EventsNode(event="signup")]).kind
     'FunnelsQuery'
     """

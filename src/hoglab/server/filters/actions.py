@@ -24,9 +24,10 @@ unknown operator, HogQL that does not parse), naming the field.
 >>> p = Params()
 >>> action = ActionDefinition(1, "Signed up", ({"event": "$pageview", "url": "/done", "url_matching": "contains"},
 ...                                           {"event": "signed_up", "properties": [{"key": "plan", "value": "pro"}]}))
->>> print(action_condition(action, p).replace(" OR ", "\n OR "))
+>>> for part in action_condition(action, p).split(" OR "):
+...     print(part)
 ((event = {p0} AND ifNull(properties.`$current_url` LIKE {p1}, 0))
- OR (event = {p2} AND (ifNull(properties.plan = {p3}, 0))))
+(event = {p2} AND (ifNull(properties.plan = {p3}, 0))))
 >>> p.values["p1"]
 '%/done%'
 """

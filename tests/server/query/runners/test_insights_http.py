@@ -94,12 +94,12 @@ _ACTIONS = {"kind": "ActionsNode", "id": 7}
 
 
 @pytest.mark.parametrize(("query", "attr"), [
-    ({"kind": "LifecycleQuery", "series": [_ACTIONS]}, "query__series__0"),
-    ({"kind": "StickinessQuery", "series": [EVENT, _ACTIONS]}, "query__series__1"),
+    ({"kind": "LifecycleQuery", "series": [_ACTIONS]}, "series.0.id"),
+    ({"kind": "StickinessQuery", "series": [EVENT, {"kind": "DataWarehouseNode"}]}, "query__series__1"),
     ({"kind": "RetentionQuery", "retentionFilter": {"targetEntity": {"id": 7, "type": "actions"}}},
-     "query__retentionFilter__targetEntity"),
+     "retentionFilter.targetEntity.id"),
     ({"kind": "RetentionQuery", "retentionFilter": {"returningEntity": {"id": 7, "kind": "ActionsNode"}}},
-     "query__retentionFilter__returningEntity"),
+     "retentionFilter.returningEntity.id"),
     ({"kind": "RetentionQuery", "retentionFilter": {"period": "Year"}}, "query__retentionFilter__period"),
     ({"kind": "RetentionQuery", "retentionFilter": {"totalIntervals": -1}}, "query__retentionFilter__totalIntervals"),
     ({"kind": "RetentionQuery", "retentionFilter": {"totalIntervals": 10**9}},
