@@ -89,7 +89,10 @@ class ActionStepJSON(_Lenient):
             except ValidationError as exc:
                 first = exc.errors(include_url=False)[0]
                 message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
-                raise ValueError(f"properties[{index}]: {message}") from None
+                where = ".".join(str(p) for p in first.get("loc", ()) if not str(p)[:1].isupper())
+                given = first.get("input")
+                got = f" (got {given!r:.80})" if isinstance(given, str | int | float) else ""
+                raise ValueError(f"properties[{index}]{'.' + where if where else ''}: {message}{got}") from None
         return value
 
 

@@ -56,7 +56,11 @@ def _reference(call: exp.Anonymous) -> int | str:
 def expand_matches_action(tree: exp.Expr, catalog: Catalog, *, timezone: str = "UTC") -> exp.Expr:
     """``tree`` with every ``matchesAction(...)`` replaced by its action's condition; a ``HogQLError`` at the call
     for a wrong argument, an unknown action, or an action that can't be used."""
-    calls = [node for node in tree.find_all(exp.Anonymous) if node.name.lower() == FUNCTION]
+    # A quoted name (`matchesAction`) is left for the allow-list, which refuses quoted function names.
+    calls = [
+        node for node in tree.find_all(exp.Anonymous)
+        if node.name.lower() == FUNCTION and not (isinstance(node.this, exp.Identifier) and node.this.quoted)
+    ]  # fmt: skip
     if not calls:
         return tree
     # filters/ writes the condition with the compiler's parser: imported here, when a statement uses an action.
