@@ -49,7 +49,8 @@ _MAX_ID = 2**63 - 1
 
 class RetentionEntity(RequestModel):
     """The event that starts a cohort (target) or counts as coming back (returning): ``{"id": "$pageview",
-    "type": "events"}`` (``id`` ``None`` means any event), or an action: ``{"id": 7, "type": "actions"}``.
+    "type": "events"}`` (``id`` ``None`` means any event), or an action: ``{"id": 7, "type": "actions"}`` (the
+    toolkit may name it instead, ``{"name": "Signed up", "type": "actions"}``, for the client to fill the id in).
 
     >>> RetentionEntity(id="signup", type="events").event, RetentionEntity(id=7, type="actions").action_id
     ('signup', 7)
@@ -68,7 +69,7 @@ class RetentionEntity(RequestModel):
     def _known_kind(self) -> RetentionEntity:
         if self.type == "data_warehouse":
             raise ValueError("Data warehouse entities are not supported by hoglab.")
-        if self.is_action:
+        if self.is_action and self.id is not None:
             # PostHog matches actions by type; a kind of ActionsNode alone names one too.
             given = self.id
             if isinstance(given, bool) or not isinstance(given, int | str) or not str(given).lstrip("-").isdigit():

@@ -105,7 +105,9 @@ def retention_range(query: RetentionQuery, ctx: RunContext) -> RetentionRange:
 def _entity_condition(entity: RetentionEntity, p: Params, attr: str, timezone: str, actions: Actions | None) -> str:
     parts = [] if entity.event is None else [f"event = {p.add(entity.event)}"]
     if entity.is_action:
-        action = (actions or {}).get(int(entity.action_id or 0))
+        if entity.action_id is None:
+            raise ValidationFailed("An action entity needs the id of the action.", attr=f"{attr}.id")
+        action = (actions or {}).get(entity.action_id)
         if action is None:
             raise ValidationFailed(f"Action {entity.id} does not exist in this project.", attr=f"{attr}.id")
         parts.append(action_condition(action, p, timezone=timezone, attr=f"{attr}.action"))
