@@ -1,7 +1,11 @@
 """Reading the remote project through the API a notebook uses (:class:`hoglab.Client`: retries, 429 and
 ``Retry-After``), paced under its query rate, and copying what it reads into the local mirror: events by keyset
 pages on ``(timestamp, uuid)`` under the 10,000-row cap (PostHog refuses OFFSET for personal keys), persons and
-their distinct ids, then feature flags, cohorts and experiments through the REST endpoints.
+their distinct ids, then actions, feature flags, cohorts and experiments through the REST endpoints.
+
+Actions come first: experiments name them by the remote's ids, which the mirror turns into the local copies'.
+PostHog lists live actions only, so an action an experiment names that the listing lacks (a deleted one, which
+PostHog's queries still read) is fetched by id.
 
 >>> seconds_per_query("120/hour")
 30.0
@@ -17,13 +21,22 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..client import Client
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, NotFound, PermissionDenied
 from .report import PullPlan, PullReport
 
 if TYPE_CHECKING:
     from ..server.mirror import Mirror
 
-__all__ = ["PAGE_ROWS", "Pacer", "Remote", "mirror_events", "mirror_objects", "mirror_persons", "seconds_per_query"]
+__all__ = [
+    "PAGE_ROWS",
+    "Pacer",
+    "Remote",
+    "action_ids",
+    "mirror_events",
+    "mirror_objects",
+    "mirror_persons",
+    "seconds_per_query",
+]
 
 PAGE_ROWS = 10_000
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(second|minute|hour|day)\s*$")
@@ -159,9 +172,50 @@ def mirror_persons(remote: Remote, mirror: Mirror, report: PullReport) -> None:
     report.persons, report.distinct_ids = mirror.write_persons(persons, ids)
 
 
-def mirror_objects(remote: Remote, mirror: Mirror, report: PullReport) -> None:
-    """Copy the experiments (archived too), feature flags and cohorts."""
+def action_ids(objects: Any) -> set[int]:
+    """The ids of the actions ``objects`` name (``ActionsNode`` ids, retention entities of type ``actions``).
+
+    >>> sorted(action_ids([{"metrics": [{"source": {"kind": "ActionsNode", "id": 4}}],
+    ...                     "exposure_criteria": {"exposure_config": {"kind": "ActionsNode", "id": 9}}}]))
+    [4, 9]
+    """
+    found: set[int] = set()
+    stack = [objects]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            named = node.get("kind") == "ActionsNode" or node.get("type") == "actions"
+            if named and isinstance(node.get("id"), int) and not isinstance(node.get("id"), bool):
+                found.add(int(node["id"]))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def _actions(remote: Remote, wanted: set[int], say: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The remote's live actions, and the ``wanted`` ones it does not list (deleted), fetched by id."""
+    try:
+        listed = {int(a["id"]): a for a in remote.rest("actions")}
+    except PermissionDenied:
+        say("actions not copied: the key lacks the action:read scope (metrics naming actions will count nothing)")
+        return []
+    for action_id in sorted(wanted - set(listed)):
+        try:
+            listed[action_id] = remote.client.get_json(remote.client.path(f"actions/{action_id}/"))
+        except NotFound:
+            say(f"action {action_id} is named by an experiment but the remote has no such action")
+    return list(listed.values())
+
+
+def mirror_objects(remote: Remote, mirror: Mirror, report: PullReport,
+                   say: Callable[[str], None] = lambda line: None) -> None:  # fmt: skip
+    """Copy the actions, experiments (archived too), feature flags and cohorts."""
     experiments = {e["id"]: e for archived in ("false", "true") for e in remote.rest("experiments", archived=archived)}
+    actions = _actions(remote, action_ids(list(experiments.values())), say)
+    for action in actions:
+        mirror.write_action(action)
+    report.actions = len(actions)
     for experiment in experiments.values():
         mirror.write_experiment(experiment)
     report.experiments = len(experiments)

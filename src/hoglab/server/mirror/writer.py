@@ -1,9 +1,9 @@
 """The local side of a mirror: a project that holds a copy of a remote one, written page by page.
 
-``hoglab.pull`` reads the remote project through the Query and REST APIs and hands each page to a
-:class:`Mirror`, which stores it and moves the watermark, in that order: a process killed between the two re-reads
-that page on the next run, and :meth:`Mirror.write_events` drops the events it already holds (by uuid), so a
-mirror never loses an event and never holds one twice.
+``hoglab.pull`` reads the remote project through the Query and REST APIs and hands each page (and each action,
+flag, cohort and experiment) to a :class:`Mirror`, which stores it and moves the watermark, in that order: a
+process killed between the two re-reads that page on the next run, and :meth:`Mirror.write_events` drops the
+events it already holds (by uuid), so a mirror never loses an event and never holds one twice.
 
     mirror = Mirror.open(store, engine, host="https://eu.posthog.com", remote_project_id=2, name="Shop")
     copied = mirror.write_events([{"uuid": ..., "event": "$pageview", "timestamp": "...", ...}, ...])
@@ -24,12 +24,14 @@ from hoglab.schema import ExperimentCreate
 
 from ..engine.base import Engine
 from ..engine.settings import quote_string
+from ..errors import ValidationFailed
 from ..experiments.rules import create_with_flag, to_utc, usable_metric_fields
+from ..filters.actions import check_steps, normalized_step
 from ..flags.patterns import invalid_patterns
 from ..ingest.person_store import PersonStore
 from ..ingest.persons import PersonRows, next_version
 from ..ingest.rows import events_table, person_tables
-from ..store import ProjectRecord, PullSource, Store
+from ..store import DuplicateActionName, ProjectRecord, PullSource, Store
 
 __all__ = ["Mirror", "MirrorError", "parse_moment"]
 
@@ -191,14 +193,76 @@ class Mirror:
         PersonStore.for_engine(self.engine).invalidate(team)
         return len(rows.persons), len(rows.distinct_ids)
 
-    # -- flags, cohorts, experiments -----------------------------------------------------------------------------
+    # -- actions, flags, cohorts, experiments ---------------------------------------------------------------------
+
+    def write_action(self, remote: Mapping[str, Any]) -> int:
+        """Create or update the copy of a remote action (matched by mapping, else by name among the live local
+        ones); the local id. Steps keep PostHog's ten keys; steps hoglab refuses (a CSS selector, a pattern RE2
+        can't compile) are kept as copied, with the reason in ``bytecode_error``, and a query using the action
+        says it (PostHog keeps such an action too, with its compile error)."""
+        remote_id = int(remote["id"])
+        raw = remote.get("steps")
+        steps = [normalized_step(s) for s in (raw if isinstance(raw, list) else []) if isinstance(s, Mapping)]
+        error = None
+        try:
+            steps = check_steps(steps, timezone=self.project.timezone or "UTC")
+        except ValidationFailed as exc:
+            error = f"{exc.attr}: {exc.detail}" if exc.attr else str(exc.detail)
+            log.warning("action %r (remote id %s) is copied but can't be used here: %s", remote.get("name"),
+                        remote_id, error)  # fmt: skip
+        name = remote.get("name")
+        fields: dict[str, Any] = {
+            "name": None if name is None else str(name)[:400],
+            "description": str(remote.get("description") or ""),
+            "tags": [str(t) for t in remote.get("tags") or [] if isinstance(t, str | int)],
+            "steps": steps,
+            "deleted": bool(remote.get("deleted")),
+            "bytecode_error": error,
+        }
+        local_id = self.store.pulls.local_id(self.source.id, "action", remote_id)
+        local = self.store.actions.get(self.project.id, local_id) if local_id is not None else None
+        if local is None and fields["name"] is not None and not fields["deleted"]:
+            same = self.store.actions.named(self.project.id, fields["name"])
+            local = same[0] if same else None
+        try:
+            if local is None:
+                local = self.store.actions.create(self.project.id, fields, created_by_id=None)
+            else:
+                local = self.store.actions.update(self.project.id, local.id, fields) or local
+        except DuplicateActionName as exc:
+            # Another copied action took the name first (the remote renamed two): this one keeps it apart.
+            fields["name"] = f"{fields['name']} (remote {remote_id})"
+            log.warning("action %r: the name is taken locally (%s); copied as %r", name, exc.other_id, fields["name"])
+            local = (self.store.actions.create(self.project.id, fields) if local is None
+                     else self.store.actions.update(self.project.id, local.id, fields) or local)  # fmt: skip
+        self.store.pulls.remember(self.source.id, "action", remote_id, local.id)
+        return local.id
+
+    def local_actions(self, value: Any) -> Any:
+        """``value`` (an experiment's fields) with every action named by the remote's id renamed to the local
+        copy's; an action the mirror did not copy becomes id 0, which no action has (it counts nothing, as a
+        missing action does in PostHog)."""
+        if isinstance(value, list):
+            return [self.local_actions(v) for v in value]
+        if not isinstance(value, Mapping):
+            return value
+        out = {k: self.local_actions(v) for k, v in value.items()}
+        named = out.get("kind") == "ActionsNode" or out.get("type") == "actions"
+        if named and isinstance(out.get("id"), int) and not isinstance(out.get("id"), bool):
+            local = self.store.pulls.local_id(self.source.id, "action", int(out["id"]))
+            if local is None:
+                log.warning("an experiment names the remote action %s, which was not copied", out["id"])
+            out["id"] = local if local is not None else 0
+        return out
 
     def write_experiment(self, remote: Mapping[str, Any]) -> int:
-        """Create or update the copy of a remote experiment (and, when new, its flag); the local id."""
+        """Create or update the copy of a remote experiment (and, when new, its flag); the local id. Actions its
+        metrics and exposure name are the local copies (:meth:`write_action` first)."""
         remote_id = int(remote["id"])
         local_id = self.store.pulls.local_id(self.source.id, "experiment", remote_id)
         if local_id is None or self.store.experiments.get(self.project.id, local_id) is None:
-            given = {k: remote[k] for k in ExperimentCreate.model_fields if remote.get(k) is not None}
+            given = {k: self.local_actions(remote[k]) for k in ExperimentCreate.model_fields
+                     if remote.get(k) is not None}  # fmt: skip
             fields = usable_metric_fields(given)  # a metric hoglab can't run must not stop the copy
             fields.setdefault("feature_flag_key", (remote.get("feature_flag") or {}).get("key"))
             if self.store.flags.get_by_key(self.project.id, str(fields["feature_flag_key"])) is not None:
@@ -213,7 +277,7 @@ class Mirror:
         for name in _EXPERIMENT_UPDATES:
             if name not in remote:
                 continue
-            value = remote[name]
+            value = self.local_actions(remote[name])
             if name in ("start_date", "end_date"):
                 value = to_utc(parse_moment(value), name) if value else None
             elif name == "description":
