@@ -114,6 +114,10 @@ def test_names_are_unique_among_live_actions_and_never_blank(make_project):
      "RE2"),
     ([{"properties": [{"type": "hogql", "key": "1) OR (1"}]}], "steps__0__properties__0__key", "HogQL"),
     ([{"properties": [{"type": "hogql", "key": "matchesAction(1)"}]}], "steps__0__properties", "matchesAction"),
+    ([{"properties": [{"type": "hogql", "key": "team_id = 2"}]}], "steps__0", "reserved"),
+    ([{"properties": [{"type": "hogql", "key": "(SELECT count() FROM system.tables) > 0"}]}], "steps__0", "Database"),
+    ([{"properties": [{"type": "hogql", "key": "hostName() = 'x'"}]}], "steps__0", "hostName"),
+    ([{"event": "$autocapture", "href": "(", "href_matching": "regex"}], "steps__0__href", "RE2"),
     ([{"properties": [{"key": "price", "value": "cheap", "operator": "gt"}]}], "steps__0__properties", "number"),
     ("not a list", "steps", "list"),
 ])  # fmt: skip

@@ -18,8 +18,8 @@ PostHog's semantics (``posthog/hogql/property.py`` ``action_to_expr``):
   one version to the next, and a partial copy would select other events than PostHog without saying so.
 
 Every value is a placeholder (:class:`.params.Params`); :func:`check_steps` is what the API runs before storing
-steps: it compiles each one and refuses what would fail later (a regular expression RE2 can't compile, an
-unknown operator, HogQL that does not parse), naming the field.
+steps: it compiles each one, through the whole HogQL compiler, and refuses what would fail later (a regular
+expression RE2 can't compile, an unknown operator, HogQL the compiler refuses), naming the field.
 
 >>> p = Params()
 >>> action = ActionDefinition(1, "Signed up", ({"event": "$pageview", "url": "/done", "url_matching": "contains"},
@@ -43,7 +43,7 @@ from hoglab.schema import ACTION_STEP_KEYS
 
 from ..errors import ValidationFailed
 from ..flags.patterns import compile_pattern, invalid_patterns
-from ..hogql import HogQLError, parse_hogql_expr
+from ..hogql import HogQLError, compile_hogql, parse_hogql_expr
 from ..hogql.catalog import ActionDefinition
 from ..hogql.values import bind_placeholders
 from .params import Params
@@ -238,8 +238,9 @@ def find_action(actions: Mapping[int, ActionDefinition], ref: int | str) -> Acti
 def check_steps(steps: Sequence[Mapping[str, Any]], *, timezone: str = "UTC") -> list[dict[str, Any]]:
     """Steps ready to store (:func:`normalized_step`), or a ``ValidationFailed`` naming the step's field
     (``steps.1.url``): a regular expression RE2 can't compile (the engine's ``match`` is RE2), a ``selector`` on
-    an ``$autocapture`` step, a property filter the translator refuses or whose HogQL does not parse, and
-    ``matchesAction`` inside a step (an action could name itself).
+    an ``$autocapture`` step, a property filter the translator refuses or whose HogQL the compiler refuses (a
+    function outside the allow-list, ``team_id``, a subquery of another table), and ``matchesAction`` inside a
+    step (an action could name itself). Each step is compiled as a query over ``events`` would compile it.
     """
     out = []
     for index, raw in enumerate(steps):
@@ -262,9 +263,11 @@ def check_steps(steps: Sequence[Mapping[str, Any]], *, timezone: str = "UTC") ->
         condition = step_condition(step, p, timezone=timezone, attr=attr)
         try:
             tree = bind_placeholders(parse_hogql_expr(condition), p.values, timezone=timezone)
+            if _calls_matches_action(tree):
+                raise ValidationFailed("An action's step can't use matchesAction().", attr=f"{attr}.properties")
+            # The team is irrelevant here: the statement is compiled to be refused or not, never run.
+            compile_hogql(f"SELECT 1 FROM events WHERE {condition}", team_id=0, values=p.values, timezone=timezone)
         except HogQLError as exc:
             raise ValidationFailed(f"This step can't be compiled: {exc.message}", attr=attr) from None
-        if _calls_matches_action(tree):
-            raise ValidationFailed("An action's step can't use matchesAction().", attr=f"{attr}.properties")
         out.append(step)
     return out

@@ -19,10 +19,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from posthog_openapi import assert_valid
-
 from hoglab.schema import parse_query
 from hoglab.server.query.runners import RawAnswer, load_runners
+from posthog_openapi import assert_valid
 
 from .insight_oracle import interval_key, lifecycle, retention, stickiness
 from .oracle import day_keys, funnel_person, generate
@@ -216,7 +215,7 @@ def test_events_query_action_id_keeps_the_actions_events(world):
 
 
 def test_trends_count_and_dau_per_day_with_the_actions_name(world):
-    w, df, ids, selected = world
+    w, _, ids, selected = world
     answer = w.run({"kind": "TrendsQuery", "dateRange": RANGE, "series": [
         {"kind": "ActionsNode", "id": ids["Pricing"]},
         {"kind": "ActionsNode", "id": ids["Checkout"], "math": "dau"},
