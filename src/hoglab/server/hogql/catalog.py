@@ -27,6 +27,7 @@ False
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Hashable, Mapping
@@ -52,8 +53,10 @@ class ActionDefinition:
     deleted: bool = False
     bytecode_error: str | None = None
 
+    @functools.cached_property
     def fingerprint(self) -> str:
-        """A digest of everything that decides which events the action selects (and what it is called)."""
+        """A digest of everything that decides which events the action selects (and what it is called); taken
+        once per definition (the query service reuses definitions while the project's actions are unchanged)."""
         text = json.dumps([self.id, self.name, list(self.steps), self.deleted, self.bytecode_error],
                           sort_keys=True, default=str)  # fmt: skip
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -122,7 +125,7 @@ class WithActions:
         self._actions: dict[int, ActionDefinition] = {a.id: a for a in actions}
         digest = hashlib.sha256()
         for action_id in sorted(self._actions):
-            digest.update(self._actions[action_id].fingerprint().encode())
+            digest.update(self._actions[action_id].fingerprint.encode())
         self.actions_version = digest.hexdigest() if self._actions else ""
 
     def version(self) -> Hashable:

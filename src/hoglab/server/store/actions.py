@@ -1,7 +1,9 @@
 """Actions: definitions only (which events an action selects is decided when a query runs, by the engine).
 
 An action is written with its steps already checked (``server/filters/actions.py``); removing one marks it
-``deleted``, which hides it from the listing only: queries naming it by id still run, as PostHog's do.
+``deleted``, which hides it from the listing only: queries naming it by id still run, as PostHog's do. Every
+write gives the action the project's next ``revision``, so :meth:`ActionRepository.revision` (one index read) says
+whether the project's actions changed since they were last read.
 """
 
 from __future__ import annotations
@@ -58,9 +60,10 @@ class ActionRepository:
             self._check_name(conn, team_id, fields.get("name"), None, bool(fields.get("deleted")))
             cursor = conn.execute(
                 f"INSERT INTO actions (team_id, {', '.join(columns)}, created_by_id, created_at, updated_at,"
-                f" last_calculated_at) VALUES (?, {', '.join('?' for _ in columns)}, ?, ?, ?, ?)",
-                (team_id, *(_value(c, fields[c]) for c in columns), created_by_id, now, now, now),
-            )
+                f" last_calculated_at, revision) VALUES (?, {', '.join('?' for _ in columns)}, ?, ?, ?, ?, ?)",
+                (team_id, *(_value(c, fields[c]) for c in columns), created_by_id, now, now, now,
+                 self._next_revision(conn, team_id)),
+            )  # fmt: skip
             row = conn.execute("SELECT * FROM actions WHERE id = ?", (cursor.lastrowid,)).fetchone()
         return ActionRecord.from_row(row)
 
@@ -99,11 +102,23 @@ class ActionRepository:
             if columns:
                 assignments = ", ".join(f"{c} = ?" for c in columns)
                 conn.execute(
-                    f"UPDATE actions SET {assignments}, updated_at = ? WHERE id = ?",
-                    (*(_value(c, changes[c]) for c in columns), to_db_time(utcnow()), action_id),
-                )
+                    f"UPDATE actions SET {assignments}, updated_at = ?, revision = ? WHERE id = ?",
+                    (*(_value(c, changes[c]) for c in columns), to_db_time(utcnow()),
+                     self._next_revision(conn, team_id), action_id),
+                )  # fmt: skip
             row = conn.execute("SELECT * FROM actions WHERE id = ?", (action_id,)).fetchone()
         return ActionRecord.from_row(row)
+
+    def revision(self, team_id: int) -> int:
+        """The project's actions version: it grows with every write to any of them (0 without actions)."""
+        with self._db.read() as conn:
+            row = conn.execute("SELECT max(revision) FROM actions WHERE team_id = ?", (team_id,)).fetchone()
+        return int(row[0] or 0)
+
+    @staticmethod
+    def _next_revision(conn: Any, team_id: int) -> int:
+        row = conn.execute("SELECT max(revision) FROM actions WHERE team_id = ?", (team_id,)).fetchone()
+        return int(row[0] or 0) + 1
 
     def named(self, team_id: int, name: str) -> Sequence[ActionRecord]:
         """The project's live actions called ``name``."""
