@@ -1,6 +1,6 @@
 """Actions against their event-filter twins, same run: what naming an action costs a query.
 
-    python bench/bench_actions.py [--events 2000000] [--runs 5] [--actions 500]
+    python bench/bench_actions.py [--events 2000000] [--runs 5] [--actions 500] [--without prefilter|cache]
 
 Data: bench_insights.py's generator (N events over 100 days: 55% ``$pageview``, a fifth of them on ``/checkout``;
 ``$autocapture``, ``signup``, ``purchase``; persons with merges). Two questions, each asked over HTTP to the real
@@ -13,7 +13,10 @@ alternating):
 * ``select 1`` with ``--actions`` actions in the project against the same in a project without actions: the
   per-request cost of reading the project's actions (the snapshot the cache key and the compiler use).
 
-Both trend answers are compared before timing.
+Both trend answers are compared before timing. ``--without`` measures what one of the two speed-ups is worth by
+switching it off in this process: ``prefilter`` (an action series also says its step events as one ``event IN``,
+read against the sort key) or ``cache`` (the project's actions read again on every request instead of once per
+revision).
 """
 
 from __future__ import annotations
@@ -47,10 +50,28 @@ def _execute(answer: dict[str, Any]) -> float:
     return sum(t["t"] for t in answer.get("timings") or [] if t["k"] == "./execute")
 
 
+def _switch_off(part: str) -> None:
+    if part == "prefilter":
+        from hoglab.server.query.runners import common
+
+        common.action_events = lambda action: None  # type: ignore[assignment]  # no step events: no IN
+    elif part == "cache":
+        from hoglab.server.query import request
+
+        class _Forget(dict):  # type: ignore[type-arg]  # keeps nothing: every request reads the actions
+            def setdefault(self, key: Any, default: Any = None) -> Any:
+                return {}
+
+        request._ACTIONS = _Forget()  # type: ignore[assignment]
+
+
 def main() -> None:
     parser = bench_arguments(__doc__, runs=5, events=2_000_000)
     parser.add_argument("--actions", type=int, default=500)
+    parser.add_argument("--without", choices=["prefilter", "cache"], default=None)
     args = parser.parse_args()
+    if args.without:
+        _switch_off(args.without)
     data_dir = Path(tempfile.mkdtemp(prefix="hoglab-bench-actions-"))
     service, team, other, _ = bench_service(data_dir)
     try:
@@ -79,7 +100,8 @@ def main() -> None:
                 engine_times[name].append(_execute(answer))
         trend = {k: statistics.median(v) * 1000 for k, v in times.items()}
         execute = {k: statistics.median(v) * 1000 for k, v in engine_times.items()}
-        print(f"{args.events:,} events; {args.actions} actions in the project\n")
+        off = f"; without the {args.without}" if args.without else ""
+        print(f"{args.events:,} events; {args.actions} actions in the project{off}\n")
         print("| question | with the action ms | baseline ms | ratio |")
         print("|---|---:|---:|---:|")
         print(f"| trend: 90-day DAU of an action vs its HogQL twin, end to end | {trend['action']:.0f} "
