@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from hoglab.server.filters.actions import action_to_expr
 from hoglab.server.hogql import NO_MATERIALIZED, ActionDefinition, HogQLError, WithActions
 
 from .conftest import Runner
@@ -53,8 +54,9 @@ CATALOG = WithActions(
     NO_MATERIALIZED,
     [ActionDefinition(i, name, tuple(steps), bytecode_error="selector" if i == 13 else None)
      for i, name, steps in ACTIONS],
+    action_to_expr,
 )  # fmt: skip
-THEIRS = WithActions(NO_MATERIALIZED, [ActionDefinition(FOREIGN, "Theirs", (_step(),))])
+THEIRS = WithActions(NO_MATERIALIZED, [ActionDefinition(FOREIGN, "Theirs", (_step(),))], action_to_expr)
 
 REFUSED = "refused"
 NO_LEAK = "no leak"
@@ -145,7 +147,7 @@ def test_an_error_points_at_the_call() -> None:
 
 
 def test_compiled_statements_depend_on_the_actions_definitions() -> None:
-    changed = WithActions(NO_MATERIALIZED, [ActionDefinition(1, "Views", (_step(event="$screen"),))])
+    changed = WithActions(NO_MATERIALIZED, [ActionDefinition(1, "Views", (_step(event="$screen"),))], action_to_expr)
     assert CATALOG.version() != changed.version()
     one = Runner(None).compile("SELECT count() FROM events WHERE matchesAction(1)", catalog=changed).sql
     assert "$screen" in one and "$pageview" not in one

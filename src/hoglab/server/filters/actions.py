@@ -56,7 +56,6 @@ __all__ = [
     "action_events",
     "action_to_expr",
     "check_steps",
-    "find_action",
     "normalized_step",
 ]
 
@@ -206,33 +205,6 @@ def action_to_expr(action: ActionDefinition, *, timezone: str = "UTC") -> exp.Ex
 
 def _calls_matches_action(tree: exp.Expr) -> bool:
     return any(node.name.lower() == "matchesaction" for node in tree.find_all(exp.Anonymous))
-
-
-def find_action(actions: Mapping[int, ActionDefinition], ref: int | str) -> ActionDefinition:
-    """The action an id or a name names, for ``matchesAction``: by id (deleted ones too, as PostHog), or by the
-    name of exactly one action; ``HogQLError`` says what is wrong.
-
-    >>> found = {4: ActionDefinition(4, "Paid", ())}
-    >>> find_action(found, 4).name, find_action(found, "Paid").id
-    ('Paid', 4)
-    >>> find_action(found, 5)
-    Traceback (most recent call last):
-    ...
-    hoglab.server.hogql.errors.HogQLError: There is no action with id 5 in this project
-    """
-    if isinstance(ref, int):
-        action = actions.get(ref)
-        if action is None:
-            raise HogQLError(f"There is no action with id {ref} in this project")
-        return action
-    named = [a for a in actions.values() if a.name == ref]
-    live = [a for a in named if not a.deleted] or named
-    if not live:
-        raise HogQLError(f"There is no action named {ref[:200]!r} in this project")
-    if len(live) > 1:
-        ids = ", ".join(str(a.id) for a in live[:10])
-        raise HogQLError(f"Several actions are named {ref[:200]!r}: name one by its id ({ids})")
-    return live[0]
 
 
 def check_steps(steps: Sequence[Mapping[str, Any]], *, timezone: str = "UTC") -> list[dict[str, Any]]:

@@ -5,7 +5,8 @@ its name, and stands for the action's condition over the events row it is evalua
 each call before its allow-lists run, so the action's condition is checked, resolved and team-guarded like the
 rest of the statement. The action comes from the catalog (:meth:`.catalog.Catalog.actions`: the caller's
 project only, so another project's id is "not found" and its events are never read); its condition is written
-by ``filters/actions.py``, the one compiler of actions the insight runners use too.
+by ``filters/actions.py``, the one compiler of actions the insight runners use too, which the catalog is handed
+(:meth:`.catalog.Catalog.action_condition`; this package never imports ``filters/``, which imports it).
 
 The condition names ``event``, ``properties.$current_url``, ``properties.<key>`` and ``elements_chain`` without a
 table, so it reads the ``events`` row of the ``FROM`` it is used in (``FROM events AS e`` works; in a join,
@@ -13,19 +14,23 @@ qualify nothing else by those names).
 
 >>> from .catalog import ActionDefinition, WithActions, NO_MATERIALIZED
 >>> from .parse import parse_hogql
->>> catalog = WithActions(NO_MATERIALIZED, [ActionDefinition(3, "Paid", ({"event": "paid"},))])
+>>> from sqlglot import exp
+>>> condition = lambda action, *, timezone: exp.paren(exp.condition(f"event = '{action.steps[0]['event']}'"))
+>>> catalog = WithActions(NO_MATERIALIZED, [ActionDefinition(3, "Paid", ({"event": "paid"},))], condition)
 >>> expand_matches_action(parse_hogql("select count() from events where matchesAction('Paid')"), catalog).sql()
 "SELECT COUNT() FROM events WHERE (event = 'paid')"
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sqlglot import exp
 
-from .catalog import Catalog
+from .catalog import ActionDefinition, Catalog
 from .errors import HogQLError, node_span
 
-__all__ = ["FUNCTION", "expand_matches_action"]
+__all__ = ["FUNCTION", "expand_matches_action", "find_action"]
 
 FUNCTION = "matchesaction"
 """The function's name, as the compiler compares names (case-insensitively)."""
@@ -63,17 +68,41 @@ def expand_matches_action(tree: exp.Expr, catalog: Catalog, *, timezone: str = "
     ]  # fmt: skip
     if not calls:
         return tree
-    # filters/ writes the condition with the compiler's parser: imported here, when a statement uses an action.
-    from ..filters.actions import action_to_expr, find_action
-
     actions = catalog.actions()
     for call in calls:
         reference = _reference(call)
         try:
-            condition = action_to_expr(find_action(actions, reference), timezone=timezone)
+            condition = catalog.action_condition(find_action(actions, reference), timezone)
         except HogQLError as exc:
             raise _error(exc.message, call) from None
         if call is tree:
             return condition
         call.replace(condition)
     return tree
+
+
+def find_action(actions: Mapping[int, ActionDefinition], ref: int | str) -> ActionDefinition:
+    """The action an id or a name names, for ``matchesAction``: by id (deleted ones too, as PostHog), or by the
+    name of exactly one action; ``HogQLError`` says what is wrong.
+
+    >>> found = {4: ActionDefinition(4, "Paid", ())}
+    >>> find_action(found, 4).name, find_action(found, "Paid").id
+    ('Paid', 4)
+    >>> find_action(found, 5)
+    Traceback (most recent call last):
+    ...
+    hoglab.server.hogql.errors.HogQLError: There is no action with id 5 in this project
+    """
+    if isinstance(ref, int):
+        action = actions.get(ref)
+        if action is None:
+            raise HogQLError(f"There is no action with id {ref} in this project")
+        return action
+    named = [a for a in actions.values() if a.name == ref]
+    live = [a for a in named if not a.deleted] or named
+    if not live:
+        raise HogQLError(f"There is no action named {ref[:200]!r} in this project")
+    if len(live) > 1:
+        ids = ", ".join(str(a.id) for a in live[:10])
+        raise HogQLError(f"Several actions are named {ref[:200]!r}: name one by its id ({ids})")
+    return live[0]

@@ -7,10 +7,13 @@ it prints:
   ``pmat_<key>``): where one is, the compiler reads the column instead of extracting the key from the JSON (the
   same values by construction, ``engine/materialized.py``);
 * the project's **actions** (:class:`ActionDefinition`), which ``matchesAction(id or name)`` expands into the
-  action's condition (``hogql/actions.py``, written by ``filters/actions.py``).
+  action's condition (``hogql/actions.py``). The condition is written by ``filters/actions.py``, the one
+  compiler of actions, which the compiler does not import (it imports the compiler): the catalog is handed it
+  (:class:`ActionCondition`), as the compiler is handed ``{filters}``' translation.
 
 Whoever compiles passes a catalog: the query service passes the engine's (``engine/catalog.py``, which also
-counts each key read, for automatic materialization) with the project's actions added (:class:`WithActions`);
+counts each key read, for automatic materialization) with the project's actions and their compiler added
+(:class:`WithActions`);
 without one, nothing is materialized and there are no actions (:data:`NO_MATERIALIZED`), which answers the same
 for any statement that names no action, only slower.
 
@@ -30,11 +33,23 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["NO_MATERIALIZED", "ActionDefinition", "Catalog", "StaticCatalog", "WithActions"]
+from sqlglot import exp
+
+from .errors import HogQLError
+
+__all__ = [
+    "NO_MATERIALIZED",
+    "ActionCondition",
+    "ActionDefinition",
+    "Catalog",
+    "StaticCatalog",
+    "WithActions",
+    "actions_version",
+]
 
 
 @dataclass(frozen=True)
@@ -70,9 +85,10 @@ class Catalog(Protocol):
         """A value that changes whenever :meth:`column` or :meth:`columns` would answer differently."""
         ...
 
-    def column(self, key: str, database: str, table: str) -> str | None:
+    def column(self, key: str, database: str, table: str, team_id: int | None = None) -> str | None:
         """The column holding ``<database>.<table>.properties.<key>``, if there is one. The compiler asks once
-        for each property it reads with a single key (the engine's catalog counts those reads)."""
+        for each property it reads with a single key, naming the project it compiles for (the engine's catalog
+        counts those reads per project)."""
         ...
 
     def columns(self, database: str, table: str) -> Mapping[str, str]:
@@ -83,6 +99,36 @@ class Catalog(Protocol):
         """The project's actions by id, deleted ones included (PostHog's queries still read those by id); the
         actions of no other project, so another project's id is simply not found."""
         ...
+
+    def action_condition(self, action: ActionDefinition, timezone: str) -> exp.Expr:
+        """One of :meth:`actions` as a condition over the ``events`` row (values bound); ``HogQLError`` when the
+        action can't be used."""
+        ...
+
+
+class ActionCondition(Protocol):
+    """How an action becomes a condition: ``filters/actions.py`` ``action_to_expr``, handed to the catalog."""
+
+    def __call__(self, action: ActionDefinition, *, timezone: str) -> exp.Expr: ...
+
+
+def _no_actions(action: ActionDefinition, timezone: str) -> exp.Expr:
+    # A catalog without actions never finds one to expand; this says so if it is ever asked.
+    raise HogQLError(f"There is no action with id {action.id} in this project")
+
+
+def actions_version(actions: Iterable[ActionDefinition]) -> str:
+    """A digest of a project's action definitions (``""`` for none): what query cache keys take of them.
+
+    >>> actions_version([]), len(actions_version([ActionDefinition(1, "a", ())]))
+    ('', 64)
+    """
+    digest = hashlib.sha256()
+    found = False
+    for action in sorted(actions, key=lambda a: a.id):
+        digest.update(action.fingerprint.encode())
+        found = True
+    return digest.hexdigest() if found else ""
 
 
 class StaticCatalog:
@@ -99,7 +145,7 @@ class StaticCatalog:
     def version(self) -> Hashable:
         return self._version
 
-    def column(self, key: str, database: str, table: str) -> str | None:
+    def column(self, key: str, database: str, table: str, team_id: int | None = None) -> str | None:
         return self._columns.get((database, table), {}).get(key)
 
     def columns(self, database: str, table: str) -> Mapping[str, str]:
@@ -108,37 +154,45 @@ class StaticCatalog:
     def actions(self) -> Mapping[int, ActionDefinition]:
         return {}
 
+    def action_condition(self, action: ActionDefinition, timezone: str) -> exp.Expr:
+        return _no_actions(action, timezone)
+
 
 class WithActions:
-    """Another catalog's columns, and a project's actions: what the query service hands the compiler.
+    """Another catalog's columns, and a project's actions with the compiler of actions: what the query service
+    hands the compiler.
 
     Its version moves with the columns' and with any action's definition, so a statement using
     ``matchesAction`` is compiled again after the action changes.
 
-    >>> catalog = WithActions(NO_MATERIALIZED, [ActionDefinition(3, "Paid", ({"event": "paid"},))])
-    >>> catalog.actions()[3].name, catalog.version() != WithActions(NO_MATERIALIZED, []).version()
-    ('Paid', True)
+    >>> condition = lambda action, *, timezone: exp.condition(f"event = '{action.steps[0]['event']}'")
+    >>> catalog = WithActions(NO_MATERIALIZED, [ActionDefinition(3, "Paid", ({"event": "paid"},))], condition)
+    >>> catalog.actions()[3].name, catalog.action_condition(catalog.actions()[3], "UTC").sql()
+    ('Paid', "event = 'paid'")
+    >>> catalog.version() != WithActions(NO_MATERIALIZED, [], condition).version()
+    True
     """
 
-    def __init__(self, base: Catalog, actions: Any) -> None:
+    def __init__(self, base: Catalog, actions: Iterable[ActionDefinition], condition: ActionCondition) -> None:
         self._base = base
         self._actions: dict[int, ActionDefinition] = {a.id: a for a in actions}
-        digest = hashlib.sha256()
-        for action_id in sorted(self._actions):
-            digest.update(self._actions[action_id].fingerprint.encode())
-        self.actions_version = digest.hexdigest() if self._actions else ""
+        self._condition = condition
+        self.actions_version = actions_version(self._actions.values())
 
     def version(self) -> Hashable:
         return (self._base.version(), self.actions_version)
 
-    def column(self, key: str, database: str, table: str) -> str | None:
-        return self._base.column(key, database, table)
+    def column(self, key: str, database: str, table: str, team_id: int | None = None) -> str | None:
+        return self._base.column(key, database, table, team_id)
 
     def columns(self, database: str, table: str) -> Mapping[str, str]:
         return self._base.columns(database, table)
 
     def actions(self) -> Mapping[int, ActionDefinition]:
         return self._actions
+
+    def action_condition(self, action: ActionDefinition, timezone: str) -> exp.Expr:
+        return self._condition(action, timezone=timezone)
 
 
 NO_MATERIALIZED = StaticCatalog()

@@ -32,17 +32,16 @@ import pyarrow as pa
 from hoglab.schema import HogQLQuery
 
 from ..engine.base import MemoryLimitExceeded, TooManyRows
-from ..engine.catalog import ENGINE_CATALOG
 from ..engine.limits import LimitedEngine, release_memory
 from ..engine.settings import quote_identifier
 from ..errors import ValidationFailed
-from ..hogql import HogQLError, WithActions
+from ..hogql import HogQLError
 from ..store.db import utcnow
 from .cache import data_version
 from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
 from .fairness import ProjectBusy
 from .query_log import is_refusal, log_run
-from .request import prepare, project_actions
+from .request import prepare, project_actions, project_catalog
 from .runners import RunContext, has_person_overrides
 from .runners.hogql import MODIFIERS
 
@@ -155,7 +154,7 @@ def bulk_arrow(
                 ctx = RunContext(project=project, engine=view, now=utcnow(), tag=tag, person_overrides=overrides,
                                  compile_budget=service.compile_budget,
                                  compile_slot=partial(service.gate.compiling, project.id),
-                                 catalog=WithActions(ENGINE_CATALOG, actions))  # fmt: skip
+                                 catalog=project_catalog(actions))  # fmt: skip
                 compiled = ctx.compile(
                     query.query,
                     values=query.values,

@@ -19,8 +19,10 @@ from pydantic import BaseModel, ValidationError
 
 from hoglab.schema import HogQLFilters, HogQLQuery, QueryRequest, validation_error_body
 
+from ..engine.catalog import ENGINE_CATALOG
 from ..errors import ValidationFailed
-from ..hogql.catalog import NO_MATERIALIZED as _NONE, ActionDefinition, WithActions
+from ..filters.actions import action_to_expr
+from ..hogql.catalog import ActionDefinition, WithActions, actions_version
 from .bounds import check_compile_budget
 from .cache import cache_key
 from .runners import RESOLVERS, RUNNERS, load_runners
@@ -35,6 +37,7 @@ __all__ = [
     "execution_mode",
     "prepare",
     "project_actions",
+    "project_catalog",
     "resolve",
     "unwrap_source",
 ]
@@ -173,6 +176,12 @@ def project_actions(store: Store | None, project_id: int) -> tuple[ActionDefinit
     return actions
 
 
+def project_catalog(actions: tuple[ActionDefinition, ...]) -> WithActions:
+    """What the compiler is handed for a project's request: the engine's columns, the project's actions and the
+    one compiler of actions (``filters/actions.py``) that ``matchesAction`` expands them with."""
+    return WithActions(ENGINE_CATALOG, actions, action_to_expr)
+
+
 def resolve(prepared: Prepared, project: ProjectRecord, store: Store | None) -> Prepared:
     """The query with the stored objects it names read in (its kind's resolver) and the project's actions,
     keyed on both for the cache: changing an action gives its queries new keys."""
@@ -189,7 +198,7 @@ def resolve(prepared: Prepared, project: ProjectRecord, store: Store | None) -> 
     if actions:
         # Any query may name an action (a series, a metric, matchesAction in HogQL text): all of them key on the
         # definitions, which change rarely; a project without actions keeps the keys it always had.
-        keyed = {"query": keyed, "actions": WithActions(_NONE, actions).actions_version}
+        keyed = {"query": keyed, "actions": actions_version(actions)}
     key = cache_key(project.id, keyed, timezone=project.timezone or "UTC")
     return replace(prepared, query=model, cache_key=key, actions=actions)
 

@@ -24,11 +24,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..engine.base import EngineError, MemoryLimitExceeded, TooManyRows
-from ..engine.catalog import ENGINE_CATALOG
 from ..engine.limits import LimitedEngine, release_memory, statement_limits
 from ..errors import NotFound, ServerError, ValidationFailed
 from ..hogql.budget import CompileBudget
-from ..hogql.catalog import WithActions
 from ..store.db import utcnow
 from . import draft_sql as drafting
 from .answers import answer_members, cache_members, dumps, join_members
@@ -37,7 +35,7 @@ from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
 from .fairness import FairGate
 from .jobs import QueryJobs
 from .query_log import is_refusal, log_run
-from .request import ASYNC_MODES, Prepared, prepare, resolve
+from .request import ASYNC_MODES, Prepared, prepare, project_catalog, resolve
 from .runners import RUNNERS, RunContext, has_person_overrides
 
 if TYPE_CHECKING:
@@ -81,7 +79,7 @@ def compute(
             person_overrides=person_overrides,
             compile_budget=compile_budget,
             compile_slot=partial(gate.compiling, int(project.id)) if gate is not None else None,
-            catalog=WithActions(ENGINE_CATALOG, prepared.actions),
+            catalog=project_catalog(prepared.actions),
         )
         start = time.perf_counter()
         answer = RUNNERS[prepared.kind](prepared.query, ctx)

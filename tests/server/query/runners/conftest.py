@@ -20,10 +20,8 @@ import pytest
 
 from hoglab.local import LocalService
 from hoglab.schema import parse_query
-from hoglab.server.engine.catalog import ENGINE_CATALOG
-from hoglab.server.hogql import WithActions
 from hoglab.server.ingest import load_file
-from hoglab.server.query.request import project_actions
+from hoglab.server.query.request import project_actions, project_catalog
 from hoglab.server.query.runners import RunContext, has_person_overrides, load_runners
 from hoglab.server.store import ProjectRecord, Store
 
@@ -46,7 +44,7 @@ class World:
             now=now or self.now,
             tag=f"test-{next(_counter)}",
             person_overrides=has_person_overrides(self.engine, self.project.id),
-            catalog=WithActions(ENGINE_CATALOG, project_actions(self.store, self.project.id)),
+            catalog=project_catalog(project_actions(self.store, self.project.id)),
         )
 
     def run(self, query: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
