@@ -97,3 +97,81 @@ def test_a_cached_answer_follows_the_actions_definition(make_project) -> None:
     project.http.patch(f"{base}{action['id']}/", json={"name": "Renamed"})
     after = project.http.post(f"/api/projects/{project.id}/query/", json=trend).json()
     assert before["results"][0]["label"] == "A" and after["results"][0]["label"] == "Renamed"
+
+
+# Steps with hostile values the API accepts (quotes, LIKE wildcards, subqueries in a HogQL filter) and what each
+# selects of A's three events; ``None``: the API refuses it (nothing is stored, nothing runs). The subqueries
+# count A's events only: had they read B's five, the count would differ and the action would select nothing.
+_A_EVENTS = [("$pageview", {"$current_url": "https://a.example/x"}),
+             ("$pageview", {"$current_url": "https://a.example/50%_off"}), ("signup", {})]  # fmt: skip
+B_HOST = "b-only.example"  # B's data, which no step of A names (some name SECRET, which the SQL echoes)
+
+
+def _hogql(condition: str) -> list[dict[str, Any]]:
+    return [{"properties": [{"type": "hogql", "key": condition}]}]
+
+
+_HOSTILE_STEPS: list[tuple[list[dict[str, Any]], int | None]] = [
+    ([{"event": "x' OR 1=1 --"}], 0),
+    ([{"event": "$pageview\\' OR 1=1 --"}], 0),
+    ([{"url": "%"}], 2),  # PostHog's contains keeps % a wildcard: every event with a URL
+    ([{"url": "50%_off"}], 1),
+    ([{"url": "' OR '1'='1", "url_matching": "exact"}], 0),
+    ([{"url": ".*", "url_matching": "regex"}], 2),
+    ([{"properties": [{"key": "secret", "value": SECRET, "type": "event"}]}], 0),
+    ([{"properties": [{"key": "secret", "operator": "is_set", "type": "event"}]}], 0),
+    (_hogql("(SELECT count() FROM events) = 3"), 3),
+    (_hogql(f"(SELECT count() FROM events WHERE properties.secret = '{SECRET}') = 0"), 3),
+    (_hogql("event IN (SELECT event FROM events WHERE properties.secret LIKE 'B-ACTION%')"), 0),
+    (_hogql("(SELECT count() FROM persons) < 100"), 3),
+    (_hogql("1 = 1 OR team_id != 0"), None),
+    (_hogql("(SELECT count() FROM events WHERE team_id = 2) = 0"), None),
+    ([{"event": "$autocapture", "tag_name": "a')||(", "text": "%", "text_matching": "contains"}], 0),
+    ([{"event": None, "url": None, "properties": []}], 3),
+]  # fmt: skip
+
+
+def test_hostile_steps_select_only_the_callers_events_everywhere(make_project) -> None:
+    a: TestProject = make_project()
+    b: TestProject = make_project()
+    stamp = (datetime.now(UTC) - timedelta(hours=2)).isoformat()
+    _capture(b, [{"event": e, "distinct_id": f"b-person-{i}", "timestamp": stamp,
+                  "properties": {"secret": SECRET, "$current_url": f"https://{B_HOST}/{SECRET}"}}
+                 for i, e in enumerate(["$pageview", "$pageview", "signup", "$autocapture", "x' OR 1=1 --"])])
+    _capture(a, [{"event": e, "distinct_id": f"a{i}", "timestamp": stamp, "properties": props}
+                 for i, (e, props) in enumerate(_A_EVENTS)])  # fmt: skip
+    ran = 0
+    for i, (steps, expected) in enumerate(_HOSTILE_STEPS):
+        created = a.http.post(f"/api/projects/{a.id}/actions/", json={"name": f"hostile {i}", "steps": steps})
+        if expected is None:
+            assert created.status_code == 400, (steps, created.text)
+            assert created.json()["type"] == "validation_error" and SECRET not in created.text
+            continue
+        assert created.status_code == 201, (steps, created.text)
+        action = created.json()["id"]
+        node = {"kind": "ActionsNode", "id": action}
+        answers = {
+            "trend": _query(a, {"kind": "TrendsQuery", "dateRange": {"date_from": "-1d"}, "series": [node]}),
+            "stickiness": _query(a, {"kind": "StickinessQuery", "dateRange": {"date_from": "-1d"},
+                                     "series": [{**node, "math": "dau"}]}),
+            "hogql": _query(a, {"kind": "HogQLQuery",
+                                "query": f"select count() from events where matchesAction({action})"}),
+            "funnel": _query(a, {"kind": "FunnelsQuery", "dateRange": {"date_from": "-1d"},
+                                 "series": [node, node], "funnelsFilter": {"funnelOrderType": "unordered"}}),
+        }  # fmt: skip
+        for name, answer in answers.items():
+            assert answer.status_code == 200, (name, steps, answer.text)
+            assert B_HOST not in answer.text and "b-person" not in answer.text, (name, steps)
+            assert SECRET in str(steps) or SECRET not in answer.text, (name, steps)
+        trend, sticky = answers["trend"].json(), answers["stickiness"].json()
+        assert sum(trend["results"][0]["data"]) == expected, (steps, trend["results"])
+        persons = sum(sticky["results"][0]["data"]) if sticky["results"] else 0
+        assert persons == expected, steps  # one event per person in A
+        assert answers["hogql"].json()["results"] == [[expected]], steps
+        assert answers["funnel"].json()["results"][0]["count"] == expected, steps
+        if steps[0].get("event") or steps[0].get("url") or steps[0].get("properties"):
+            events = _query(a, {"kind": "EventsQuery", "select": ["event"], "actionId": action, "after": "-1d"})
+            assert events.status_code == 200 and B_HOST not in events.text and "b-person" not in events.text
+            assert len(events.json()["results"]) == expected, steps
+        ran += 1
+    assert ran == sum(1 for _, expected in _HOSTILE_STEPS if expected is not None)

@@ -162,7 +162,7 @@ def person_rows_sql(
                 FROM (
                     SELECT {actor} AS actor_id, toUnixTimestamp64Micro(timestamp) AS ts0,
                            toInt64({mask}) AS m0, toInt64({xmask}) AS x0, {bv} AS b0,
-                           if(m0 = 0, 99, toInt64(log2(bitAnd(m0, -m0)))) AS lowest,
+                           if(m0 = 0, 99, toInt64(log2(greatest(bitAnd(m0, -m0), 1)))) AS lowest,
                            {packed_event_key("ts0", "lowest", "m0", "x0")} AS k0
                     FROM events
                     WHERE timestamp >= {time_from} AND timestamp <= {time_to} AND {global_filter}
