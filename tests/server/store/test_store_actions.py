@@ -33,3 +33,11 @@ def test_a_refused_write_leaves_the_revision(store):
         store.actions.create(project.id, {"name": "Same", "steps": []})
     assert store.actions.revision(project.id) == 1
     assert [a.name for a in store.actions.list(project.id)] == ["Same"]
+
+
+def test_an_action_of_no_fields_is_stored(store):
+    # PostHog's serializer requires nothing: POST {} makes an unnamed action without steps (it matches every event).
+    project = store.projects.create("P")
+    action = store.actions.create(project.id, {})
+    assert (action.name, list(action.steps), action.deleted) == (None, [], False)
+    assert store.actions.revision(project.id) == 1

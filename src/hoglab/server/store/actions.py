@@ -58,12 +58,13 @@ class ActionRepository:
         columns = [c for c in _COLUMNS if c in fields]
         with self._db.write() as conn:
             self._check_name(conn, team_id, fields.get("name"), None, bool(fields.get("deleted")))
+            # Every column named once, so an action given no fields at all (PostHog allows it) is a valid INSERT.
+            names = ["team_id", *columns, "created_by_id", "created_at", "updated_at", "last_calculated_at", "revision"]
+            values = (team_id, *(_value(c, fields[c]) for c in columns), created_by_id, now, now, now,
+                      self._next_revision(conn, team_id))  # fmt: skip
             cursor = conn.execute(
-                f"INSERT INTO actions (team_id, {', '.join(columns)}, created_by_id, created_at, updated_at,"
-                f" last_calculated_at, revision) VALUES (?, {', '.join('?' for _ in columns)}, ?, ?, ?, ?, ?)",
-                (team_id, *(_value(c, fields[c]) for c in columns), created_by_id, now, now, now,
-                 self._next_revision(conn, team_id)),
-            )  # fmt: skip
+                f"INSERT INTO actions ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})", values
+            )
             row = conn.execute("SELECT * FROM actions WHERE id = ?", (cursor.lastrowid,)).fetchone()
         return ActionRecord.from_row(row)
 
