@@ -27,7 +27,7 @@ from typing import Any
 from hoglab.schema import ExperimentRetentionMetric
 
 from ...filters.params import Params
-from ...query.runners.common import series_conditions
+from ...query.runners.common import Actions, series_conditions
 from .query import PLAIN, Shape, exposures_sql, window_seconds
 from .resolve import ResolvedExperiment
 
@@ -45,7 +45,8 @@ def _truncated(column: str, unit: str) -> str:
 
 
 def retention_sql(metric: ExperimentRetentionMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                  end: datetime, shape: Shape = PLAIN, *, matured_before: datetime | None = None) -> str:  # fmt: skip
+                  end: datetime, shape: Shape = PLAIN, *, matured_before: datetime | None = None,
+                  actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, squares, denominator_sum, denominator_squares, product`` of each variant and
     breakdown value (``$multiple`` included; the runner drops it).
 
@@ -54,7 +55,7 @@ def retention_sql(metric: ExperimentRetentionMetric, experiment: ResolvedExperim
     unit = metric.retention_window_unit
     conversion = window_seconds(metric)
     window_end = int(metric.retention_window_end) * _UNIT_SECONDS[unit]
-    exposures = exposures_sql(experiment, p, project, end, shape=shape, first_uuid=True)
+    exposures = exposures_sql(experiment, p, project, end, shape=shape, first_uuid=True, actions=actions)
     start_from = p.add(experiment.start)
     if metric.start_event.kind == "ExperimentExposureNode":
         starts = "SELECT entity_id, first_exposure_time AS start_timestamp, first_exposure_uuid AS start_uuid " \
