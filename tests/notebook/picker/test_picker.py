@@ -178,7 +178,9 @@ def test_funnel_results_table_against_closed_forms(client: Client, remote: PostH
     assert [test["credible_low"], test["credible_high"]] == list(direct.row("test").lift_ci)
     # PostHog's verdict as the answer states it, with its reason; hoglab.stats agrees on these counts.
     assert picker.verdict is not None and picker.verdict.significance_code.value == "significant"
-    assert SIGNIFICANCE_EXPLAINED["significant"] in picker.results.value
+    # Said once: "Significant: a variant is ...", never "significant — Significant: ...".
+    reason = SIGNIFICANCE_EXPLAINED["significant"].split(": ", 1)[1].rstrip(".")
+    assert f"Significant</span>: {reason}" in picker.results.value and "Significant: a" not in picker.results.value
     assert "evaluates PostHog's rules as" not in picker.results.value
     assert "+41.67%" in picker.results.value
     # SRM against the flag's 50/50 rollout: 500 and 500 is exactly as planned.
@@ -214,7 +216,7 @@ def test_trend_results_and_a_verdict_that_disagrees(client: Client, remote: Post
     assert picker.result.significance_code == "significant"
     assert picker.verdict.significance_code.value == "high_p_value"
     html = picker.results.value
-    assert SIGNIFICANCE_EXPLAINED["significant"] in html and "p-value 0.021" in html
+    assert SIGNIFICANCE_EXPLAINED["significant"].split(": ", 1)[1].rstrip(".") in html and "p-value 0.021" in html
     assert "evaluates PostHog&#x27;s rules as &#x27;high_p_value&#x27;" in html
     assert "(cached)" in html
 
@@ -391,7 +393,7 @@ def test_the_demo_experiment_with_the_services_own_results(demo: Demo) -> None:
     assert picker.verdict == expected and expected.significance_code.value == "significant"
     assert table["chance_to_be_best"].to_dict() == pytest.approx(frame["probability"].to_dict(), abs=1e-12)
     assert picker.srm is not None and not picker.srm.mismatch
-    assert picker.figure is not None and "significant" in picker.results.value
+    assert picker.figure is not None and "Significant</span>: a variant" in picker.results.value
     # The figure whole: nothing drawn on the image's edge, shown at most at the CSS width it was drawn for.
     assert drawn_on_the_edge(picker.plot.value) == 0
     assert picker.plot.width == str(round(picker.figure.get_figwidth() * 96))

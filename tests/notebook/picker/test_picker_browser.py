@@ -76,7 +76,8 @@ def lab(tmp_path: Path, hoglab_service: Any) -> Iterator[tuple[str, Client, int,
     log = (tmp_path / "lab.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", "--allow-root",
-         f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={tmp_path}"],
+         f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={tmp_path}",
+         f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}"],  # a layout of its own, not one left by an earlier run
         env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
@@ -105,7 +106,8 @@ const box = img.getBoundingClientRect();
 const canvas = document.createElement('canvas');
 canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
 canvas.getContext('2d').drawImage(img, 0, 0);
-return {left: box.left, right: box.right, width: box.width, height: box.height, areaLeft: area.left,
+const room = img.parentElement.getBoundingClientRect().width;
+return {left: box.left, right: box.right, width: box.width, height: box.height, areaLeft: area.left, room: room,
         areaRight: area.right, drawnWidth: parseFloat(img.getAttribute('width')), naturalWidth: img.naturalWidth,
         naturalHeight: img.naturalHeight, png: canvas.toDataURL('image/png')};
 """
@@ -117,6 +119,7 @@ def _figure_shown_whole(driver: Any) -> dict[str, Any]:
     assert shown is not None, "no figure"
     assert shown["areaLeft"] - 0.5 <= shown["left"] and shown["right"] <= shown["areaRight"] + 0.5, shown
     assert shown["width"] <= shown["drawnWidth"] + 0.5, "stretched past the size it was drawn for"
+    assert shown["width"] == pytest.approx(min(shown["drawnWidth"], shown["room"]), abs=1)  # shrunk only to fit
     assert shown["height"] == pytest.approx(shown["width"] * shown["naturalHeight"] / shown["naturalWidth"], abs=2)
     pixels = mpimg.imread(io.BytesIO(base64.b64decode(shown["png"].split(",", 1)[1])), format="png")
     edges = np.concatenate([pixels[:2].reshape(-1, 4), pixels[-2:].reshape(-1, 4), pixels[:, :2].reshape(-1, 4),
@@ -166,14 +169,17 @@ def test_the_picker_opens_on_the_newest_running_experiment_and_shows_its_figure_
         assert "Method: bayesian" in shown and "SRM check p" in shown
         wait.until(lambda d: d.execute_script(FIGURE) is not None, "the figure, once its PNG has loaded")
         wide = _figure_shown_whole(driver)
-        assert wide["width"] == pytest.approx(wide["drawnWidth"], abs=1)  # room enough: shown at its own size
         driver.execute_script("document.querySelectorAll('.jp-Notification-Toast, .Toastify').forEach(e => e.remove())")
         target = Path(os.environ.get("HOGLAB_SCREENSHOTS") or tmp_path) / "picker-metric-experiment.png"
         assert driver.find_element(By.CSS_SELECTOR, ".jp-OutputArea-output .widget-vbox").screenshot(str(target))
         driver.set_window_size(700, 2600)  # a narrow window: the figure shrinks to fit, still whole
-        wait.until(lambda d: (d.execute_script(FIGURE) or {}).get("width", 1e9) < wide["width"] - 50, "a shrink")
-        _figure_shown_whole(driver)
+        wait.until(lambda d: (d.execute_script(FIGURE) or {}).get("room", 1e9) < wide["room"] - 50, "a narrower area")
+        narrow = _figure_shown_whole(driver)
+        assert narrow["width"] < narrow["drawnWidth"] - 50  # shrunk to fit, whole
+        driver.set_window_size(1500, 2600)
+        wait.until(lambda d: (d.execute_script(FIGURE) or {}).get("room", 0) > narrow["room"] + 50, "the wide area")
         # Choosing in the box, as a person would: typing the older experiment's label.
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
         labels = driver.execute_script(
             "return Array.from(document.querySelectorAll('datalist option')).map(o => o.value)"
         )
