@@ -365,9 +365,6 @@ def run_query(
         df = all_hogql_rows(client, _strip(q.query), q.values, parse_json=parse_json)
     else:
         df = to_frame(execute(client, q), q.kind, **options)
-    for note in df.attrs.get("warnings") or []:
-        # The answer says the numbers mislead (a breakdown its returning events lack): say so where it is read.
-        warnings.warn(str(note), UserWarning, stacklevel=3)
     return convert_output(df, output)
 
 

@@ -282,7 +282,8 @@ def run_funnels(query: FunnelsQuery, ctx: RunContext) -> dict[str, Any]:
     warning = breakdown_warning(query, ctx, rng)
     return {
         "results": results,
-        **({"warnings": [warning]} if warning else {}),
+        # PostHog's place for an answer's warnings (HogQLNotice messages): the client issues them.
+        **({"metadata": {"warnings": [{"message": warning}]}} if warning else {}),
         "isUdf": False,
         "timezone": ctx.timezone,
         "resolved_date_range": rng.to_json(),

@@ -288,7 +288,8 @@ def run_retention(query: RetentionQuery, ctx: RunContext) -> dict[str, Any]:
     warning = breakdown_warning(query, rr, ctx) if broken_down else None
     return {
         "results": results,
-        **({"warnings": [warning]} if warning else {}),
+        # PostHog's place for an answer's warnings (HogQLNotice messages): the client issues them.
+        **({"metadata": {"warnings": [{"message": warning}]}} if warning else {}),
         "timezone": ctx.timezone,
         "resolved_date_range": {"date_from": rr.starts[0].isoformat(), "date_to": rr.end.isoformat()},
         "hogql": compiled.hogql,
