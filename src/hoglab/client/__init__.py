@@ -5,6 +5,7 @@ Works unchanged against a hoglab service and against PostHog (same paths, same s
 are re-exported from :mod:`hoglab` itself.
 """
 
+from ._actions import Actions
 from ._client import Client
 from ._default import connect, default_client, read_hogql
 from ._experiment_objects import Holdouts, SavedMetrics
@@ -17,6 +18,7 @@ from ._variant import by_variant
 
 __all__ = [
     "SIGNIFICANCE_EXPLAINED",
+    "Actions",
     "Client",
     "Clock",
     "ExperimentResult",

@@ -21,6 +21,7 @@ from ._errors import error_from_response, json_or_none
 from ._retry import IDEMPOTENT_METHODS, Clock, RetryPolicy, SystemClock
 
 if TYPE_CHECKING:
+    from ._actions import Actions
     from ._experiments import Experiments
     from ._jobs import QueryJob
 
@@ -168,6 +169,7 @@ class Client:
             event_hooks={"request": [self._same_host]},  # runs for every hop of a redirect, before it is sent
         )
         self._experiments: Experiments | None = None
+        self._actions: Actions | None = None
         self._bulk_rows: bool | None = None  # does the server answer POST /query/arrow/ (hoglab)? None: not yet known
 
     @staticmethod
@@ -210,6 +212,7 @@ class Client:
         other = copy.copy(self)
         other._project_id = self._check_project(project_id)
         other._experiments = None
+        other._actions = None
         return other
 
     def projects(self) -> list[Project]:
@@ -380,6 +383,15 @@ class Client:
             self._experiments = Experiments(self)
         return self._experiments
 
+    @property
+    def actions(self) -> Actions:
+        """The project's actions: list, get, create, update, delete (see :class:`~hoglab.client.Actions`)."""
+        if self._actions is None:
+            from ._actions import Actions
+
+            self._actions = Actions(self)
+        return self._actions
+
     # -- queries (implemented in _query.py) -------------------------------------------------------------------------
 
     @overload
@@ -465,12 +477,14 @@ class Client:
         *,
         all_rows: bool = False,
         parse_json: bool | Sequence[str] = False,
-        flatten: bool | Sequence[str] = False,
+        flatten: bool | Sequence[str] | None = None,
         output: Output = "pandas",
     ) -> Any:
         """Run any query model (``hoglab.trends(...)``, ``hoglab.funnel(...)``, a :mod:`hoglab.schema` model or its
         dict) and return its tidy frame: trends in long form, funnels one row per step, events/actors as tables.
-        ``all_rows`` pages EventsQuery/ActorsQuery through ``offset``; ``flatten`` spreads their dict columns.
+        ``all_rows`` pages EventsQuery/ActorsQuery through ``offset``; ``flatten`` spreads their dict columns
+        (``True``, or the columns' names). By default (``None``) an EventsQuery's ``*`` is spread: one column per
+        field of the event and per property (``properties.$browser``); ``flatten=False`` keeps it one dict column.
         """
         from ._query import run_query
 
@@ -507,11 +521,14 @@ class Client:
 
         return self.query(funnel(*args, **kwargs))  # type: ignore[no-any-return]
 
-    def events(self, *args: Any, all_rows: bool = False, **kwargs: Any) -> pd.DataFrame:
-        """``client.query(hoglab.events(...))`` in one call."""
+    def events(
+        self, *args: Any, all_rows: bool = False, flatten: bool | Sequence[str] | None = None, **kwargs: Any
+    ) -> pd.DataFrame:
+        """``client.query(hoglab.events(...))`` in one call; ``events(["*"])`` has a column per event field and per
+        property (``flatten=False``: the event as one dict column)."""
         from ..queries import events
 
-        return self.query(events(*args, **kwargs), all_rows=all_rows)  # type: ignore[no-any-return]
+        return self.query(events(*args, **kwargs), all_rows=all_rows, flatten=flatten)  # type: ignore[no-any-return]
 
     def actors(self, *args: Any, all_rows: bool = False, **kwargs: Any) -> pd.DataFrame:
         """``client.query(hoglab.actors(...))`` in one call."""

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pydantic
 
-from ..errors import HoglabError, InvalidArgument, InvalidArgumentType
+from ..errors import HoglabError, InvalidArgument, InvalidArgumentType, QueryWarning
 from ..frames import table_frame, to_arrow, to_frame, to_polars
 from ..frames.columns import json_loads, parse_type
+from ..frames.tables import STAR, answer_warnings
 from ..schema import (
     MAX_SELECT_RETURNED_ROWS,
     ActorsQuery,
@@ -35,6 +36,7 @@ from ..schema import (
     parse_query,
 )
 from ..schema.queries import AnyQueryType
+from ._actions import resolve_action_names
 from ._values import encode_values
 
 if TYPE_CHECKING:
@@ -49,6 +51,7 @@ __all__ = [
     "query_raw",
     "run_hogql",
     "run_query",
+    "warn_about",
 ]
 
 AnyQueryModel = AnyQueryType
@@ -123,7 +126,8 @@ def complete_answer(status_code: int, data: Mapping[str, Any]) -> dict[str, Any]
 def execute(client: Client, query: AnyQueryModel | Mapping[str, Any], *,
             refresh: str | bool | None = None) -> dict[str, Any]:  # fmt: skip
     """POST the query (a model, or a query dict sent exactly as given) and return the answer as parsed JSON; a
-    202 (the server chose async) is waited for."""
+    202 (the server chose async) is waited for. The answer's warnings (``metadata.warnings``) are issued as
+    :class:`~hoglab.errors.QueryWarning`."""
     from ._jobs import QueryJob, new_query_id
 
     query_id = new_query_id()
@@ -132,14 +136,23 @@ def execute(client: Client, query: AnyQueryModel | Mapping[str, Any], *,
         body: dict[str, Any] = {"query": dict(query), "client_query_id": query_id, "refresh": mode}
     else:
         body = QueryRequest(query=query, refresh=refresh, client_query_id=query_id).to_json_dict()
+    resolve_action_names(client, body["query"])  # actions the builders named by name get their ids
     response = client.request("POST", client.path("query/"), json=body, idempotent=True)
     data: dict[str, Any] = json_loads()(response.content)
     answer = complete_answer(response.status_code, data)
     if answer is not None:
-        return answer
+        return warn_about(answer)
     status = data.get("query_status") if isinstance(data.get("query_status"), Mapping) else {}
     job = QueryJob(client, str((status or {}).get("id") or query_id), None if isinstance(query, Mapping) else query)
-    return job.wait()
+    return warn_about(job.wait())
+
+
+def warn_about(answer: dict[str, Any]) -> dict[str, Any]:
+    """Issue each of the answer's warnings as a :class:`~hoglab.errors.QueryWarning` (shown once per message by
+    Python's default filter, so paging does not repeat them); the answer itself."""
+    for message in answer_warnings(answer):
+        warnings.warn(QueryWarning(message), stacklevel=3)
+    return answer
 
 
 def query_raw(client: Client, query: Any, *, refresh: str | bool | None = None) -> Any:
@@ -337,11 +350,13 @@ def run_query(
     *,
     all_rows: bool,
     parse_json: bool | Sequence[str],
-    flatten: bool | Sequence[str],
+    flatten: bool | Sequence[str] | None,
     output: str,
 ) -> Any:
     q = as_query(query)
     options: dict[str, Any] = {}
+    if flatten is None:  # an EventsQuery's whole event ("*") as analysts read it: a column per property
+        flatten = [STAR] if isinstance(q, EventsQuery) and STAR in q.select else False
     if isinstance(q, HogQLQuery | EventsQuery | ActorsQuery):
         options = {"parse_json": parse_json, "flatten": flatten}
     if all_rows and isinstance(q, EventsQuery | ActorsQuery):
@@ -350,9 +365,6 @@ def run_query(
         df = all_hogql_rows(client, _strip(q.query), q.values, parse_json=parse_json)
     else:
         df = to_frame(execute(client, q), q.kind, **options)
-    for note in df.attrs.get("warnings") or []:
-        # The answer says the numbers mislead (a breakdown its returning events lack): say so where it is read.
-        warnings.warn(str(note), UserWarning, stacklevel=3)
     return convert_output(df, output)
 
 

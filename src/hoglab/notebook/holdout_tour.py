@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..queries import funnel_metric, mean_metric
-from .tours import _project_token, _sdk
+from .tours import _project_token, _sdk, check_tour_target
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -78,14 +78,17 @@ def feed_holdout_experiment(
     holdout_share: float = 20,
     stats_method: str = "frequentist",
     end: datetime | None = None,
+    allow_foreign: bool = False,
 ) -> HoldoutDemo:
     """Create a holdout, a saved metric and an experiment using both on ``client``'s project, launch it ``days``
     back and feed one visit per user through the ``posthog`` SDK; ``personal_api_key`` (with ``feature_flag:read``)
-    lets the SDK evaluate the flag locally too.
+    lets the SDK evaluate the flag locally too. Before writing anything it checks the target with
+    :func:`~hoglab.notebook.tours.check_tour_target` (``allow_foreign`` is passed on).
 
     >>> demo = feed_holdout_experiment(client, key, users=300)  # doctest: +SKIP
     >>> client.experiments.results(demo.experiment.id).holdout_frame()  # doctest: +SKIP
     """
+    check_tour_target(client, allow_foreign=allow_foreign)
     rng = np.random.default_rng(seed)
     end = (end or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     start = end - timedelta(days=days)

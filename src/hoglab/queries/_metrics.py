@@ -20,6 +20,8 @@ and PostHog alike; ``breakdowns`` splits its results by up to three event or per
 ('retention', 7, '$browser')
 >>> experiment_query(3, k).kind
 'ExperimentQuery'
+>>> mean_metric(action="Checkout").source.kind, funnel_metric([series(action=7), "purchase"]).series[0].id
+('ActionsNode', 7)
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ..schema import (
     EXPERIMENT_BREAKDOWN_TYPES,
     EXPERIMENT_METRIC_MATH,
     MAX_EXPERIMENT_BREAKDOWNS,
+    ActionsNode,
     AnyExperimentMetric,
     BreakdownFilter,
     EventsNode,
@@ -47,6 +50,7 @@ from ..schema import (
     ExperimentRetentionMetric,
 )
 from ._args import check_choice, model_errors, where_filters, window_arg
+from ._series import ActionRef, Node, series
 
 __all__ = ["experiment_query", "exposure_query", "funnel_metric", "mean_metric", "ratio_metric", "retention_metric"]
 
@@ -90,10 +94,11 @@ def _breakdown_filter(breakdowns: Breakdowns, limit: int | None) -> BreakdownFil
 
 
 def _node(argument: str, value: Any, math: str | None = None, math_property: str | None = None,
-          where: Any = None, person_where: Any = None, math_hogql: str | None = None) -> EventsNode:  # fmt: skip
+          where: Any = None, person_where: Any = None, math_hogql: str | None = None) -> Node:  # fmt: skip
     if math_hogql is not None and math is None:
         math = "hogql"
-    if isinstance(value, EventsNode):
+    node: Node
+    if isinstance(value, EventsNode | ActionsNode):
         if math is not None or where is not None or person_where is not None:
             raise InvalidArgument(
                 f"{argument}: a hoglab.series(...) carries its own math and filters; pass them to series().",
@@ -111,7 +116,8 @@ def _node(argument: str, value: Any, math: str | None = None, math_property: str
             )
     else:
         raise InvalidArgumentType(
-            f"{argument}: expected an event name or a hoglab.series(...), got {type(value).__name__}.",
+            f"{argument}: expected an event name or a hoglab.series(...) (of an event or an action), got "
+            f"{type(value).__name__}.",
             argument=argument,
         )
     if node.math is not None and node.math not in EXPERIMENT_METRIC_MATH:
@@ -119,6 +125,15 @@ def _node(argument: str, value: Any, math: str | None = None, math_property: str
         raise InvalidArgument(
             f"math: {node.math!r} is not an experiment metric's math; one of {allowed}.", argument="math"
         )
+    return node
+
+
+def _events(argument: str, value: Any) -> EventsNode:
+    """An event node of a retention metric (hoglab's retention query reads events, not actions)."""
+    node = _node(argument, value)
+    if not isinstance(node, EventsNode):
+        raise InvalidArgument(f"{argument}: a retention metric reads events (an event name or an EventsNode), "
+                              "not an action.", argument=argument)  # fmt: skip
     return node
 
 
@@ -137,8 +152,9 @@ def _common(name: str | None, window: Window, goal: Goal | None, uuid: str | Non
 
 
 def mean_metric(
-    event: str | EventsNode,
+    event: str | Node | None = None,
     *,
+    action: ActionRef | None = None,
     math: str | None = None,
     math_property: str | None = None,
     math_hogql: str | None = None,
@@ -154,7 +170,8 @@ def mean_metric(
     breakdowns: Breakdowns = None,
     breakdown_limit: int | None = None,
 ) -> ExperimentMeanMetric:
-    """A mean metric: a value per exposed person, averaged per variant.
+    """A mean metric: a value per exposed person, averaged per variant, of ``event``'s events or of ``action``'s
+    (an id or a name).
 
     ``math`` says which value: ``"total"`` (the count of ``event``, the default), ``"sum"``/``"avg"``/``"min"``/
     ``"max"`` of ``math_property``, ``"unique_session"`` (sessions with the event), ``"dau"``, or ``"hogql"`` with
@@ -183,6 +200,16 @@ def mean_metric(
         raise InvalidArgument(
             f"math_property: math={math!r} needs the property to aggregate.", argument="math_property"
         )
+    if action is not None:
+        if event is not None:
+            raise InvalidArgument("action: give an event or an action, not both.", argument="action")
+        if math_hogql is not None and math is None:
+            math = "hogql"
+        if math is not None:
+            check_choice("math", math, " ".join(sorted(EXPERIMENT_METRIC_MATH)))
+        event = series(action=action, math=math, math_property=math_property, math_hogql=math_hogql, where=where,
+                       person_where=person_where)  # fmt: skip
+        math = math_property = math_hogql = where = person_where = None
     source = _node("event", event, math, math_property, where, person_where, math_hogql)
     for argument, value in (("lower_bound_percentile", lower_bound_percentile),
                             ("upper_bound_percentile", upper_bound_percentile)):  # fmt: skip
@@ -201,7 +228,7 @@ def mean_metric(
 
 
 def funnel_metric(
-    steps: Sequence[str | EventsNode],
+    steps: Sequence[str | Node],
     *,
     order: Literal["ordered", "strict", "unordered"] | None = None,
     name: str | None = None,
@@ -221,7 +248,7 @@ def funnel_metric(
     >>> [s.event for s in m.series], m.conversion_window_unit, m.series[1].properties[0].key
     (['signup', 'purchase'], 'day', 'plan')
     """
-    if isinstance(steps, str | EventsNode) or not isinstance(steps, Sequence):
+    if isinstance(steps, str | EventsNode | ActionsNode) or not isinstance(steps, Sequence):
         raise InvalidArgumentType("steps: expected a list of event names or hoglab.series(...).", argument="steps")
     if not 1 <= len(steps) <= 20:
         raise InvalidArgument(f"steps: a funnel metric has 1 to 20 steps, got {len(steps)}.", argument="steps")
@@ -234,8 +261,8 @@ def funnel_metric(
 
 
 def ratio_metric(
-    numerator: str | EventsNode,
-    denominator: str | EventsNode,
+    numerator: str | Node,
+    denominator: str | Node,
     *,
     name: str | None = None,
     window: Window = None,
@@ -291,8 +318,8 @@ def retention_metric(
         raise InvalidArgument(f"window: (start, end) with 0 <= start <= end, got {window!r}.", argument="window")
     check_choice("unit", unit, _UNITS)
     check_choice("start_handling", start_handling, "first_seen last_seen")
-    begin: EventsNode | ExperimentExposureNode = ExperimentExposureNode() if start is None else _node("start", start)
-    end_node = _node("completion", completion)
+    begin: EventsNode | ExperimentExposureNode = ExperimentExposureNode() if start is None else _events("start", start)
+    end_node = _events("completion", completion)
     with model_errors("retention_metric"):
         return ExperimentRetentionMetric(
             start_event=begin, completion_event=end_node, retention_window_start=window[0],

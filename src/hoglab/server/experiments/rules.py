@@ -17,7 +17,7 @@ from hoglab.schema import (
     parse_metric,
 )
 
-from ..errors import ValidationFailed
+from ..errors import NotFound, ValidationFailed
 from ..filters.properties import hogql_expression
 from ..http.bodies import validate_body
 from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, HoldoutRecord, Store, UserRecord
@@ -33,6 +33,7 @@ __all__ = [
     "create_with_flag",
     "experiment_answers",
     "experiment_body",
+    "experiment_not_found",
     "exposure_cohort_filters",
     "flag_filters",
     "metric_fields",
@@ -118,6 +119,24 @@ def same_variants(left: Sequence[Mapping[str, Any]], right: Sequence[Mapping[str
     return shape(left) == shape(right)
 
 
+NOT_FOUND_IDS = 10
+"""How many of the project's experiment ids a 404 lists (the first ones; the rest are counted)."""
+
+
+def experiment_not_found(store: Store, team_id: int, experiment_id: int) -> NotFound:
+    """The 404 for an experiment the project does not have, listing the ids it does have (only its own).
+
+    ``Experiment 99 not found in project 1 (ids: 1, 2).``; past :data:`NOT_FOUND_IDS` ids it says how many more.
+    """
+    ids, total = store.experiments.ids(team_id, NOT_FOUND_IDS)
+    if not ids:
+        known = "it has no experiments"
+    else:
+        more = f", … {total - len(ids)} more" if total > len(ids) else ""
+        known = "ids: " + ", ".join(map(str, ids)) + more
+    return NotFound(f"Experiment {experiment_id} not found in project {team_id} ({known}).")
+
+
 def experiment_body(
     record: ExperimentRecord,
     flag: FlagRecord,
@@ -198,7 +217,7 @@ def object_changes(
 
 
 def usable_metric_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """``fields`` of a remote experiment without what hoglab can't keep: metrics it can't run (actions, data
+    """``fields`` of a remote experiment without what hoglab can't keep: metrics it can't run (data
     warehouse, newer metric types) and an exposure, stats or type setting it doesn't read. For copies of
     PostHog's experiments (``hoglab pull``), which must not fail on one metric.
 

@@ -19,8 +19,9 @@ from fastapi.responses import JSONResponse
 
 from hoglab.schema import ExperimentsConfig, ExperimentsConfigUpdate
 
-from ..errors import NotFound, ValidationFailed
+from ..errors import ValidationFailed
 from ..experiments.metric.timeseries import start_recalculation, timeseries_answer
+from ..experiments.rules import experiment_not_found
 from ..state import ServiceState, get_state
 from ..store import ExperimentRecord
 from .auth import MAX_ID, AuthContext, require_scope
@@ -63,7 +64,7 @@ def update_experiments_config(request: Request, auth: Write, state: State, raw: 
 def _experiment(state: ServiceState, auth: AuthContext, experiment_id: int) -> ExperimentRecord:
     record = state.store.experiments.get(auth.project.id, experiment_id)
     if record is None:
-        raise NotFound()
+        raise experiment_not_found(state.store, auth.project.id, experiment_id)
     return record
 
 

@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse
 
 from hoglab.schema import Experiment, ExperimentCreate, ExperimentUpdate, Paginated
 
-from ..errors import NotFound, ValidationFailed
+from ..errors import ValidationFailed
 from ..experiments import rules
 from ..experiments.duplicate import duplicate_experiment
 from ..experiments.eligible_flags import PageError, eligible_flags, parse_page
@@ -54,7 +54,7 @@ def _load(state: ServiceState, auth: AuthContext, experiment_id: int) -> tuple[E
     record = state.store.experiments.get(auth.project.id, experiment_id)
     flag = state.store.flags.get(record.feature_flag_id) if record is not None else None
     if record is None or flag is None:
-        raise NotFound()
+        raise rules.experiment_not_found(state.store, auth.project.id, experiment_id)
     return record, flag
 
 
@@ -229,7 +229,7 @@ def update_experiment(request: Request, auth: Write, state: State, id: Experimen
         flag = rules.object_changes(store, record, flag, payload, changes)
         updated = store.experiments.update(auth.project.id, id, changes)
         if updated is None:
-            raise NotFound()
+            raise rules.experiment_not_found(store, auth.project.id, id)
         if "saved_metrics_ids" in given:
             updated = link_saved_metrics(store, updated, payload.saved_metrics_ids, replace=True)
     return _answer(state, updated, flag)
@@ -241,7 +241,7 @@ def delete_experiment(auth: Write, state: State, id: ExperimentId) -> Response:
     with store.transaction():
         removed = store.experiments.delete(auth.project.id, id)
         if removed is None:
-            raise NotFound()
+            raise rules.experiment_not_found(store, auth.project.id, id)
         # The flag outlives its experiment only as deleted, so its key can be used again; a flag another
         # experiment still runs on (a duplicate shares its source's flag) stays.
         if not experiments_by_flag(state, auth.project.id).get(removed.feature_flag_id):

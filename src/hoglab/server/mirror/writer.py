@@ -1,9 +1,9 @@
 """The local side of a mirror: a project that holds a copy of a remote one, written page by page.
 
-``hoglab.pull`` reads the remote project through the Query and REST APIs and hands each page to a
-:class:`Mirror`, which stores it and moves the watermark, in that order: a process killed between the two re-reads
-that page on the next run, and :meth:`Mirror.write_events` drops the events it already holds (by uuid), so a
-mirror never loses an event and never holds one twice.
+``hoglab.pull`` reads the remote project through the Query and REST APIs and hands each page (and each action,
+flag, cohort and experiment) to a :class:`Mirror`, which stores it and moves the watermark, in that order: a
+process killed between the two re-reads that page on the next run, and :meth:`Mirror.write_events` drops the
+events it already holds (by uuid), so a mirror never loses an event and never holds one twice.
 
     mirror = Mirror.open(store, engine, host="https://eu.posthog.com", remote_project_id=2, name="Shop")
     copied = mirror.write_events([{"uuid": ..., "event": "$pageview", "timestamp": "...", ...}, ...])
@@ -35,8 +35,9 @@ from ..experiments.saved_metrics import link_saved_metrics
 from ..ingest.person_store import PersonStore
 from ..ingest.persons import PersonRows, next_version
 from ..ingest.rows import events_table, person_tables
-from ..store import DuplicateSavedMetricName, ProjectRecord, PullSource, Store
+from ..store import DuplicateActionName, DuplicateSavedMetricName, ProjectRecord, PullSource, Store
 from .checks import (
+    action_fields,
     check_timezone,
     cohort_fields,
     experiment_changes,
@@ -83,7 +84,7 @@ def _text(value: Any) -> str:
 
 @dataclass
 class CheckedObjects:
-    """A remote's experiment holdouts, saved metrics, experiments, flags and cohorts, checked
+    """A remote's experiment holdouts, saved metrics, experiments, flags, cohorts and actions, checked
     (:meth:`Mirror.check_objects`) and ready to store: each as ``(remote object, fields to store)``, and the warnings
     the checks gave."""
 
@@ -92,6 +93,7 @@ class CheckedObjects:
     experiments: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
     flags: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
     cohorts: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
+    actions: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -236,7 +238,53 @@ class Mirror:
         PersonStore.for_engine(self.engine).invalidate(team)
         return len(rows.persons), len(rows.distinct_ids)
 
-    # -- flags, cohorts, experiments -----------------------------------------------------------------------------
+    # -- actions, flags, cohorts, experiments ---------------------------------------------------------------------
+
+    def write_action(self, remote: Mapping[str, Any]) -> int:
+        """Check and store one remote action (see :meth:`write_objects`); the local id."""
+        return self._write_action(remote, action_fields(remote)[0])
+
+    def _write_action(self, remote: Mapping[str, Any], fields: dict[str, Any]) -> int:
+        """Create or update the copy of a remote action (matched by mapping, else by name among the live local
+        ones); the local id."""
+        remote_id = int(remote["id"])
+        fields = dict(fields)
+        name = fields["name"]
+        local_id = self.store.pulls.local_id(self.source.id, "action", remote_id)
+        local = self.store.actions.get(self.project.id, local_id) if local_id is not None else None
+        if local is None and fields["name"] is not None and not fields["deleted"]:
+            same = self.store.actions.named(self.project.id, fields["name"])
+            local = same[0] if same else None
+        try:
+            if local is None:
+                local = self.store.actions.create(self.project.id, fields, created_by_id=None)
+            else:
+                local = self.store.actions.update(self.project.id, local.id, fields) or local
+        except DuplicateActionName as exc:
+            # Another copied action took the name first (the remote renamed two): this one keeps it apart.
+            fields["name"] = f"{fields['name']} (remote {remote_id})"
+            log.warning("action %r: the name is taken locally (%s); copied as %r", name, exc.other_id, fields["name"])
+            local = (self.store.actions.create(self.project.id, fields) if local is None
+                     else self.store.actions.update(self.project.id, local.id, fields) or local)  # fmt: skip
+        self.store.pulls.remember(self.source.id, "action", remote_id, local.id)
+        return local.id
+
+    def local_actions(self, value: Any) -> Any:
+        """``value`` (an experiment's fields) with every action named by the remote's id renamed to the local
+        copy's; an action the mirror did not copy becomes id 0, which no action has (it counts nothing, as a
+        missing action does in PostHog)."""
+        if isinstance(value, list):
+            return [self.local_actions(v) for v in value]
+        if not isinstance(value, Mapping):
+            return value
+        out = {k: self.local_actions(v) for k, v in value.items()}
+        named = out.get("kind") == "ActionsNode" or out.get("type") == "actions"
+        if named and isinstance(out.get("id"), int) and not isinstance(out.get("id"), bool):
+            local = self.store.pulls.local_id(self.source.id, "action", int(out["id"]))
+            if local is None:
+                log.warning("an experiment names the remote action %s, which was not copied", out["id"])
+            out["id"] = local if local is not None else 0
+        return out
 
     @staticmethod
     def check_objects(
@@ -246,12 +294,14 @@ class Mirror:
         cohorts: Sequence[Mapping[str, Any]] = (),
         holdouts: Sequence[Mapping[str, Any]] = (),
         saved_metrics: Sequence[Mapping[str, Any]] = (),
+        actions: Sequence[Mapping[str, Any]] = (),
     ) -> CheckedObjects:
         """Check every object of a remote before any is stored (``checks.py``): the first one that cannot be stored
         is a :class:`~hoglab.errors.RemoteAnswerError`; what hoglab cannot use is left out with a warning."""
         checked = CheckedObjects()
         kinds = (("flags", flags, flag_fields), ("cohorts", cohorts, cohort_fields),
-                 ("holdouts", holdouts, holdout_fields), ("saved_metrics", saved_metrics, saved_metric_fields))
+                 ("holdouts", holdouts, holdout_fields), ("saved_metrics", saved_metrics, saved_metric_fields),
+                 ("actions", actions, action_fields))  # fmt: skip
         for kind, items, check in kinds:
             for remote in items:
                 fields, warnings = check(remote)
@@ -268,7 +318,9 @@ class Mirror:
         for warning in objects.warnings:
             log.warning("%s", warning)
         with self.store.transaction():
-            # Holdouts and saved metrics first: the experiments' copies link to theirs.
+            for remote, fields in objects.actions:  # first: experiments name them
+                self._write_action(remote, fields)
+            # Holdouts and saved metrics before the experiments too: their copies link to theirs.
             for remote, fields in objects.holdouts:
                 self._write_holdout(remote, fields)
             for remote, fields in objects.saved_metrics:
@@ -279,8 +331,8 @@ class Mirror:
                 self._write_flag(remote, fields)
             for remote, fields in objects.cohorts:
                 self._write_cohort(remote, fields)
-        self.wrote = self.wrote or bool(objects.experiments or objects.flags or objects.cohorts or objects.holdouts
-                                        or objects.saved_metrics)  # fmt: skip
+        self.wrote = self.wrote or bool(objects.experiments or objects.flags or objects.cohorts or objects.actions
+                                        or objects.holdouts or objects.saved_metrics)  # fmt: skip
 
     def write_experiment(self, remote: Mapping[str, Any]) -> int:
         """Check and store one remote experiment (see :meth:`write_objects`); the local id."""
@@ -303,12 +355,12 @@ class Mirror:
         return self._write_saved_metric(remote, saved_metric_fields(remote)[0])
 
     def _write_experiment(self, remote: Mapping[str, Any], fields: dict[str, Any]) -> int:
-        """Create or update the copy of a remote experiment (and, when new, its flag); the local id.
-
-        Its holdout and saved metrics are the local copies of the remote ones (:meth:`write_objects` stores them
-        first); a link to one the pull did not copy is left out.
+        """Create or update the copy of a remote experiment (and, when new, its flag); the local id. Actions its
+        metrics and exposure name are the local copies (written before, :meth:`write_objects`), and so are its holdout
+        and saved metrics; a link to one the pull did not copy is left out.
         """
         remote_id = int(remote["id"])
+        fields = self.local_actions(fields)
         local_id = self.store.pulls.local_id(self.source.id, "experiment", remote_id)
         holdout_id = self._local_holdout(remote)
         links = self._local_links(remote)
@@ -322,7 +374,7 @@ class Mirror:
             record, _ = create_with_flag(self.store, self.project.id, self.store.users.default().id, fields)
             self.store.pulls.remember(self.source.id, "experiment", remote_id, record.id)
             return record.id
-        changes = experiment_changes(remote, _EXPERIMENT_UPDATES)
+        changes = self.local_actions(experiment_changes(remote, _EXPERIMENT_UPDATES))
         for name in ("start_date", "end_date"):
             if name in changes:
                 changes[name] = to_utc(parse_moment(changes[name]), name) if changes[name] else None
@@ -370,9 +422,10 @@ class Mirror:
 
     def _write_saved_metric(self, remote: Mapping[str, Any], fields: dict[str, Any]) -> int:
         """Create or update the copy of a remote saved metric (its query as the remote holds it, ``uuid``
-        included: experiments order their metrics by it); the local id."""
+        included: experiments order their metrics by it; the actions it names renamed to their copies); the local id."""
         remote_id = int(remote["id"])
         local_id = self.store.pulls.local_id(self.source.id, "saved_metric", remote_id)
+        fields = {**fields, "query": self.local_actions(fields["query"])}  # the actions it names, as copied here
         try:
             if local_id is not None and self.store.saved_metrics.get(self.project.id, local_id) is not None:
                 self.store.saved_metrics.update(self.project.id, local_id, **fields)

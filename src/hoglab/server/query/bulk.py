@@ -42,7 +42,7 @@ from .cache import data_version
 from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
 from .fairness import ProjectBusy
 from .query_log import is_refusal, log_run
-from .request import prepare
+from .request import prepare, project_actions, project_catalog
 from .runners import BULK_STATEMENTS, RunContext, has_person_overrides, load_runners
 from .runners.hogql import MODIFIERS
 
@@ -140,13 +140,15 @@ def bulk_arrow(
     """
     query_json = data.get("query") if isinstance(data, dict) else None
     kind = query_json.get("kind") if isinstance(query_json, dict) else None
+    actions = project_actions(service.store, project.id)  # what matchesAction() may name
     if isinstance(kind, str) and kind in load_bulk_statements():
         # A kind with rows of its own (ExperimentUnitsQuery): its statement runs as the HogQLQuery it compiles to.
         check_compile_budget(data)
         assert isinstance(query_json, dict)
         if service.store is None:
             raise ValidationFailed(f"{kind} needs the service's store, which this service runs without.")
-        sql, values = BULK_STATEMENTS[kind](query_json, project, service.store, utcnow())
+        by_id = project_catalog(actions).actions()
+        sql, values = BULK_STATEMENTS[kind](query_json, project, service.store, utcnow(), by_id)
         data = {**data, "query": {"kind": "HogQLQuery", "query": sql, "values": values}}
     prepared = prepare(data, team_id=project.id, timezone=project.timezone or "UTC")
     if not isinstance(prepared.query, HogQLQuery):
@@ -170,7 +172,8 @@ def bulk_arrow(
             ):
                 ctx = RunContext(project=project, engine=view, now=utcnow(), tag=tag, person_overrides=overrides,
                                  compile_budget=service.compile_budget,
-                                 compile_slot=partial(service.gate.compiling, project.id))  # fmt: skip
+                                 compile_slot=partial(service.gate.compiling, project.id),
+                                 catalog=project_catalog(actions))  # fmt: skip
                 compiled = ctx.compile(
                     query.query,
                     values=query.values,

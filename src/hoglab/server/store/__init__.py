@@ -1,5 +1,5 @@
 """SQLite metadata of the service: projects, users, personal API keys, feature flags, cohorts, experiments (with
-their holdouts and saved metrics), and the status of asynchronous queries.
+their holdouts and saved metrics), actions, and the status of asynchronous queries.
 
 Events live in the engine; everything a person creates through the API lives here, in
 ``<data_dir>/hoglab.sqlite3``.
@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
+from .actions import ActionRepository, DuplicateActionName
 from .cohorts import CohortRepository
 from .db import DATABASE_FILENAME, Database, StoreError
 from .experiment_timeseries import DayResult, ExperimentTimeseriesRepository, RecalculationRecord
@@ -34,6 +35,7 @@ from .projects import ProjectRepository
 from .pulls import PullRepository, PullSource
 from .queries import AsyncQueryRecord, AsyncQueryRepository
 from .records import (
+    ActionRecord,
     CohortRecord,
     ExperimentRecord,
     FlagRecord,
@@ -52,10 +54,13 @@ __all__ = [
     "DEFAULT_USER_EMAIL",
     "KEY_PREFIX",
     "VALID_SCOPES",
+    "ActionRecord",
+    "ActionRepository",
     "AsyncQueryRecord",
     "AsyncQueryRepository",
     "CohortRecord",
     "DayResult",
+    "DuplicateActionName",
     "DuplicateFlagKey",
     "DuplicateSavedMetricName",
     "ExperimentPage",
@@ -94,6 +99,7 @@ class Store:
         self.experiments = ExperimentRepository(self.db)
         self.holdouts = HoldoutRepository(self.db)
         self.saved_metrics = SavedMetricRepository(self.db)
+        self.actions = ActionRepository(self.db)
         self.async_queries = AsyncQueryRepository(self.db)
         self.experiments_config = ExperimentsConfigRepository(self.db)
         self.experiment_timeseries = ExperimentTimeseriesRepository(self.db)

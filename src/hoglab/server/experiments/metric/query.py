@@ -3,9 +3,11 @@
 Every statement starts from the **exposures**, one row per person:
 
 * the exposure events are ``$feature_flag_called`` with ``$feature_flag`` = the flag's key (variant from
-  ``$feature_flag_response``), or the custom ``exposure_config`` event with its property filters (variant from
-  ``$feature/<flag>``), in ``[start, end]``, whose variant is one of the flag's; the project's test-account filters
-  apply unless ``filterTestAccounts`` is false;
+  ``$feature_flag_response``), or the custom ``exposure_config`` event with its property filters, or the events of
+  the ``exposure_config`` action (its node's own ``properties`` are not applied, as PostHog's; an action the
+  project does not have exposes nobody), both with the variant from ``$feature/<flag>``, in ``[start, end]``,
+  whose variant is one of the flag's; the project's test-account filters apply unless ``filterTestAccounts`` is
+  false;
 * a person's variant is the only one they were seen with, or ``$multiple`` (``exclude``: dropped from the
   answer) or the variant of their first exposure (``first_seen``); ``first_exposure_time``/``last_exposure_time``
   are their first and last exposure.
@@ -24,6 +26,8 @@ group every statement, and outlier percentiles are taken per breakdown value. **
 same scan reaches back ``lookback_days`` before the start, and each unit's covariate is the same metric over
 ``[first exposure − lookback, first exposure)`` (a mean's aggregate; for a funnel, 1 if the last step's event
 fired there), giving ``cov``, ``cov_squares`` and ``cov_product`` (Σ value × covariate) per group.
+A metric source (or funnel step) may be an ``ActionsNode``: its events are the action's, with the node's own
+``properties`` AND-ed; an action the project does not have matches no event (the metric counts 0, as PostHog's).
 
 Percentiles use ``quantileExactInclusive``: PostHog's ``quantile`` is the same interpolation on fewer than 8,192
 values and a random sample above; hoglab stays exact (and deterministic) at every size.
@@ -39,13 +43,14 @@ from typing import Any
 
 from sqlglot import exp
 
-from hoglab.schema import EventsNode, ExperimentFunnelMetric, ExperimentMeanMetric, ExperimentRatioMetric
+from hoglab.schema import ActionsNode, ExperimentFunnelMetric, ExperimentMeanMetric, ExperimentRatioMetric, SeriesFields
 
 from ...errors import ValidationFailed
+from ...filters.actions import action_condition
 from ...filters.params import Params
 from ...filters.properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
 from ...hogql.parse import parse_hogql_expr
-from ...query.runners.common import series_conditions
+from ...query.runners.common import Actions, series_conditions
 from ...query.runners.funnel_replay import packed_event_key, replay_expr, unpacked
 from ...query.runners.funnels_sql import unordered_replay
 from ..rules import FEATURE_FLAG_CALLED
@@ -153,14 +158,25 @@ def window_seconds(metric: Any) -> int:
     return 0
 
 
-def _exposure_parts(experiment: ResolvedExperiment, p: Params, project: Any) -> tuple[list[str], str]:
+def _exposure_parts(
+    experiment: ResolvedExperiment, p: Params, project: Any, actions: Actions | None = None
+) -> tuple[list[str], str]:
     """The conditions of an exposure event (no time bounds) and the HogQL of its variant."""
     criteria = experiment.exposure_criteria
     config = criteria.exposure_config
     timezone = getattr(project, "timezone", None) or "UTC"
-    event = config.event if config is not None else FEATURE_FLAG_CALLED
-    parts = [f"event = {p.add(event)}"]
-    if config is not None:
+    if isinstance(config, ActionsNode):
+        action = (actions or {}).get(int(config.id)) if config.id is not None else None
+        event = None
+        parts = [
+            "false" if action is None else action_condition(
+                action, p, timezone=timezone, attr="exposure_criteria.exposure_config"
+            )
+        ]  # fmt: skip
+    else:
+        event = config.event if config is not None else FEATURE_FLAG_CALLED
+        parts = [f"event = {p.add(event)}"]
+    if config is not None and not isinstance(config, ActionsNode):
         own = property_filters_to_hogql(config.properties, p, attr="exposure_criteria.exposure_config.properties",
                                         timezone=timezone)  # fmt: skip
         if own:
@@ -190,14 +206,15 @@ def breakdown_value_sql(kind: str, prop: str, p: Params) -> str:
 
 def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: datetime,
                   exposure: tuple[list[str], str] | None = None, shape: Shape = PLAIN,
-                  first_uuid: bool = False) -> str:  # fmt: skip
+                  first_uuid: bool = False, actions: Actions | None = None) -> str:  # fmt: skip
     """One row per exposed person: ``entity_id, variant, first_exposure_time, last_exposure_time`` and the
     breakdown values of their first exposure event, ``b1``.. (PostHog's ``BreakdownInjector``); with
     ``first_uuid``, that event's ``first_exposure_uuid`` too.
 
     ``exposure``: the :func:`_exposure_parts` the caller already bound to ``p`` (the funnel needs them too).
+    ``actions``: the project's, for an exposure or metric that names one.
     """
-    parts, variant = exposure or _exposure_parts(experiment, p, project)
+    parts, variant = exposure or _exposure_parts(experiment, p, project, actions)
     if experiment.exposure_criteria.multiple_variant_handling == "first_seen":
         chosen = f"argMin({variant}, timestamp)"
     else:
@@ -254,7 +271,7 @@ def hogql_math(text: str | None, attr: str) -> tuple[str, str]:
     return value, aggregate
 
 
-def _value_expr(node: EventsNode, attr: str) -> str:
+def _value_expr(node: SeriesFields, attr: str) -> str:
     if node.math in ("sum", "avg", "min", "max"):
         return f"coalesce(toFloat({property_access(str(node.math_property))}), 0)"
     if node.math == "hogql":
@@ -278,7 +295,7 @@ def _pre_window(lookback_days: int) -> str:
             "AND m.timestamp < x.first_exposure_time")  # fmt: skip
 
 
-def _per_person(node: EventsNode, inside: str) -> str:
+def _per_person(node: SeriesFields, inside: str) -> str:
     """The aggregate of a person's metric events (``m``) for which ``inside`` holds, 0 without any."""
     math = hogql_math(node.math_hogql, "math_hogql")[1] if node.math == "hogql" else node.math
     if math == "unique_session":
@@ -290,8 +307,9 @@ def _per_person(node: EventsNode, inside: str) -> str:
     return f"coalesce(sumIf(m.value, {inside}), 0)"
 
 
-def _events_of(node: EventsNode, p: Params, project: Any, attr: str, start: datetime, stop: str) -> str:
-    conditions = series_conditions(None, node, p, project=project, attr=attr)
+def _events_of(node: SeriesFields, p: Params, project: Any, attr: str, start: datetime, stop: str,
+               actions: Actions | None) -> str:  # fmt: skip
+    conditions = series_conditions(None, node, p, project=project, attr=attr, actions=actions)
     where = " AND ".join([f"timestamp >= {p.add(start)}", f"timestamp < {stop}", *conditions])
     value = _value_expr(node, attr)
     return (f"SELECT person_id AS entity_id, timestamp, {value} AS value, `$session_id` AS session_id "
@@ -302,10 +320,10 @@ def _stop(p: Params, end: datetime, window: int) -> str:
     return f"{p.add(end)} + toIntervalSecond({int(window)})"
 
 
-def _entity_values(node: EventsNode, p: Params, project: Any, attr: str, experiment: ResolvedExperiment,
-                   end: datetime, window: int, shape: Shape) -> str:  # fmt: skip
+def _entity_values(node: SeriesFields, p: Params, project: Any, attr: str, experiment: ResolvedExperiment,
+                   end: datetime, window: int, shape: Shape, actions: Actions | None) -> str:  # fmt: skip
     """Per exposed person: ``entity_id, variant, b..``, ``value`` and with CUPED ``covariate`` (one scan)."""
-    events = _events_of(node, p, project, attr, shape.since(experiment.start), _stop(p, end, window))
+    events = _events_of(node, p, project, attr, shape.since(experiment.start), _stop(p, end, window), actions)
     covariate = ""
     if shape.lookback_days:
         covariate = f", {_per_person(node, _pre_window(shape.lookback_days))} AS covariate"
@@ -325,12 +343,12 @@ def _covariate_sums(shape: Shape, value: str = "value") -> str:
 
 
 def mean_units(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-               end: datetime, shape: Shape = PLAIN) -> PerUnit:  # fmt: skip
+               end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """Each exposed unit's ``value`` (capped at the outlier percentiles when the metric sets them) and, with CUPED,
     its ``covariate``."""
     window = window_seconds(metric)
-    exposures = exposures_sql(experiment, p, project, end, shape=shape)
-    values = _entity_values(metric.source, p, project, "metric.source", experiment, end, window, shape)
+    exposures = exposures_sql(experiment, p, project, end, shape=shape, actions=actions)
+    values = _entity_values(metric.source, p, project, "metric.source", experiment, end, window, shape, actions)
     low, high = metric.lower_bound_percentile, metric.upper_bound_percentile
     covariate = ", e.covariate AS covariate" if shape.lookback_days else ""
     columns = ("value", "covariate") if shape.lookback_days else ("value",)
@@ -363,23 +381,24 @@ def mean_units(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: 
 
 
 def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-             end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
+             end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, squares`` (and the CUPED sums) of each variant and breakdown value (``$multiple``
     included; the runner drops it): the sums of :func:`mean_units`."""
-    units = mean_units(metric, experiment, p, project, end, shape)
+    units = mean_units(metric, experiment, p, project, end, shape, actions)
     return units.aggregate(f"count() AS n, sum(value) AS total, sum(value * value) AS squares"
                            f"{_covariate_sums(shape)}", shape)  # fmt: skip
 
 
 def ratio_units(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                end: datetime, shape: Shape = PLAIN) -> PerUnit:  # fmt: skip
+                end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """Each exposed unit's ``numerator`` and ``denominator`` (each a mean metric's value) and, with a lookback,
     their pre-exposure ``numerator_covariate`` and ``denominator_covariate``."""
     window = window_seconds(metric)
-    exposures = exposures_sql(experiment, p, project, end, shape=shape)
-    numerator = _entity_values(metric.numerator, p, project, "metric.numerator", experiment, end, window, shape)
+    exposures = exposures_sql(experiment, p, project, end, shape=shape, actions=actions)
+    numerator = _entity_values(metric.numerator, p, project, "metric.numerator", experiment, end, window, shape,
+                               actions)  # fmt: skip
     denominator = _entity_values(metric.denominator, p, project, "metric.denominator", experiment, end, window,
-                                 shape)  # fmt: skip
+                                 shape, actions)  # fmt: skip
     columns: tuple[str, ...] = ("numerator", "denominator")
     pre = ""
     if shape.lookback_days:
@@ -393,12 +412,12 @@ def ratio_units(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p
 
 
 def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-              end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
+              end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, squares, denominator_sum, denominator_squares, product`` of each variant and
     breakdown value (the sums of :func:`ratio_units`); with a lookback, hoglab's ratio CUPED sums too
     (:data:`RATIO_COVARIATE_COLUMNS`: y, d the unit's numerator and denominator, a, b the same over the
     pre-exposure window)."""
-    units = ratio_units(metric, experiment, p, project, end, shape)
+    units = ratio_units(metric, experiment, p, project, end, shape, actions)
     pre = ""
     if shape.lookback_days:
         y, d, a, b = "numerator", "denominator", "numerator_covariate", "denominator_covariate"
@@ -412,18 +431,19 @@ def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: 
 
 
 def funnel_units(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                 end: datetime, shape: Shape = PLAIN) -> PerUnit:  # fmt: skip
+                 end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """Each exposed unit's ``step`` (the furthest metric step reached, 0 for the exposure alone; the replay's
     default for a unit without metric events) and ``value`` (1 when it reached the last step); with a lookback, the
     0/1 ``covariate`` "did the last step's event in the pre-exposure window" (PostHog's
     ``build_funnel_covariate_value_expr``; an unordered funnel gets none)."""
     window = window_seconds(metric)
-    steps: Sequence[EventsNode] = metric.series
+    steps: Sequence[SeriesFields] = metric.series
     n = len(steps) + 1  # step 0 is the exposure
-    exposure_parts, variant = _exposure_parts(experiment, p, project)
+    exposure_parts, variant = _exposure_parts(experiment, p, project, actions)
     exposure_cond = " AND ".join([f"timestamp <= {p.add(end)}", *exposure_parts])
     conds = [exposure_cond] + [
-        " AND ".join(series_conditions(None, step, p, project=project, attr=f"metric.series.{i}")) or "true"
+        " AND ".join(series_conditions(None, step, p, project=project, attr=f"metric.series.{i}", actions=actions))
+        or "true"
         for i, step in enumerate(steps)
     ]
     mask = " + ".join(f"if({c}, {1 << i}, 0)" for i, c in enumerate(conds))
@@ -437,7 +457,8 @@ def funnel_units(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment,
     else:
         replay = replay_expr(n, micros, strict=order == "strict", attribution_step=None, exclusions=False)
         since = ""
-    exposures = exposures_sql(experiment, p, project, end, exposure=(exposure_parts, variant), shape=shape)
+    exposures = exposures_sql(experiment, p, project, end, exposure=(exposure_parts, variant), shape=shape,
+                              actions=actions)  # fmt: skip
     # With CUPED the one scan reaches back by the lookback (PostHog's extend_date_from_for_funnel_cuped); the
     # replay still only sees events from the start, the earlier ones feed the covariate alone.
     scan_from = shape.since(experiment.start) if lookback else experiment.start
@@ -479,10 +500,10 @@ def funnel_units(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment,
 
 
 def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-               end: datetime, shape: Shape = PLAIN) -> str:  # fmt: skip
+               end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, s1..sN`` (units reaching each metric step) of each variant and breakdown value;
     with a lookback, ``cov, cov_squares, cov_product`` of the 0/1 covariate: the sums of :func:`funnel_units`."""
-    units = funnel_units(metric, experiment, p, project, end, shape)
+    units = funnel_units(metric, experiment, p, project, end, shape, actions)
     n = len(metric.series) + 1
     counts = ", ".join(f"countIf(step >= {j}) AS s{j}" for j in range(1, n))
     sums = ""

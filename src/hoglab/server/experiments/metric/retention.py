@@ -27,7 +27,7 @@ from typing import Any
 from hoglab.schema import ExperimentRetentionMetric
 
 from ...filters.params import Params
-from ...query.runners.common import series_conditions
+from ...query.runners.common import Actions, series_conditions
 from .query import PLAIN, PerUnit, Shape, exposures_sql, window_seconds
 from .resolve import ResolvedExperiment
 
@@ -45,8 +45,8 @@ def _truncated(column: str, unit: str) -> str:
 
 
 def retention_units(metric: ExperimentRetentionMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                    end: datetime, shape: Shape = PLAIN, *,
-                    matured_before: datetime | None = None) -> PerUnit:  # fmt: skip
+                    end: datetime, shape: Shape = PLAIN, *, matured_before: datetime | None = None,
+                    actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """Each counted unit's ``value``: 1 retained, 0 not; units that did not start are not counted (no row).
 
     ``matured_before``: now, when only persons whose retention window has elapsed count.
@@ -54,7 +54,7 @@ def retention_units(metric: ExperimentRetentionMetric, experiment: ResolvedExper
     unit = metric.retention_window_unit
     conversion = window_seconds(metric)
     window_end = int(metric.retention_window_end) * _UNIT_SECONDS[unit]
-    exposures = exposures_sql(experiment, p, project, end, shape=shape, first_uuid=True)
+    exposures = exposures_sql(experiment, p, project, end, shape=shape, first_uuid=True, actions=actions)
     start_from = p.add(experiment.start)
     if metric.start_event.kind == "ExperimentExposureNode":
         starts = "SELECT entity_id, first_exposure_time AS start_timestamp, first_exposure_uuid AS start_uuid " \
@@ -108,13 +108,15 @@ def retention_units(metric: ExperimentRetentionMetric, experiment: ResolvedExper
 
 
 def retention_sql(metric: ExperimentRetentionMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                  end: datetime, shape: Shape = PLAIN, *, matured_before: datetime | None = None) -> str:  # fmt: skip
+                  end: datetime, shape: Shape = PLAIN, *, matured_before: datetime | None = None,
+                  actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, squares, denominator_sum, denominator_squares, product`` of each variant and
     breakdown value (``$multiple`` included; the runner drops it): the sums of :func:`retention_units`.
 
     ``matured_before``: now, when only persons whose retention window has elapsed count.
     """
-    units = retention_units(metric, experiment, p, project, end, shape, matured_before=matured_before)
+    units = retention_units(metric, experiment, p, project, end, shape, matured_before=matured_before,
+                            actions=actions)
     return units.aggregate("count() AS n, sum(value) AS total, sum(value * value) AS squares, "
                            "count() AS denominator_sum, count() AS denominator_squares, sum(value) AS product",
                            shape)  # fmt: skip

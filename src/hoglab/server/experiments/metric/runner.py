@@ -128,14 +128,15 @@ def _sql(metric: AnyExperimentMetric, resolved: ResolvedExperimentQuery, ctx: Ru
          shape: Shape) -> str:  # fmt: skip
     experiment = resolved.experiment
     end = experiment.end or ctx.now
+    actions = ctx.actions  # the project's, for a metric or an exposure that names one
     if metric.metric_type == "mean":
-        return mean_sql(metric, experiment, p, ctx.project, end, shape)
+        return mean_sql(metric, experiment, p, ctx.project, end, shape, actions)
     if metric.metric_type == "ratio":
-        return ratio_sql(metric, experiment, p, ctx.project, end, shape)
+        return ratio_sql(metric, experiment, p, ctx.project, end, shape, actions)
     if metric.metric_type == "retention":
         matured = ctx.now if experiment.only_count_matured_users else None
-        return retention_sql(metric, experiment, p, ctx.project, end, shape, matured_before=matured)
-    return funnel_sql(metric, experiment, p, ctx.project, end, shape)
+        return retention_sql(metric, experiment, p, ctx.project, end, shape, matured_before=matured, actions=actions)
+    return funnel_sql(metric, experiment, p, ctx.project, end, shape, actions)
 
 
 def _limited(rows: list[tuple[tuple[str, ...], ExperimentStats]], limit: int | None,

@@ -34,6 +34,7 @@ from ...errors import ValidationFailed
 from ...filters.params import Params
 from ...hogql.values import escape_identifier
 from ...query.runners.base import register_bulk
+from ...query.runners.common import Actions
 from .query import PerUnit, Shape, exposures_sql, funnel_units, mean_units, ratio_units
 from .resolve import ResolvedExperiment, resolve_experiment
 from .retention import retention_units
@@ -46,30 +47,30 @@ __all__ = ["metric_units", "resolve_units_query", "units_sql"]
 
 
 def metric_units(metric: AnyExperimentMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                 end: datetime, now: datetime) -> PerUnit:  # fmt: skip
+                 end: datetime, now: datetime, actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """The per-unit stage the runner aggregates for ``metric`` (its breakdowns and CUPED setting included, as they
     change the values: outliers are capped per breakdown value)."""
     items = (metric.breakdownFilter.breakdowns or []) if metric.breakdownFilter is not None else []
     shape = Shape(tuple((str(i.type or "event"), str(i.property)) for i in items), cuped_lookback(metric, experiment))
     if metric.metric_type == "mean":
-        return mean_units(metric, experiment, p, project, end, shape)
+        return mean_units(metric, experiment, p, project, end, shape, actions)
     if metric.metric_type == "ratio":
-        return ratio_units(metric, experiment, p, project, end, shape)
+        return ratio_units(metric, experiment, p, project, end, shape, actions)
     if metric.metric_type == "retention":
         matured = now if experiment.only_count_matured_users else None
-        return retention_units(metric, experiment, p, project, end, shape, matured_before=matured)
-    return funnel_units(metric, experiment, p, project, end, shape)
+        return retention_units(metric, experiment, p, project, end, shape, matured_before=matured, actions=actions)
+    return funnel_units(metric, experiment, p, project, end, shape, actions)
 
 
 def units_sql(experiment: ResolvedExperiment, metrics: Sequence[AnyExperimentMetric], properties: Sequence[str],
               p: Params, project: Any, end: datetime, now: datetime, *, after: str | None = None,
-              limit: int | None = None) -> str:  # fmt: skip
+              limit: int | None = None, actions: Actions | None = None) -> str:  # fmt: skip
     """HogQL with one row per exposed unit of ``experiment`` (see the module's columns), ordered by the unit's id
     as text; ``after`` and ``limit`` make it one keyset page (PostHog refuses OFFSET to personal API keys)."""
     picks = ["x.entity_id AS entity_id", "x.variant AS variant", "x.first_exposure_time AS first_exposure_time"]
     joins = []
     for i, metric in enumerate(metrics):
-        units = metric_units(metric, experiment, p, project, end, now)
+        units = metric_units(metric, experiment, p, project, end, now, actions)
         own = ", ".join(units.columns)
         statement = units.statement(f"entity_id, {own}, 1 AS counted")
         joins.append(f"LEFT JOIN ({statement}) AS u{i} ON u{i}.entity_id = x.entity_id")
@@ -85,7 +86,7 @@ def units_sql(experiment: ResolvedExperiment, metrics: Sequence[AnyExperimentMet
         picks += [f"pp.properties.{escape_identifier(name)} AS p{j}" for j, name in enumerate(properties)]
     return f"""
         SELECT {", ".join(picks)}
-        FROM ({exposures_sql(experiment, p, project, end)}) AS x
+        FROM ({exposures_sql(experiment, p, project, end, actions=actions)}) AS x
         {" ".join(joins)}
         WHERE x.variant IN {p.add(list(experiment.variants))}{page}
         ORDER BY toString(x.entity_id){"" if limit is None else f" LIMIT {int(limit)}"}
@@ -93,8 +94,8 @@ def units_sql(experiment: ResolvedExperiment, metrics: Sequence[AnyExperimentMet
 
 
 @register_bulk("ExperimentUnitsQuery")
-def resolve_units_query(data: dict[str, Any], project: ProjectRecord, store: Store,
-                        now: datetime) -> tuple[str, dict[str, Any]]:  # fmt: skip
+def resolve_units_query(data: dict[str, Any], project: ProjectRecord, store: Store, now: datetime,
+                        actions: Actions) -> tuple[str, dict[str, Any]]:  # fmt: skip
     """The HogQL and values of a units query (its JSON) on the project's stored experiment: a wrong field is a 400
     naming it, another project's experiment a 404, a draft a 400, as for ``ExperimentQuery``."""
     try:
@@ -105,5 +106,6 @@ def resolve_units_query(data: dict[str, Any], project: ProjectRecord, store: Sto
         raise ValidationFailed(f"{first.get('msg')}", attr=f"query__{where}" if where else "query") from None
     experiment = resolve_experiment(store, project, query.experiment_id)
     p = Params()
-    sql = units_sql(experiment, query.metrics, query.properties, p, project, experiment.end or now, now)
+    sql = units_sql(experiment, query.metrics, query.properties, p, project, experiment.end or now, now,
+                    actions=actions)
     return sql, p.values

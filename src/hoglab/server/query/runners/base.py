@@ -28,7 +28,7 @@ from ...engine.catalog import ENGINE_CATALOG
 from ...filters.hogql_filters import filters_expansion
 from ...hogql import CompiledQuery, compile_hogql
 from ...hogql.budget import CompileBudget
-from ...hogql.catalog import Catalog
+from ...hogql.catalog import ActionDefinition, Catalog
 from ...hogql.textguard import text_guards_enabled
 
 if TYPE_CHECKING:
@@ -125,7 +125,8 @@ class RunContext:
 
     ``now`` is taken once per request so every sub-query of it resolves relative dates (``-7d``) the same way.
     ``tag`` goes on every engine query of the request (``log_comment``), so cancelling the request kills them all.
-    ``catalog`` is what the compiler is told of the engine (its materialized properties): the engine's.
+    ``catalog`` is what the compiler is told of the engine (its materialized properties: the engine's) and of the
+    project (its actions, which runners read through :attr:`actions` too, so both see the same definitions).
     ``compile_budget`` bounds each statement's compiling (``hogql/budget.py``); ``compile_slot`` is entered
     around it: the project's share of compiling (``query/fairness.py``), one statement at a time per project.
     """
@@ -148,6 +149,11 @@ class RunContext:
     @property
     def timezone(self) -> str:
         return self.project.timezone or "UTC"
+
+    @property
+    def actions(self) -> Mapping[int, ActionDefinition]:
+        """The project's actions by id (deleted ones too), as the compiler's ``matchesAction`` reads them."""
+        return self.catalog.actions()
 
     def compile(
         self,
@@ -263,9 +269,12 @@ def register_resolver(kind: str) -> Callable[[Resolver], Resolver]:
     return add
 
 
-BulkStatement = Callable[[dict[str, Any], "ProjectRecord", "Store", datetime], tuple[str, dict[str, Any]]]
-"""``statement(query_json, project, store, now) -> (hogql, values)``: a kind whose rows ``POST /query/arrow/``
-answers, turned into the HogQL statement it runs (validated and resolved against the store)."""
+BulkStatement = Callable[
+    [dict[str, Any], "ProjectRecord", "Store", datetime, Mapping[int, ActionDefinition]], tuple[str, dict[str, Any]]
+]
+"""``statement(query_json, project, store, now, actions) -> (hogql, values)``: a kind whose rows
+``POST /query/arrow/`` answers, turned into the HogQL statement it runs (validated and resolved against the store;
+``actions``: the project's by id, for a metric or an exposure that names one)."""
 
 BULK_STATEMENTS: dict[str, BulkStatement] = {}
 """Query kind → its bulk statement, for kinds other than ``HogQLQuery`` that the Arrow endpoint answers."""
