@@ -108,8 +108,8 @@ class Recommendation:
         colour = {Decision.SHIP: "#1a7f37", Decision.STOP: "#57606a", Decision.INVESTIGATE: "#cf222e"}.get(
             self.recommendation, "#9a6700"
         )
-        return (f'<div><b style="color:{colour}">{html.escape(self.headline)}</b>: '
-                f"{html.escape(self.reason)}</div>")  # fmt: skip
+        return (f'<div style="margin:4px 0"><b>Recommendation: <span style="color:{colour}">'
+                f"{html.escape(self.headline)}</span></b>: {html.escape(self.reason)}</div>")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -261,7 +261,8 @@ def _plan(kind: MetricKind, arms: Mapping[str, Statistic], control: str, mde: fl
 def _fmt(value: float, scale: str) -> str:
     if not math.isfinite(value):
         return "n/a"
-    return f"{value:+.1%}" if scale == "lift" else f"{value:+.4g}"
+    # One decimal for percentages, none when it is .0 (a planned "+10%", not "+10.0%").
+    return f"{value:+.1%}".replace(".0%", "%") if scale == "lift" else f"{value:+.4g}"
 
 
 def _variant(fixed: VariantComparison, seq: VariantComparison, plan: _Plan, mde: float, relative: bool,
@@ -312,13 +313,11 @@ def _variant(fixed: VariantComparison, seq: VariantComparison, plan: _Plan, mde:
     if math.isfinite(plan.needed):
         pending = (f"power for the planned {_fmt(sign * threshold, scale)} is {plan.power:.0%} with "
                    f"{plan.smallest:,.0f} of the {plan.needed:,.0f} units per variant it needs")  # fmt: skip
-        if plan.days_more is not None:
-            pending += f" (about {max(1, math.ceil(plan.days_more))} more days at the rate so far)"
     else:
         pending = "the planned sample size cannot be computed from the control's data"
     if significant:
-        head = (f"{v} {effect_text} is significant at the fixed horizon (p = {fixed.p_value:.3g}), but that test "
-                f"is only valid once the planned sample is in, and the always-valid interval {s_text} still "
+        head = (f"{v} {effect_text} looks significant at the fixed horizon (p = {fixed.p_value:.3g}), but that "
+                f"test is valid only at the planned sample, and the always-valid interval {s_text} still "
                 "includes 0")  # fmt: skip
     else:
         head = f"{v} {effect_text} is not conclusive yet: the always-valid interval {s_text} includes 0"
