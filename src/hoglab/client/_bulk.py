@@ -57,7 +57,7 @@ def bulk_frame(
         return None
     client._bulk_rows = True
     df = arrow_frame(pa.ipc.open_stream(response.content).read_all())
-    warn_about(df.attrs)  # the answer's warnings, as a JSON answer's (hoglab.QueryWarning)
+    warn_about({"metadata": df.attrs.get("metadata")})  # the answer's warnings, as a JSON answer's (QueryWarning)
     if parse_json:
         from ..frames.tables import parse_json_columns
 
