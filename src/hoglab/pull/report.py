@@ -38,6 +38,7 @@ class PullReport:
     distinct_ids: int = 0
     flags: int = 0
     cohorts: int = 0
+    actions: int = 0
     experiments: int = 0
     queries: int = 0
     seconds: float = 0.0
@@ -49,6 +50,6 @@ class PullReport:
         return (
             f"project {self.local_project_id}: {self.events_copied:,} new events of {self.events_fetched:,} read"
             f"{f' and {self.files_read} export files' if self.files_read else ''}, {self.persons:,} persons,"
-            f" {self.flags} flags, {self.cohorts} cohorts, {self.experiments} experiments;"
+            f" {self.flags} flags, {self.cohorts} cohorts, {self.actions} actions, {self.experiments} experiments;"
             f" {self.queries} queries in {self.seconds:,.1f} s{rate}"
         )

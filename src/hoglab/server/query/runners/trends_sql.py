@@ -24,7 +24,7 @@ from ...errors import ValidationFailed
 from ...filters.dates import QueryDateRange, bucket_key_sql
 from ...filters.properties import Params, hogql_expression, property_access
 from .breakdowns import BREAKDOWN_OTHER, breakdown_limit, breakdown_value_sql, has_breakdown, ranked_sql
-from .common import get, series_conditions
+from .common import Actions, get, series_conditions, series_match
 
 __all__ = ["SeriesSQL", "series_sql"]
 
@@ -86,8 +86,10 @@ def series_sql(
     total_value: bool,
     cumulative: bool,
     attr: str,
+    actions: Actions | None = None,
 ) -> SeriesSQL:
-    """The query for one series over ``rng``; ``conditions`` are its event/property filters (with ``p``)."""
+    """The query for one series over ``rng``; ``conditions`` are its event/property filters (with ``p``);
+    ``actions``: the project's, for a series that names an action."""
     math = effective_math(series, rng.interval)
     bf = get(query, "breakdownFilter")
     with_breakdown = has_breakdown(bf)
@@ -96,8 +98,8 @@ def series_sql(
     start, end = rng.bounds_utc()
     time_from, time_to = p.add(start), p.add(end)
     filters = " AND ".join(series_conditions(query, series, p, project=project, attr=attr, event=False)) or "true"
-    event = get(series, "event")
-    event_cond = f"event = {p.add(str(event))}" if event is not None else "true"
+    timezone = getattr(project, "timezone", None) or "UTC"
+    event_cond = series_match(series, p, actions=actions, timezone=timezone, attr=attr) or "true"
     where = f"{event_cond} AND {filters}"
     n_buckets = 1 if total_value else len(rng.buckets())
 
