@@ -15,6 +15,7 @@ from .filters import (
     CompareFilter,
     DateRange,
 )
+from .groups import GroupsQuery
 from .insights import LifecycleQuery, PathsQuery, RetentionQuery, StickinessQuery
 from .nodes import EventsNode, FunnelExclusion
 
@@ -276,6 +277,7 @@ AnyQueryType = (
     | PathsQuery
     | ExperimentQuery
     | ExperimentExposureQuery
+    | GroupsQuery
 )
 AnyQuery = Annotated[AnyQueryType, Field(discriminator="kind")]
 """Any query the endpoint runs, told apart by ``kind``."""
@@ -292,6 +294,7 @@ QUERY_KINDS: tuple[str, ...] = (
     "LifecycleQuery",
     "StickinessQuery",
     "PathsQuery",
+    "GroupsQuery",
 )
 
 _any_query: TypeAdapter[Any] = TypeAdapter(AnyQuery)

@@ -17,7 +17,9 @@ from .routing import SlashRouter
 __all__ = ["ROUTER_MODULES", "SlashRouter", "load_routers"]
 
 # Modules of this package exposing ``router``, in mounting order.
-ROUTER_MODULES = ("projects", "experiments", "query", "capture", "flags", "personal_api_keys", "ingestion_warnings")
+ROUTER_MODULES = (
+    "projects", "experiments", "query", "capture", "flags", "personal_api_keys", "ingestion_warnings", "groups",
+)
 
 
 def load_routers() -> list[APIRouter]:

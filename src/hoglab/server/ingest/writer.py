@@ -4,7 +4,8 @@ one project's big batches cannot hold up another project's small ones.
 Requests hand validated events to :meth:`Ingestor.submit` and wait on a future. One writer thread commits groups:
 it applies the groups of a group's events (``groups.py``: ``$groups`` becomes ``$group_N``, ``$groupidentify``
 sets group properties) and resolves their persons, in arrival order, writes the group and person rows, then the
-events, then the ingestion warnings (``warnings.py``), and only then completes the futures of the requests the group finished.
+events, then the ingestion warnings (``warnings.py``), and only then completes the futures of the requests the
+group finished.
 Events already stored (same project and uuid: an SDK's retry) are dropped first (``dedup.py``). A 200 therefore
 always means "on disk": a SIGKILL after it loses nothing. If a write fails, every request with events in the group
 fails (a 500 for a server fault) and the cached persons are dropped, so the next request reloads what the tables

@@ -98,7 +98,7 @@ def _action(series: Any, order: int, days: list[str]) -> dict[str, Any]:
         "math": get(series, "math"),
         "math_property": get(series, "math_property"),
         "math_hogql": get(series, "math_hogql"),
-        "math_group_type_index": None,
+        "math_group_type_index": get(series, "math_group_type_index"),
         "properties": {},
     }
 
@@ -180,6 +180,11 @@ def _filter(query: TrendsQuery, rng: QueryDateRange) -> dict[str, Any]:
     if query.breakdownFilter and query.breakdownFilter.breakdown is not None:
         out["breakdown"] = query.breakdownFilter.breakdown
         out["breakdown_type"] = query.breakdownFilter.breakdown_type
+        if query.breakdownFilter.breakdown_group_type_index is not None:
+            out["breakdown_group_type_index"] = query.breakdownFilter.breakdown_group_type_index
+    if query.aggregation_group_type_index is not None:
+        # Echoed only, as PostHog: a trend counts groups through a series' unique_group math.
+        out["aggregation_group_type_index"] = query.aggregation_group_type_index
     return out
 
 
