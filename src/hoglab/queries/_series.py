@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import InvalidArgument, InvalidArgumentType
 from ..schema import PROPERTY_MATH, BreakdownFilter, BreakdownItem, CompareFilter, DateRange, EventsNode, MathType
 from ._args import check_choice, date_arg, model_errors, where_filters
+from ._groups import group_type_arg, named
 
 __all__ = ["INTERVALS", "Where", "breakdown_filter", "compare_filter", "date_range", "series", "series_list"]
 
@@ -31,11 +32,19 @@ def series(
     where: Where = None,
     person_where: Where = None,
     name: str | None = None,
+    aggregate_by: str | int | None = None,
 ) -> EventsNode:
     """One series of a trend or one funnel step: an event (``None``: all events), its filters and math.
 
+    ``aggregate_by`` (a group type's name or index) counts that type's groups instead of persons (PostHog's
+    ``unique_group`` math, the default then); with ``dau``, ``weekly_active`` or ``monthly_active`` it keeps
+    counting persons, of the events that have such a group, as PostHog does.
+
     >>> series("purchase", math="sum", math_property="price", where={"plan": "pro"}).properties[0].key
     'plan'
+    >>> node = series("purchase", aggregate_by="company")
+    >>> node.math, node.group_type_names
+    ('unique_group', {'math_group_type_index': 'company'})
     """
     if event is not None and not isinstance(event, str):
         raise InvalidArgumentType(f"event: expected a string or None, got {type(event).__name__}.", argument="event")
@@ -45,20 +54,33 @@ def series(
             raise InvalidArgument(
                 f"math_property: math={math!r} needs the property to aggregate.", argument="math_property"
             )
+    index, type_name = group_type_arg("aggregate_by", aggregate_by) if aggregate_by is not None else (None, None)
+    if index is not None:
+        math = math or "unique_group"
+        if math not in ("unique_group", "dau", "weekly_active", "monthly_active"):
+            raise InvalidArgument(
+                f"aggregate_by: groups are counted with math='unique_group' (or restrict 'dau', 'weekly_active', "
+                f"'monthly_active'); math={math!r} counts events or persons.",
+                argument="aggregate_by",
+            )
     filters = where_filters(where, person_where)
     with model_errors("series"):
-        return EventsNode(
+        node = EventsNode(
             event=event,
             name=name or event,
             custom_name=name,
             math=math,
             math_property=math_property,
             math_hogql=math_hogql,
+            math_group_type_index=index,
             properties=filters or None,
         )
+    return named(node, "math_group_type_index", type_name)
 
 
-def series_list(argument: str, events: Any, math: str | None, math_property: str | None) -> list[EventsNode]:
+def series_list(
+    argument: str, events: Any, math: str | None, math_property: str | None, aggregate_by: str | int | None = None
+) -> list[EventsNode]:
     items = [events] if events is None or isinstance(events, str | EventsNode) else events
     if not isinstance(items, Sequence) or isinstance(items, str | bytes):
         raise InvalidArgumentType(
@@ -70,7 +92,7 @@ def series_list(argument: str, events: Any, math: str | None, math_property: str
         if isinstance(item, EventsNode):
             nodes.append(item)
         elif item is None or isinstance(item, str):
-            nodes.append(series(item, math=math, math_property=math_property))
+            nodes.append(series(item, math=math, math_property=math_property, aggregate_by=aggregate_by))
         else:
             raise InvalidArgumentType(
                 f"{argument}: items must be event names or hoglab.series(...), got {type(item).__name__}.",
@@ -104,22 +126,46 @@ def breakdown_filter(breakdown: Any, breakdown_type: str | None, limit: int | No
             raise InvalidArgument("breakdown: breakdown_type/breakdown_limit need a breakdown.", argument="breakdown")
         return None
     if breakdown_type is not None:
-        check_choice("breakdown_type", breakdown_type, "event person cohort hogql event_metadata session")
+        check_choice("breakdown_type", breakdown_type, "event person group cohort hogql event_metadata session")
 
     def split(prop: Any) -> tuple[Any, str]:
         if isinstance(prop, str) and prop.startswith("person.") and breakdown_type is None:
             return prop[len("person.") :], "person"
+        if isinstance(prop, str) and (breakdown_type == "group" or prop.startswith("group.")):
+            return prop.removeprefix("group."), "group"
         if isinstance(prop, int) and not isinstance(prop, bool):
             return prop, breakdown_type or "cohort"
         if not isinstance(prop, str) or not prop:
             raise InvalidArgumentType(f"breakdown: expected a property name, got {prop!r}.", argument="breakdown")
         return prop, breakdown_type or "event"
 
+    def group(prop: Any) -> tuple[Any, int, str | None]:
+        # "company.plan": the group type (name or index) and its property
+        kind, _, name = str(prop).partition(".")
+        if not name:
+            raise InvalidArgument(
+                f"breakdown: a group property is 'type.property' ('company.plan'), got {prop!r}.", argument="breakdown"
+            )
+        index, type_name = group_type_arg("breakdown", kind)
+        return name, index, type_name
+
     with model_errors("breakdown"):
         if isinstance(breakdown, list | tuple):
             if not 1 <= len(breakdown) <= 3:
                 raise InvalidArgument("breakdown: between one and three properties.", argument="breakdown")
-            items = [BreakdownItem(property=p, type=t) for p, t in map(split, breakdown)]
+            items = []
+            for p, t in map(split, breakdown):
+                if t != "group":
+                    items.append(BreakdownItem(property=p, type=t))
+                    continue
+                name, index, type_name = group(p)
+                items.append(named(BreakdownItem(property=name, type="group", group_type_index=index),
+                                   "group_type_index", type_name))  # fmt: skip
             return BreakdownFilter(breakdowns=items, breakdown_type=None, breakdown_limit=limit)
         prop, kind = split(breakdown)
-        return BreakdownFilter(breakdown=prop, breakdown_type=kind, breakdown_limit=limit)
+        if kind != "group":
+            return BreakdownFilter(breakdown=prop, breakdown_type=kind, breakdown_limit=limit)
+        name, index, type_name = group(prop)
+        found = BreakdownFilter(breakdown=name, breakdown_type="group", breakdown_group_type_index=index,
+                                breakdown_limit=limit)  # fmt: skip
+        return named(found, "breakdown_group_type_index", type_name)
