@@ -64,7 +64,8 @@ class Breakdown:
                 attr=f"{self.attr}.breakdown_type" if self.attr == "breakdownFilter" else self.attr,
             )
         if self.kind == "hogql":
-            return hogql_expression(self.prop, self.attr)
+            single = self.attr == "breakdownFilter"
+            return hogql_expression(self.prop, "breakdownFilter.breakdown" if single else self.attr)
         if self.kind == "group":
             where = "breakdown_group_type_index" if self.attr == "breakdownFilter" else "group_type_index"
             index = group_type_index(self.group_index, f"{self.attr}.{where}")

@@ -69,10 +69,10 @@ def lifecycle_actor_rows_sql(query: LifecycleQuery, rng: QueryDateRange, p: Para
     joined = "LEFT JOIN persons ON persons.id = activity.actor_id"
     if query.aggregation_group_type_index is not None:
         group = group_type_index(query.aggregation_group_type_index, "aggregation_group_type_index")
-        actor, created_at = f"`$group_{group}`", "created.created_at"
+        actor, created_at = f"`$group_{group}`", "group_created.created_at"
         where.append(f"{actor} != ''")
-        joined = (f"LEFT JOIN (SELECT key, created_at FROM groups WHERE index = {p.add(group)}) AS created "
-                  "ON created.key = activity.actor_id")  # fmt: skip
+        joined = (f"LEFT JOIN (SELECT key, created_at FROM groups WHERE index = {p.add(group)}) AS group_created "
+                  "ON group_created.key = activity.actor_id")  # fmt: skip
     created = interval_number_sql(rng.interval, before, created_at, p, keys=window)
     # Interval numbers count from the one before the range (0); the range is 1..n. A person created before the
     # window has a negative number (-1 for hours), which no active interval has; one without a row, NULL.

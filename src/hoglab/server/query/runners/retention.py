@@ -38,7 +38,7 @@ from ...errors import ValidationFailed
 from ...filters.dates import bucket_key, resolve_date_range, shift, start_of_interval
 from ...filters.properties import Params, group_type_index, property_filters_to_hogql
 from .base import RunContext, register
-from .breakdowns import BREAKDOWN_OTHER, Breakdown, breakdown_items, breakdown_limit
+from .breakdowns import BREAKDOWN_OTHER, breakdown_items, breakdown_limit
 from .common import first_event_time, series_conditions
 from .intervals import interval_number_sql
 
@@ -116,10 +116,7 @@ def _breakdown_sql(query: RetentionQuery) -> str | None:
         return None
     if len(items) > 1:
         raise ValidationFailed("Retention breaks down by one property.", attr="breakdownFilter.breakdowns")
-    item = items[0]
-    if item.kind == "hogql":
-        item = Breakdown("hogql", item.prop, attr="breakdownFilter.breakdown")
-    return f"ifNull(toString({item.expr()}), '')"
+    return f"ifNull(toString({items[0].expr()}), '')"
 
 
 def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Params, *, project: Any) -> str:
