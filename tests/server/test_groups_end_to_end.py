@@ -74,7 +74,7 @@ def project(hoglab_service):
         sdk.group_identify("company", company, {"name": company.upper(), "plan": PLANS[company]},
                            distinct_id="admin")  # fmt: skip
     for row in EVENTS.itertuples():
-        groups = {"company": row.company} if row.company else None
+        groups = {"company": row.company} if isinstance(row.company, str) else None
         sdk.capture(row.event, distinct_id=row.distinct_id, timestamp=row.timestamp, groups=groups)
     sdk.flush()
     sdk.shutdown()

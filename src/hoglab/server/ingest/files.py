@@ -38,7 +38,7 @@ import orjson
 import pyarrow as pa
 
 from ..engine.base import Engine, EngineError, QueryError
-from ..engine.ddl import DATABASE
+from ..engine.ddl import DATABASE, MAX_GROUP_TYPES
 from ..engine.settings import quote_string
 from .errors import MAX_LISTED_PROBLEMS, IngestError, LoadError
 from .file_persons import resolve_file_persons
@@ -196,34 +196,36 @@ def _apply_file_groups(engine: Engine, staging: _Staging, stage: str, team: int)
             for name in names:
                 state.type_index(name, now)
             fixed = None
-            tests = [
-                f"(JSONHas(properties, '$groups', {quote_string(t.name)}) AND "
-                f"{_text_at(f'{chr(39)}$groups{chr(39)}, {quote_string(t.name)}')} != "
-                f"{_text_at(quote_string(f'$group_{t.index}'))})"
-                for t in state.types.values()
-            ]
-            if tests:
-                wrong = _rows(engine, f"SELECT _line, properties FROM {stage} WHERE {has} AND ({' OR '.join(tests)})")
-                if wrong["_line"]:
-                    lines, texts = [], []
-                    for line, text in zip(wrong["_line"], wrong["properties"], strict=True):
-                        properties = orjson.loads(text)
-                        state.enrich(properties, now)
-                        lines.append(line)
-                        texts.append(orjson.dumps(properties).decode())
-                    fixed = staging.create("groups", "_line UInt64, properties String")
-                    staging.insert(fixed, pa.table({"_line": pa.array(lines, pa.uint64()),
-                                                    "properties": pa.array(texts, pa.string())}))  # fmt: skip
+            # A row is numbered as the project numbers its groups when each $group_N is the key $groups gives
+            # the project's type N (and absent without one).
+            tests = []
+            for index in range(MAX_GROUP_TYPES):
+                found = state.by_index(index)
+                expected = "''" if found is None else _text_at(f"'$groups', {quote_string(found.name)}")
+                tests.append(f"{expected} != {_text_at(quote_string(f'$group_{index}'))}")
+            wrong = _rows(engine, f"SELECT _line, properties FROM {stage} WHERE {has} AND ({' OR '.join(tests)})")
+            if wrong["_line"]:
+                lines, texts = [], []
+                for line, text in zip(wrong["_line"], wrong["properties"], strict=True):
+                    properties = orjson.loads(text)
+                    for index in range(MAX_GROUP_TYPES):
+                        properties.pop(f"$group_{index}", None)
+                    state.enrich(properties, now)
+                    lines.append(line)
+                    texts.append(orjson.dumps(properties).decode())
+                fixed = staging.create("groups", "_line UInt64, properties String")
+                staging.insert(fixed, pa.table({"_line": pa.array(lines, pa.uint64()),
+                                                "properties": pa.array(texts, pa.string())}))  # fmt: skip
             identified = _rows(engine, f"SELECT ts, properties FROM {stage} WHERE event = '$groupidentify' "
                                        "ORDER BY _line")  # fmt: skip
             events = [(ts, orjson.loads(text)) for ts, text in zip(identified["ts"], identified["properties"],
                                                                    strict=True)]  # fmt: skip
             keys = []
             for _, properties in events:
-                index = state.type_index(properties.get("$group_type"), now, create=False)
+                known = state.type_index(properties.get("$group_type"), now, create=False)
                 key = group_key_text(properties.get("$group_key"))
-                if index is not None and key is not None:
-                    keys.append((index, key))
+                if known is not None and key is not None:
+                    keys.append((known, key))
             state = store.with_groups(team, keys)
             for ts, properties in events:
                 state.identify(properties, ts if ts.tzinfo else ts.replace(tzinfo=UTC))

@@ -75,6 +75,8 @@ def group_key_text(value: Any) -> str | None:
     elif isinstance(value, int):
         text = str(value)
     elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
         text = str(int(value)) if value.is_integer() else repr(value)
     elif isinstance(value, str):
         text = value

@@ -78,9 +78,16 @@ def _clean(value: Any) -> float:
     return 0.0 if math.isnan(number) or math.isinf(number) else number
 
 
+def _is_other(bv: Any) -> bool:
+    """Whether a breakdown value is the "other" bucket (one marker, or one per breakdown of several)."""
+    if isinstance(bv, tuple | list):
+        return bool(bv) and all(v == BREAKDOWN_OTHER for v in bv)
+    return bool(bv == BREAKDOWN_OTHER)
+
+
 def _sort_key(item: dict[str, Any]) -> tuple[Any, ...]:
     bv = item.get("breakdown_value")
-    special = 2 if bv == BREAKDOWN_OTHER else 1 if bv == BREAKDOWN_NULL else 0
+    special = 2 if _is_other(bv) else 1 if bv == BREAKDOWN_NULL else 0
     aggregated = item.get("aggregated_value")
     total = float(aggregated) if aggregated is not None else float(sum(item.get("data") or []))
     return (special, -total, str(bv))
@@ -139,7 +146,7 @@ def trends_items(
             values = {None: values.get("", {})}
         items = []
         for bv, by_bucket in values.items():
-            if bv == BREAKDOWN_OTHER:
+            if _is_other(bv):
                 has_more = True
                 if hide_other:
                     continue

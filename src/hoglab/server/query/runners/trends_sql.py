@@ -26,7 +26,14 @@ from hoglab.schema.nodes import COUNT_PER_ACTOR_MATH, PROPERTY_MATH
 from ...errors import ValidationFailed
 from ...filters.dates import QueryDateRange, bucket_key_sql
 from ...filters.properties import Params, group_type_index, hogql_expression, property_access
-from .breakdowns import BREAKDOWN_OTHER, breakdown_limit, breakdown_value_sql, has_breakdown, ranked_sql
+from .breakdowns import (
+    BREAKDOWN_OTHER,
+    breakdown_items,
+    breakdown_limit,
+    breakdown_value_sql,
+    has_breakdown,
+    ranked_sql,
+)
 from .common import get, series_conditions
 
 __all__ = ["GROUPS_MATH", "SeriesSQL", "group_actor", "series_sql"]
@@ -163,7 +170,11 @@ def series_sql(
     if with_breakdown:
         limit = breakdown_limit(bf)
         ascending = math == "min"
-        inner = ranked_sql(inner, limit, p.add(BREAKDOWN_OTHER), ascending=ascending)
+        # Several breakdowns: the value is an array, and so is "other" (one marker per breakdown), or the ranked
+        # value would mix an array and a string.
+        many = len(breakdown_items(bf))
+        other = [BREAKDOWN_OTHER] * many if get(bf, "breakdowns") else BREAKDOWN_OTHER
+        inner = ranked_sql(inner, limit, p.add(other), ascending=ascending)
         max_rows = (limit + 1) * n_buckets + 1
     else:
         max_rows = n_buckets + 1
