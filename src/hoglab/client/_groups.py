@@ -66,6 +66,8 @@ class Groups:
         columns = ["group_type_index", "group_type", "name_singular", "name_plural", "created_at"]
         df = pd.DataFrame([{c: t.get(c) for c in columns} for t in rows], columns=columns)
         df["group_type_index"] = df["group_type_index"].astype("Int64")
+        for column in ("group_type", "name_singular", "name_plural"):
+            df[column] = df[column].astype("string")
         df["created_at"] = pd.to_datetime(df["created_at"], utc=True, format="ISO8601")
         return df
 
