@@ -212,6 +212,8 @@ def test_flags_by_company_remote_and_local(project, experiment, hoglab_service) 
                              feature_flags_request_max_retries=0, feature_flags_request_timeout_seconds=30)
     local = posthog.Posthog(record.api_token, host=hoglab_service.url, personal_api_key=key, max_retries=0)
     quiet = {"send_feature_flag_events": False}  # these reads are not exposures of the experiment below
+    definitions = project[2].get("/flags/definitions", params={"token": record.api_token}).json()
+    assert definitions["group_type_mapping"] == {"0": "company"}  # the index as text, as PostHog's
     try:
         local.load_feature_flags()
         for company in COMPANIES:
