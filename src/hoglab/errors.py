@@ -36,7 +36,8 @@ the other parts define theirs beside their code, under the same root::
     │   ├── Throttled (429, Retry-After) · QueryTimedOut (504) · query.failures.QueryWasCancelled
     │   └── ServerError (500) ── query.failures.EngineFailed
     ├── server.engine.base.EngineError                       the engine refused or failed a statement
-    │   └── QueryError, QueryTimeout, MemoryLimitExceeded, TooManyRows, QueryCancelled, errors.EngineInUse
+    │   └── QueryError, QueryTimeout, MemoryLimitExceeded, TooManyRows, QueryCancelled, errors.EngineInUse,
+    │       materialized.MaterializeError (a key that cannot become a column)
     ├── server.hogql.errors.HogQLError   (also ValueError)   a statement the compiler refuses, with its position
     ├── server.ingest.errors.IngestError (also ValueError)   events or files that cannot be stored
     │   └── LoadError

@@ -105,6 +105,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
                 interval=state.config.materialize_interval_seconds,
                 min_uses=state.config.materialize_min_uses,
                 max_columns=state.config.materialize_max_columns,
+                project_columns=state.config.materialize_project_columns,
             )
             job.start()
             state.extras["auto_materializer"] = job

@@ -108,11 +108,12 @@ class ServerConfig:
     max_compile_seconds: float = 3.0
     max_compiled_sql_bytes: int = 262_144
     # Event and person properties the compiler reads most become materialized columns, up to
-    # materialize_max_columns per table (engine/autoprops.py).
+    # materialize_max_columns per table and materialize_project_columns per project and table (engine/autoprops.py).
     auto_materialize: bool = True
     materialize_interval_seconds: int = 300
     materialize_min_uses: int = 20
     materialize_max_columns: int = 20
+    materialize_project_columns: int = 10
     # An answer (sync, async or cached) above this many bytes is a 400 naming the limit (0: none).
     max_result_bytes: int = 64 * 1024**2
     # The same for an all-rows Arrow answer (POST /query/arrow/), made for large exports: larger by default.
@@ -148,6 +149,13 @@ class ServerConfig:
         env["max_execution_time"] = _env_int("HOGLAB_MAX_EXECUTION_TIME", cls.max_execution_time)
         if _env_off("HOGLAB_AUTO_MATERIALIZE"):
             env["auto_materialize"] = False
+        for name, key in (
+            ("HOGLAB_MATERIALIZE_INTERVAL", "materialize_interval_seconds"),
+            ("HOGLAB_MATERIALIZE_MIN_USES", "materialize_min_uses"),
+            ("HOGLAB_MATERIALIZE_MAX_COLUMNS", "materialize_max_columns"),
+            ("HOGLAB_MATERIALIZE_PROJECT_COLUMNS", "materialize_project_columns"),
+        ):
+            env[key] = _env_int(name, getattr(cls, key))
         if memory := os.environ.get("HOGLAB_MAX_MEMORY_USAGE"):
             env["max_memory_usage"] = parse_bytes(memory, "HOGLAB_MAX_MEMORY_USAGE")
         if budget := os.environ.get("HOGLAB_MEMORY_BUDGET"):

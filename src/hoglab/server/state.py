@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 
 from .config import ServerConfig
-from .http.ratelimit import RateLimiter
 from .query.cache import QueryCache
 from .store import CohortRecord, ExperimentRecord, ProjectRecord, Store
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: http/ reaches the state, so the state does not import http/
     from .engine.base import Engine
+    from .http.ratelimit import RateLimiter
     from .query.jobs import QueryJobs
 
 __all__ = [

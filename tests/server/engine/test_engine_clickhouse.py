@@ -192,3 +192,55 @@ def test_materialized_person_properties_through_a_server(ch: ClickHouseEngine, e
            f"FROM hoglab.persons WHERE team_id = {team} GROUP BY id ORDER BY id")  # fmt: skip
     assert ch.execute(sql).to_pylist() == [{"m": None, "j": None}, {"m": "new", "j": "new"}]
     assert any(s.table == "persons" and s.column == column for s in materialized.fill_status(ch))
+
+
+def test_materialization_is_checked_contained_and_budgeted_through_a_server(
+    ch: ClickHouseEngine, engine: ChdbEngine, team: int
+) -> None:
+    """The automatic job over ClickHouse's HTTP protocol: keys with quotes, backticks, NUL, dots and ``$`` become
+    columns that register for exactly their key, a key whose name the operator took gets another, a key whose
+    every name is taken fails alone, and the project gets no more than its budget (its five most used keys)."""
+    import uuid
+
+    from hoglab.server.engine import materialized
+    from hoglab.server.engine.autoprops import AutoMaterializer
+    from hoglab.server.engine.settings import quote_identifier, quote_string
+
+    tag = uuid.uuid4().hex[:6]
+    taken, blocked = f"ch_taken_{tag}", f"ch blocked {tag}"
+    ch.command(f"ALTER TABLE hoglab.events ADD COLUMN {quote_identifier(materialized.column_name(taken))} String")
+    for name in materialized.candidate_names(blocked):
+        ch.command(f"ALTER TABLE hoglab.events ADD COLUMN {quote_identifier(name)} Nullable(String)")
+    nul, quotes = f"ch nul\x00{tag}", f"ch it's `{tag}`"
+    keys = [f"ch cold {tag}", nul, quotes, f"ch.dot.{tag}", f"$ch_{tag}", taken, blocked]
+    materialized.take_usage("events")
+    for uses, key in enumerate(keys, start=5):  # what the compiler counts for each read: the most used last
+        for _ in range(uses):
+            materialized.lookup(key, team_id=team)
+    job = AutoMaterializer(ch, interval=3600, min_uses=5, max_columns=10_000, project_columns=5)
+    mine = lambda made: [k for k in made if k in keys]  # noqa: E731 (other tests' projects may have hot keys too)
+    made = mine(job.run_once()["events"])
+    assert made == [taken, f"$ch_{tag}", f"ch.dot.{tag}", quotes]  # the blocked one then holds no slot of the five
+    assert mine(k for _, k in job.failed) == [blocked] and "in use" in job.failed["events", blocked]
+    assert mine(job.run_once()["events"]) == [nul]  # the fifth slot; the cold key is over the budget
+    assert mine(k for _, k in job.failed) == [blocked]  # not tried again
+    columns = materialized.refresh(engine)  # the embedded engine reads the same registrations
+    assert columns[taken] != materialized.column_name(taken) and keys[0] not in columns
+    rows = [{k: f"{k}={i}" for k in keys if i % 3 or k != taken} for i in range(6)]
+    ts = pa.array([1_700_000_000_000_000] * len(rows), pa.timestamp("us", tz="UTC"))
+    ch.insert_arrow("events", pa.table({
+        "team_id": pa.array([team] * len(rows), pa.int64()),
+        "uuid": [f"00000000-0000-4000-8000-0000000001{i:02d}" for i in range(len(rows))],
+        "event": ["m"] * len(rows), "distinct_id": ["d"] * len(rows),
+        "person_id": ["00000000-0000-4000-8000-0000000000bb"] * len(rows),
+        "timestamp": ts, "properties": [orjson.dumps(r).decode() for r in rows],
+        "elements_chain": [""] * len(rows), "created_at": ts,
+    }))  # fmt: skip
+    for key in [*made, nul]:
+        comment = ch.execute(f"SELECT comment FROM system.columns WHERE database = 'hoglab' AND table = 'events' "
+                             f"AND name = {quote_string(columns[key])}").to_pylist()  # fmt: skip
+        assert comment == [{"comment": materialized.COMMENT_PREFIX + key}]
+        sql = (f"SELECT {quote_identifier(columns[key])} AS m, {materialized.extraction(key)} AS j "
+               f"FROM hoglab.events WHERE team_id = {team} ORDER BY uuid")  # fmt: skip
+        read = ch.execute(sql).to_pylist()
+        assert [r["m"] for r in read] == [r["j"] for r in read] == [r.get(key) for r in rows]

@@ -102,7 +102,7 @@ def test_count_by_event_reads_the_projection_and_answers_as_the_table(make_proje
 
 def test_hot_properties_are_materialized_automatically(make_project: Any, hoglab_service: Any) -> None:
     """The keys queries read at least ``min_uses`` times become columns at the job's next round; the counts are
-    kept in the engine (``property_usage``), and the answers stay the same."""
+    kept in the engine per project (``property_usage_by_project``), and the answers stay the same."""
     from hoglab.server.engine.autoprops import AutoMaterializer
 
     engine = hoglab_service.state.engine
@@ -122,13 +122,14 @@ def test_hot_properties_are_materialized_automatically(make_project: Any, hoglab
     before = ask("select properties.auto_hot as h, count() as c from events group by h order by h")
     ask("select properties.auto_cold from events")
     version = engine.write_count
-    assert job.record()["auto_hot"] >= 4
+    assert job.record()[project.id]["auto_hot"] >= 4
     assert engine.write_count == version  # counting uses is bookkeeping: every cached answer stays valid
     assert "auto_hot" in job.run_once()["events"]
     columns = materialized.materialized_columns()
     assert "auto_hot" in columns and "auto_cold" not in columns
     uses = {r["key"]: r["uses"] for r in engine.execute(
-        "SELECT key, sum(uses) AS uses FROM hoglab.property_usage GROUP BY key").to_pylist()}  # fmt: skip
+        "SELECT key, sum(uses) AS uses FROM hoglab.property_usage_by_project "
+        f"WHERE team_id = {project.id} GROUP BY key").to_pylist()}  # fmt: skip
     assert uses["auto_hot"] >= 4 and uses["auto_cold"] >= 1
     after = ask("select properties.auto_hot as h, count() as c from events group by h order by h")
     assert f"events.`{columns['auto_hot']}`" in after["clickhouse"]

@@ -134,7 +134,7 @@ def test_a_newest_version_without_the_key_reads_null_not_an_older_value(
     # the trend's filter and breakdown go through the same lookup (its answer carries HogQL, not the SQL)
     materialized.take_usage("persons")
     trend_fast, trend_slow = _both_plans(project, [_trend("new")])
-    assert materialized.take_usage("persons")[KEY] >= 2
+    assert materialized.take_usage("persons")[(project.id, KEY)] >= 2
     assert trend_fast[0]["results"] == trend_slow[0]["results"]
     assert [r["breakdown_value"] for r in trend_fast[0]["results"]] == ["$$_posthog_breakdown_null_$$"]
     assert [r["count"] for r in trend_fast[0]["results"]] == [4]
@@ -180,7 +180,7 @@ def test_hot_person_properties_are_materialized_automatically(make_project: Any,
     ask("select properties.auto_person_cold from persons")
     ask("select properties.auto_person_hot from events")  # an event key of the same name: counted apart
     version = engine.write_count
-    assert job.record("persons")["auto_person_hot"] >= 4
+    assert job.record("persons")[project.id]["auto_person_hot"] >= 4
     assert engine.write_count == version  # counting uses is bookkeeping: every cached answer stays valid
     made = job.run_once()
     assert "auto_person_hot" in made["persons"] and "auto_person_hot" not in made["events"]
@@ -188,7 +188,8 @@ def test_hot_person_properties_are_materialized_automatically(make_project: Any,
     assert "auto_person_hot" in columns and "auto_person_cold" not in columns
     assert "auto_person_hot" not in materialized.materialized_columns()
     uses = {r["key"]: r["uses"] for r in engine.execute(
-        "SELECT key, sum(uses) AS uses FROM hoglab.person_property_usage GROUP BY key").to_pylist()}  # fmt: skip
+        "SELECT key, sum(uses) AS uses FROM hoglab.person_property_usage_by_project "
+        f"WHERE team_id = {project.id} GROUP BY key").to_pylist()}  # fmt: skip
     assert uses["auto_person_hot"] >= 4 and uses["auto_person_cold"] >= 1
     after = ask("select person.properties.auto_person_hot as h, count() as c from events group by h order by h")
     assert f"`{columns['auto_person_hot']}`" in after["clickhouse"]

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from hoglab.server.filters.hogql_filters import filters_expansion
 from hoglab.server.flags.cohorts import CohortNotComputable, calculate, is_materialised
 from hoglab.server.hogql import compile_hogql
 
@@ -100,7 +101,8 @@ def test_flags_and_insight_filters_read_the_membership(make_project):
     assert values(ask(project, {"distinct_id": "never"}))["for-exposed"] is False
     compiled = compile_hogql(
         "SELECT DISTINCT distinct_id FROM events WHERE {filters}", team_id=project.id, default_limit=None,
-        filters={"properties": [{"type": "cohort", "key": "id", "value": cohort["id"]}]},
+        filters=filters_expansion({"properties": [{"type": "cohort", "key": "id", "value": cohort["id"]}]},
+                                  timezone="UTC"),
     )  # fmt: skip
     rows = project.service.state.engine.execute(compiled.sql, settings=compiled.settings)
     assert rows.column("distinct_id").to_pylist() == ["seen"]

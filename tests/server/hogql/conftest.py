@@ -11,6 +11,7 @@ import chdb
 import pytest
 
 from hoglab.server.engine.ddl import create_statements
+from hoglab.server.filters.hogql_filters import filters_expansion
 from hoglab.server.hogql import PERSON_OVERRIDES_DDL, REQUIRED_SETTINGS, CompiledQuery, compile_hogql
 
 from .world import TEAM, World, build_world
@@ -38,6 +39,8 @@ class Runner:
     def compile(self, hogql: str, **kwargs: Any) -> CompiledQuery:
         kwargs.setdefault("team_id", TEAM)
         kwargs.setdefault("database", DATABASE)
+        # filters as the query service hands them over: the one translator's condition, asked for when used
+        kwargs["filters"] = filters_expansion(kwargs.get("filters"), timezone=kwargs.get("timezone", "UTC"))
         return compile_hogql(hogql, **kwargs)
 
     def query(self, hogql: str, **kwargs: Any) -> list[list[Any]]:

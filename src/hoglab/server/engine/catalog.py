@@ -5,7 +5,8 @@ the other callers of ``compile_hogql`` hand it :data:`ENGINE_CATALOG`, which ans
 registry of materialized properties (``materialized.py``): the columns the engine holds, none while
 ``materialized.suspended()``, and a version that moves whenever either changes (compiled statements are cached by
 it, so a property materialized while the service runs is read from its column by the next compile). Each key the
-compiler asks for counts as one use of it, which automatic materialization ranks keys by (``autoprops.py``).
+compiler asks for counts as one use of it by the project compiled for, which automatic materialization ranks keys
+by, within each project's budget (``autoprops.py``).
 
 >>> from hoglab.server.hogql.catalog import Catalog
 >>> catalog: Catalog = ENGINE_CATALOG
@@ -28,8 +29,8 @@ class EngineCatalog:
     def version(self) -> Hashable:
         return materialized.registry_version()
 
-    def column(self, key: str, database: str, table: str) -> str | None:
-        return materialized.lookup(key, database, table)
+    def column(self, key: str, database: str, table: str, team_id: int | None = None) -> str | None:
+        return materialized.lookup(key, database, table, team_id)
 
     def columns(self, database: str, table: str) -> dict[str, str]:
         return materialized.materialized_columns(database, table)

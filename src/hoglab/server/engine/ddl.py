@@ -41,10 +41,12 @@ DATABASE = "hoglab"
 STAGING_PREFIX = "_load_"
 _STAGING = re.compile(r"^_load_[0-9a-f]{32}(_[a-z]+)?$")
 
-USAGE_TABLE = "property_usage"
-"""How often queries read each property (``autoprops.py``): the service's own, no query reads it."""
-PERSON_USAGE_TABLE = "person_property_usage"
-"""How often queries read each person property (``autoprops.py``): the service's own, no query reads it."""
+USAGE_TABLE = "property_usage_by_project"
+"""How often each project's queries read each event property (``autoprops.py``): the service's own, no query reads
+it. (Older versions counted without the project, in ``property_usage``; that table is no longer read.)"""
+PERSON_USAGE_TABLE = "person_property_usage_by_project"
+"""How often each project's queries read each person property (``autoprops.py``; formerly
+``person_property_usage``): the service's own, no query reads it."""
 BOOKKEEPING_TABLES = (USAGE_TABLE, PERSON_USAGE_TABLE)
 """Tables whose writes are not data changes: result caches ignore them (``query/cache.py``'s ``data_version``)."""
 

@@ -1,35 +1,37 @@
-"""``{filters}`` in a HogQL statement: a ``HogQLFilters`` (properties, dateRange) as one condition.
+"""``{filters}`` in a HogQL statement: a ``HogQLFilters`` (properties, dateRange) as one HogQL condition.
 
 The condition is written by the same translator as the insight runners' (:mod:`.properties`, dates by
-:func:`.dates.date_hogql`), parsed alone, and its values bound as literals; the compiler then checks and resolves it
-with the rest of the query, so it names ``properties.<key>``, ``person.properties.<key>`` and ``timestamp`` of
-whatever table the query reads. No filters: ``true``. ``filterTestAccounts`` is accepted; hoglab projects keep no
-test-account filters.
+:func:`.dates.date_hogql`), with its values in placeholders; the compiler parses it alone, binds the values as
+literals, then checks and resolves it with the rest of the query, so it names ``properties.<key>``,
+``person.properties.<key>`` and ``timestamp`` of whatever table the query reads. No filters: ``None`` (the compiler
+writes ``true``). ``filterTestAccounts`` is accepted; hoglab projects keep no test-account filters.
 
->>> from hoglab.server.hogql.dialect import HogQLDialect
->>> filters_to_expr({"properties": [{"key": "$browser", "value": "Chrome", "type": "event"}]}).sql(HogQLDialect)
-"((ifNull(properties.`$browser` = 'Chrome', 0)))"
+The query service hands :func:`filters_condition` to ``compile_hogql`` as its ``filters`` (a callable, asked only
+when a statement uses ``{filters}``), so the compiler does not import this package, which imports the compiler's
+parser.
+
+>>> hogql, values = filters_condition({"properties": [{"key": "$browser", "value": "Chrome", "type": "event"}]})
+>>> hogql, values
+('(ifNull(properties.`$browser` = {p0}, 0))', {'p0': 'Chrome'})
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from sqlglot import exp
-
-from ..hogql.parse import parse_hogql_expr
-from ..hogql.values import bind_placeholders
 from .dates import date_hogql
 from .params import Params
 from .properties import property_filters_to_hogql
 
-__all__ = ["filters_to_expr"]
+__all__ = ["filters_condition", "filters_expansion"]
 
 
-def filters_to_expr(filters: Any, *, timezone: str = "UTC") -> exp.Expr:
-    """The condition for ``{filters}`` (``true`` when there is nothing to filter)."""
+def filters_condition(filters: Any, *, timezone: str = "UTC") -> tuple[str, dict[str, Any]] | None:
+    """The condition for ``{filters}`` as HogQL with placeholders and their values (None: nothing to filter)."""
     if filters is None:
-        return exp.true()
+        return None
     data = filters.model_dump(exclude_none=True) if hasattr(filters, "model_dump") else dict(filters)
     p = Params()
     parts: list[str] = []
@@ -42,5 +44,10 @@ def filters_to_expr(filters: Any, *, timezone: str = "UTC") -> exp.Expr:
     if condition:
         parts.append(condition)
     if not parts:
-        return exp.true()
-    return bind_placeholders(parse_hogql_expr("(" + " AND ".join(parts) + ")"), p.values, timezone=timezone)
+        return None
+    return " AND ".join(parts), p.values
+
+
+def filters_expansion(filters: Any, *, timezone: str) -> Callable[[], tuple[str, dict[str, Any]] | None] | None:
+    """``compile_hogql``'s ``filters`` for a ``HogQLFilters`` (or its dict): translated only if the statement asks."""
+    return None if filters is None else partial(filters_condition, filters, timezone=timezone)

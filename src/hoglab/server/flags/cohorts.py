@@ -33,6 +33,7 @@ from hoglab.errors import HoglabError
 
 from ..engine.catalog import ENGINE_CATALOG
 from ..engine.ddl import DATABASE
+from ..filters.hogql_filters import filters_expansion
 from ..hogql import compile_hogql
 from ..ingest.persons import next_version
 from ..query.runners.base import has_person_overrides
@@ -133,7 +134,7 @@ def _leaf_sql(
         default_limit=None,
         max_limit=_MAX_ROWS,
         person_overrides=overrides,
-        filters={"properties": event_filters},
+        filters=filters_expansion({"properties": event_filters}, timezone=project.timezone or "UTC"),
         catalog=ENGINE_CATALOG,
     )
     return compiled.sql

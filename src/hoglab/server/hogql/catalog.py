@@ -34,9 +34,10 @@ class Catalog(Protocol):
         """A value that changes whenever :meth:`column` or :meth:`columns` would answer differently."""
         ...
 
-    def column(self, key: str, database: str, table: str) -> str | None:
+    def column(self, key: str, database: str, table: str, team_id: int | None = None) -> str | None:
         """The column holding ``<database>.<table>.properties.<key>``, if there is one. The compiler asks once
-        for each property it reads with a single key (the engine's catalog counts those reads)."""
+        for each property it reads with a single key, naming the project it compiles for (the engine's catalog
+        counts those reads per project)."""
         ...
 
     def columns(self, database: str, table: str) -> Mapping[str, str]:
@@ -58,7 +59,7 @@ class StaticCatalog:
     def version(self) -> Hashable:
         return self._version
 
-    def column(self, key: str, database: str, table: str) -> str | None:
+    def column(self, key: str, database: str, table: str, team_id: int | None = None) -> str | None:
         return self._columns.get((database, table), {}).get(key)
 
     def columns(self, database: str, table: str) -> Mapping[str, str]:

@@ -23,19 +23,24 @@ from sqlglot.errors import SqlglotError
 from .catalog import NO_MATERIALIZED, Catalog
 from .check import check_query
 from .errors import HogQLError
-from .parse import parse_hogql
+from .parse import parse_hogql, parse_hogql_expr
 from .printer import apply_limit, name_columns, print_clickhouse, print_hogql, remember_texts
 from .props import use_materialized
 from .resolve import Env, Resolver
 from .textguard import guard_text_equalities
 from .values import bind_placeholders
 
-__all__ = ["REQUIRED_SETTINGS", "CompiledQuery", "compile_hogql"]
+__all__ = ["REQUIRED_SETTINGS", "CompiledQuery", "FiltersCondition", "compile_hogql"]
 
 log = logging.getLogger(__name__)
 
 REQUIRED_SETTINGS: Mapping[str, Any] = {"join_use_nulls": 1}
 """Settings the printed SQL assumes: a person that does not match is NULL, not zero values."""
+
+FiltersCondition = Callable[[], "tuple[str, Mapping[str, Any]] | None"]
+"""What ``{filters}`` expands to, asked for only when a statement uses it: a HogQL condition and the values of its
+placeholders, or None for ``true``. The query service passes the one property-filter translator's
+(``server/filters/hogql_filters.py``), so the compiler never imports the translator that imports it."""
 
 
 @dataclass(frozen=True)
@@ -81,15 +86,15 @@ def compile_hogql(
     max_limit: int = 10_000,
     database: str = "hoglab",
     person_overrides: bool = False,
-    filters: Any = None,
+    filters: FiltersCondition | None = None,
     numeric_properties: Mapping[str, Collection[str]] | None = None,
     query_log: Sequence[Mapping[str, Any]] = (),
     catalog: Catalog = NO_MATERIALIZED,
 ) -> CompiledQuery:
     """Compile one HogQL SELECT for project ``team_id``; every refusal is a :class:`HogQLError`.
 
-    ``values`` bind ``{name}`` placeholders as literals. ``filters`` (a ``HogQLFilters`` or its dict) is what a
-    ``{filters}`` placeholder expands to (``true`` when absent). ``person_overrides`` routes
+    ``values`` bind ``{name}`` placeholders as literals. ``filters`` gives what a ``{filters}`` placeholder expands
+    to (:data:`FiltersCondition`; ``true`` when absent). ``person_overrides`` routes
     ``events.person_id`` through the person merge table. ``numeric_properties`` (HogQL table -> property keys the
     project's data types as numbers, PostHog's property definitions) are read as numbers where order matters.
     ``query_log`` are the records the ``query_log`` table shows: the caller's own, and nobody else's.
@@ -125,12 +130,13 @@ def compile_hogql(
         raise HogQLError(f"Internal error while compiling the query ({type(e).__name__})", internal=True) from e
 
 
-def _filters_builder(filters: Any, timezone: str) -> Callable[[], exp.Expr]:
+def _filters_builder(filters: FiltersCondition | None, timezone: str) -> Callable[[], exp.Expr]:
     def build() -> exp.Expr:
-        # filters/ writes HogQL with the compiler's parser: imported here, when a statement uses {filters}.
-        from ..filters.hogql_filters import filters_to_expr
-
-        return filters_to_expr(filters, timezone=timezone)
+        condition = filters() if filters is not None else None
+        if condition is None:
+            return exp.true()
+        hogql, values = condition
+        return bind_placeholders(parse_hogql_expr(f"({hogql})"), values, timezone=timezone)
 
     return build
 
@@ -144,7 +150,7 @@ def _compile(
     max_limit: int,
     database: str,
     person_overrides: bool,
-    filters: Any,
+    filters: FiltersCondition | None,
     numeric_properties: Mapping[str, Collection[str]] | None,
     query_log: Sequence[Mapping[str, Any]],
     catalog: Catalog,

@@ -57,9 +57,10 @@ def mark_json(node: exp.Expr, name: str, table: str | None = None) -> exp.Expr:
     return node
 
 
-def json_access(base: exp.Expr, keys: list[exp.Expr], catalog: Catalog) -> exp.Expr:
+def json_access(base: exp.Expr, keys: list[exp.Expr], catalog: Catalog, team_id: int | None = None) -> exp.Expr:
     """``JSONExtract(base, k1, k2, ..., 'Nullable(String)')``, flattening an access already made on ``base``; a
-    single key of ``events``/``persons`` ``properties`` is marked with the ``catalog``'s column for it, if any."""
+    single key of ``events``/``persons`` ``properties`` is marked with the ``catalog``'s column for it, if any
+    (asked for project ``team_id``, whose read it counts as)."""
     if base.meta.get(PROP_META):
         args = list(base.expressions[:-1])
         root = args[0]
@@ -77,7 +78,7 @@ def json_access(base: exp.Expr, keys: list[exp.Expr], catalog: Catalog) -> exp.E
         node.meta[NAME_META] = last.this
         source = _materializable(root)
         if len(keys) == 1 and source is not None:
-            node.meta[_MATERIALIZED_META] = catalog.column(last.this, *source)
+            node.meta[_MATERIALIZED_META] = catalog.column(last.this, *source, team_id)
     return node
 
 

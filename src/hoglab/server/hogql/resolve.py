@@ -245,7 +245,7 @@ class Resolver:
             ref.meta[NULLABLE_META] = True
             if kind is True:
                 mark_json(ref, name)
-                return json_access(ref, _keys(rest[1:]), self.catalog) if len(rest) > 1 else ref
+                return json_access(ref, _keys(rest[1:]), self.catalog, self.team_id) if len(rest) > 1 else ref
             return ref if len(rest) == 1 else None
         if source.kind == "numbers":
             if name != "number" or len(rest) > 1:
@@ -276,7 +276,7 @@ class Resolver:
                 ref.meta[EVENT_PROPERTIES_META] = self.database  # keys may be materialized columns (props.py)
             elif schema.name == "persons" and name == "properties":
                 ref.meta[PERSON_PROPERTIES_META] = self.database
-            return json_access(ref, _keys(rest[1:]), self.catalog) if len(rest) > 1 else ref
+            return json_access(ref, _keys(rest[1:]), self.catalog, self.team_id) if len(rest) > 1 else ref
         if len(rest) > 1:
             raise _err(f"Field '{name}' has no sub-fields", node)
         ref.meta[NAME_META] = name
@@ -321,7 +321,7 @@ class Resolver:
         key = keys[0]
         if not (isinstance(key, exp.Literal) and key.is_string):
             raise _err("Property keys in [...] must be strings, e.g. properties['$browser']", key)
-        bracket.replace(json_access(base, [exp.Literal.string(key.this)], self.catalog))
+        bracket.replace(json_access(base, [exp.Literal.string(key.this)], self.catalog, self.team_id))
 
     # ---- joins and views ---------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS
 
 from ...engine.catalog import ENGINE_CATALOG
+from ...filters.hogql_filters import filters_expansion
 from ...hogql import CompiledQuery, compile_hogql
 from ...hogql.budget import CompileBudget
 from ...hogql.catalog import Catalog
@@ -187,7 +188,7 @@ class RunContext:
                         default_limit=default_limit,
                         max_limit=max_limit,
                         person_overrides=self.person_overrides,
-                        filters=filters,
+                        filters=filters_expansion(filters, timezone=self.timezone),
                         numeric_properties=numeric_properties,
                         query_log=query_log,
                         catalog=self.catalog,
