@@ -21,7 +21,8 @@ START = (datetime.now(UTC) - timedelta(days=3)).replace(microsecond=0)
 
 @pytest.fixture
 def client(live_client, live_project):
-    events = [{"event": "$groupidentify", "distinct_id": "admin", "timestamp": (START + timedelta(seconds=i)).isoformat(),
+    events = [{"event": "$groupidentify", "distinct_id": "admin",
+               "timestamp": (START + timedelta(seconds=i)).isoformat(),
                "properties": {"$group_type": "company", "$group_key": f"c{i}", "$group_set": {"seats": i}}}
               for i in range(120)]  # fmt: skip
     for i in range(30):

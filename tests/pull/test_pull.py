@@ -292,7 +292,8 @@ def test_a_pull_copies_group_types_and_groups(hoglab_service: LocalService, make
     project = make_project()
     start = NOW - timedelta(days=2)
     events: list[dict[str, Any]] = [
-        {"event": "view", "distinct_id": "u0", "timestamp": start.isoformat(), "properties": {"$groups": {"team": "t"}}}]
+        {"event": "view", "distinct_id": "u0", "timestamp": start.isoformat(), "properties": {"$groups": {"team": "t"}}}
+    ]
     for i in range(30):
         events.append({"event": "$groupidentify", "distinct_id": "admin", "timestamp": start.isoformat(),
                        "properties": {"$group_type": "company", "$group_key": f"c{i}",

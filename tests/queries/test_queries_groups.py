@@ -35,7 +35,7 @@ def test_a_name_waits_for_the_client() -> None:
     assert query.properties[0].group_type_names == {"group_type_index": "project"}
     with pytest.raises(ValueError, match="'company' is a name"):
         query.to_json_dict()
-    with pytest.raises(InvalidArgument, match="type.property"):
+    with pytest.raises(InvalidArgument, match=r"type\.property"):
         hoglab.trends("buy", breakdown="plan", breakdown_type="group")
     query = hoglab.trends("buy", breakdown="0.plan", breakdown_type="group", where={"group.0.plan": "pro"})
     body = query.to_json_dict()

@@ -12,7 +12,6 @@ are aggregated per company in pandas and compared with ``ExperimentQuery``'s suf
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -192,7 +191,7 @@ def _variant(key: str, company: str) -> str:
 
 @pytest.fixture(scope="module")
 def experiment(project, hoglab_service):
-    record, key, http = project
+    record, _key, http = project
     body = {"name": "Company pricing", "feature_flag_key": "company-pricing",
             "start_date": (datetime.now(UTC) - timedelta(hours=1)).isoformat(),
             "parameters": {"aggregation_group_type_index": 0}}  # fmt: skip
@@ -257,10 +256,15 @@ def test_a_company_randomised_experiment_equals_pandas(project, experiment, hogl
         sdk.flush()
     finally:
         sdk.shutdown()
+    start = datetime.fromisoformat(experiment["start_date"].replace("Z", "+00:00"))
     compiled = compile_hogql(
         "SELECT event, timestamp, $group_0 AS company, properties.$feature_flag_response AS variant, "
         "toFloat(properties.amount) AS amount FROM events WHERE event IN ('$feature_flag_called', 'purchase') "
-        "AND timestamp >= {start}", team_id=record.id, values={"start": datetime.fromisoformat(experiment["start_date"].replace("Z", "+00:00"))}, default_limit=None)
+        "AND timestamp >= {start}",
+        team_id=record.id,
+        values={"start": start},
+        default_limit=None,
+    )
     rows = pd.DataFrame(hoglab_service.state.engine.execute(compiled.sql, settings=compiled.settings).to_pylist())
     exposures = rows[(rows.event == "$feature_flag_called") & (rows.company != "")]
     first = exposures.groupby("company").agg(first=("timestamp", "min"), variant=("variant", "first"))

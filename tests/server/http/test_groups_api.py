@@ -15,7 +15,8 @@ NOW = datetime.now(UTC).replace(microsecond=0)
 
 
 def _identify(key: str, props: dict[str, Any], minutes: int, group_type: str = "company") -> dict[str, Any]:
-    return {"event": "$groupidentify", "distinct_id": "admin", "timestamp": (NOW - timedelta(minutes=minutes)).isoformat(),
+    return {"event": "$groupidentify", "distinct_id": "admin",
+            "timestamp": (NOW - timedelta(minutes=minutes)).isoformat(),
             "properties": {"$group_type": group_type, "$group_key": key, "$group_set": props}}  # fmt: skip
 
 
