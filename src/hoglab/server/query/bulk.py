@@ -41,7 +41,7 @@ from .cache import data_version
 from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
 from .fairness import ProjectBusy
 from .query_log import is_refusal, log_run
-from .request import prepare
+from .request import prepare, project_actions, project_catalog
 from .runners import RunContext, has_person_overrides
 from .runners.hogql import MODIFIERS
 
@@ -132,6 +132,7 @@ def bulk_arrow(
     caller's key, which gets its own share of the engine, as on ``/query``.
     """
     prepared = prepare(data, team_id=project.id, timezone=project.timezone or "UTC")
+    actions = project_actions(service.store, project.id)  # what matchesAction() may name
     if not isinstance(prepared.query, HogQLQuery):
         detail = f"Bulk rows are answered for HogQLQuery only, not {prepared.kind}."
         raise ValidationFailed(detail, attr="query__kind", code="invalid_input")
@@ -152,7 +153,8 @@ def bulk_arrow(
             ):
                 ctx = RunContext(project=project, engine=view, now=utcnow(), tag=tag, person_overrides=overrides,
                                  compile_budget=service.compile_budget,
-                                 compile_slot=partial(service.gate.compiling, project.id))  # fmt: skip
+                                 compile_slot=partial(service.gate.compiling, project.id),
+                                 catalog=project_catalog(actions))  # fmt: skip
                 compiled = ctx.compile(
                     query.query,
                     values=query.values,
