@@ -186,6 +186,9 @@ def _filter(query: TrendsQuery, rng: QueryDateRange) -> dict[str, Any]:
         "date_from": rng.date_from.isoformat(),
         "date_to": rng.date_to.isoformat(),
         "interval": rng.interval,
+        # PostHog's flag: an explicit range counts from date_from itself, a relative one from the start of the
+        # first interval (so only an explicit range can make the first period partial).
+        "explicit_date": rng.explicit,
         "filter_test_accounts": bool(query.filterTestAccounts),
     }
     if query.trendsFilter and query.trendsFilter.display:
