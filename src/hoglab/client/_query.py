@@ -25,6 +25,8 @@ from ..schema import (
     ExperimentExposureQueryResponse,
     ExperimentQueryResponse,
     FunnelsQueryResponse,
+    GroupsQuery,
+    GroupsQueryResponse,
     HogQLQuery,
     HogQLQueryResponse,
     LifecycleQueryResponse,
@@ -60,6 +62,7 @@ RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "LifecycleQuery": LifecycleQueryResponse,
     "StickinessQuery": StickinessQueryResponse,
     "PathsQuery": PathsQueryResponse,
+    "GroupsQuery": GroupsQueryResponse,
 }
 CURSOR = "_hoglab_cursor"
 # Row caps servers are known to apply silently (the contract's 10,000, PostHog Cloud's 50,000): a page that
@@ -91,10 +94,13 @@ def as_query(query: Any) -> AnyQueryModel:
 
 
 def execute(client: Client, query: AnyQueryModel, *, refresh: str | bool | None = None) -> dict[str, Any]:
-    """POST the query and return the answer as parsed JSON; a 202 (the server chose async) is waited for. The
-    answer's warnings (``metadata.warnings``) are issued as :class:`~hoglab.errors.QueryWarning`."""
+    """POST the query and return the answer as parsed JSON; a 202 (the server chose async) is waited for. Group
+    types a builder named are looked up first (``_groups.resolve_group_types``). The answer's warnings
+    (``metadata.warnings``) are issued as :class:`~hoglab.errors.QueryWarning`."""
+    from ._groups import resolve_group_types
     from ._jobs import QueryJob, new_query_id
 
+    query = resolve_group_types(client, query)
     query_id = new_query_id()
     body = QueryRequest(query=query, refresh=refresh, client_query_id=query_id).to_json_dict()
     resolve_action_names(client, body["query"])  # actions the builders named by name get their ids
@@ -315,18 +321,20 @@ def run_query(
     flatten: bool | Sequence[str] | None,
     output: str,
 ) -> Any:
-    q = as_query(query)
+    from ._groups import label_units, resolve_group_types
+
+    q = resolve_group_types(client, as_query(query))
     options: dict[str, Any] = {}
     if flatten is None:  # an EventsQuery's whole event ("*") as analysts read it: a column per property
         flatten = [STAR] if isinstance(q, EventsQuery) and STAR in q.select else False
-    if isinstance(q, HogQLQuery | EventsQuery | ActorsQuery):
+    if isinstance(q, HogQLQuery | EventsQuery | ActorsQuery | GroupsQuery):
         options = {"parse_json": parse_json, "flatten": flatten}
     if all_rows and isinstance(q, EventsQuery | ActorsQuery):
         df = _concat(list(_offset_pages(client, q, options)))
     elif all_rows and isinstance(q, HogQLQuery):
         df = all_hogql_rows(client, _strip(q.query), q.values, parse_json=parse_json)
     else:
-        df = to_frame(execute(client, q), q.kind, **options)
+        df = label_units(client, q, to_frame(execute(client, q), q.kind, **options))
     return convert_output(df, output)
 
 
