@@ -79,6 +79,7 @@ from .filters import (
     ElementPropertyFilter,
     EventPropertyFilter,
     FeaturePropertyFilter,
+    GroupPropertyFilter,
     HogQLPropertyFilter,
     PersonPropertyFilter,
     PropertyFilters,
@@ -87,6 +88,7 @@ from .filters import (
     PropertyOperator,
     PropertyValue,
 )
+from .groups import CreateGroup, Group, GroupsQuery, GroupsQueryResponse, GroupType, GroupTypeMetadata
 from .insights import (
     LifecycleFilter,
     LifecycleQuery,
@@ -202,6 +204,7 @@ __all__ = [
     "CohortPropertyFilter",
     "CompareFilter",
     "CountPerActorMathType",
+    "CreateGroup",
     "DateRange",
     "ElementPropertyFilter",
     "ErrorBody",
@@ -251,6 +254,12 @@ __all__ = [
     "FunnelsFilter",
     "FunnelsQuery",
     "FunnelsQueryResponse",
+    "Group",
+    "GroupPropertyFilter",
+    "GroupType",
+    "GroupTypeMetadata",
+    "GroupsQuery",
+    "GroupsQueryResponse",
     "HogQLFilters",
     "HogQLPropertyFilter",
     "HogQLQuery",

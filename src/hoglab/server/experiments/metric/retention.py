@@ -76,7 +76,7 @@ def retention_sql(metric: ExperimentRetentionMetric, experiment: ResolvedExperim
             having = f"HAVING start_timestamp + toIntervalSecond({window_end}) <= {p.add(matured_before)}"
         starts = f"""
             SELECT x.entity_id AS entity_id, {pick} AS start_timestamp, {pick_uuid} AS start_uuid
-            FROM (SELECT person_id AS entity_id, timestamp, uuid FROM events WHERE {where}) AS e
+            FROM (SELECT {experiment.entity} AS entity_id, timestamp, uuid FROM events WHERE {where}) AS e
             INNER JOIN exposures AS x ON e.entity_id = x.entity_id
             WHERE {after}
             GROUP BY x.entity_id {having}
@@ -99,7 +99,7 @@ def retention_sql(metric: ExperimentRetentionMetric, experiment: ResolvedExperim
     return f"""
         WITH exposures AS ({exposures}),
              start_events AS ({starts}),
-             completion_events AS (SELECT person_id AS entity_id, uuid AS completion_uuid,
+             completion_events AS (SELECT {experiment.entity} AS entity_id, uuid AS completion_uuid,
                                           timestamp AS completion_timestamp
                                    FROM events WHERE {completion_where}),
              entity_metrics AS (
