@@ -305,15 +305,25 @@ def _read_actions(remote: Remote, wanted: set[int], warnings: list[str]) -> list
     return list(listed.values())
 
 
+def _read_optional(remote: Remote, resource: str, shape: answers.Shape, warnings: list[str]) -> list[dict[str, Any]]:
+    """A listing a remote may not have (an older hoglab without holdouts or saved metrics): none, said in a
+    warning, instead of a failed pull."""
+    try:
+        return remote.rest(resource, shape)
+    except NotFound:
+        warnings.append(f"{resource.replace('_', ' ')} not copied: the remote has no /{resource}/ endpoint")
+        return []
+
+
 def read_objects(remote: Remote) -> RemoteObjects:
     """Read the experiment holdouts and saved metrics, the experiments (archived too), the actions (those an
     experiment or a saved metric names included), feature flags and cohorts; deleted flags and cohorts are left
     out."""
-    holdouts = remote.rest("experiment_holdouts", answers.HOLDOUT)
-    saved_metrics = remote.rest("experiment_saved_metrics", answers.SAVED_METRIC)
+    warnings: list[str] = []
+    holdouts = _read_optional(remote, "experiment_holdouts", answers.HOLDOUT, warnings)
+    saved_metrics = _read_optional(remote, "experiment_saved_metrics", answers.SAVED_METRIC, warnings)
     experiments = {e["id"]: e for archived in ("false", "true")
                    for e in remote.rest("experiments", answers.EXPERIMENT, archived=archived)}  # fmt: skip
-    warnings: list[str] = []
     actions = _read_actions(remote, action_ids([*experiments.values(), *saved_metrics]), warnings)
     flags = [f for f in remote.rest("feature_flags", answers.FLAG) if not f.get("deleted")]
     cohorts = [c for c in remote.rest("cohorts", answers.COHORT) if not c.get("deleted")]
