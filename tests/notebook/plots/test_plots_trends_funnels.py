@@ -90,6 +90,13 @@ def test_one_line_has_no_legend_and_several_series_are_named_by_label() -> None:
     assert ax.get_legend().get_texts()[0].get_text() == r"\$pageview · Chrome"
 
 
+def test_a_one_series_breakdown_labelled_by_its_values_names_each_line_once() -> None:
+    # PostHog's (and hoglab's) answer to one series broken down: each result's label is its breakdown value.
+    results = [_trend(plan, [1, 2, 3, 4], plan) for plan in ("free", "pro")]
+    ax = plot_trends(trends_frame({"timezone": "UTC", "results": results}))
+    assert list(_lines(ax)) == ["free", "pro"]
+
+
 def test_lines_past_the_palette_differ_by_style() -> None:
     results = [_trend("$pageview", [1, 2, 3, 4], f"browser {i}") for i in range(10)]
     ax = plot_trends(trends_frame({"timezone": "UTC", "results": results}))

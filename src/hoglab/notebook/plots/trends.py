@@ -103,7 +103,9 @@ def _names(keys: Sequence[_Key]) -> dict[_Key, str]:
     names: dict[_Key, str] = {}
     for i, (series, label, breakdown) in enumerate(keys):
         if breakdown:
-            name = breakdown if one_label and label else f"{label} · {breakdown}" if label else breakdown
+            # PostHog labels a one-series breakdown's lines with the value itself: no "free · free".
+            alone = (one_label and label) or label == breakdown or not label
+            name = breakdown if alone else f"{label} · {breakdown}"
         else:
             name = label or f"series {i + 1}"
         names[(series, label, breakdown)] = name
