@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         read_hogql as read_hogql,
     )
     from .errors import (
+        AnswerTimeout as AnswerTimeout,
         APIError as APIError,
         AuthenticationError as AuthenticationError,
         ConfigurationError as ConfigurationError,
@@ -50,6 +51,8 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         QueryError as QueryError,
         QueryTimeout as QueryTimeout,
         RateLimited as RateLimited,
+        RedirectRefused as RedirectRefused,
+        RemoteAnswerError as RemoteAnswerError,
         ServerError as ServerError,
         TransportError as TransportError,
         ValidationError as ValidationError,

@@ -10,6 +10,9 @@ the other parts define theirs beside their code, under the same root::
     ├── InvalidArgument                  (also ValueError)   a builder or method argument is wrong; no request sent
     │   └── InvalidArgumentType          (also TypeError)
     ├── TransportError                   (also ConnectionError) the service could not be reached (after retries)
+    │   └── AnswerTimeout                (also TimeoutError) an answer took longer than ``answer_timeout``/deadline
+    ├── RedirectRefused                                      a redirect to another host (never followed)
+    ├── RemoteAnswerError                (also ValueError)   an answer unusable as what it should be (``hoglab pull``)
     ├── QueryTimeout                     (also TimeoutError) an async query did not finish within ``timeout``
     ├── APIError                                             the service answered with an error body
     │   ├── AuthenticationError                              bad or missing personal API key
@@ -65,6 +68,7 @@ from typing import Any
 
 __all__ = [
     "APIError",
+    "AnswerTimeout",
     "AuthenticationError",
     "ConfigurationError",
     "HoglabError",
@@ -75,6 +79,8 @@ __all__ = [
     "QueryError",
     "QueryTimeout",
     "RateLimited",
+    "RedirectRefused",
+    "RemoteAnswerError",
     "ServerError",
     "TransportError",
     "ValidationError",
@@ -107,6 +113,76 @@ class InvalidArgumentType(InvalidArgument, TypeError):
 
 class TransportError(HoglabError, ConnectionError):
     """The request never got an answer (connection refused, timeout, broken connection), retries included."""
+
+
+class AnswerTimeout(TransportError, TimeoutError):
+    """An answer did not arrive in full within the client's ``answer_timeout`` (a remote that stalls or trickles a
+    byte at a time), or the client's ``deadline`` passed; not retried: the same remote would do it again."""
+
+
+class RedirectRefused(HoglabError):
+    """The service answered with a redirect to another host. The client follows redirects within its own host
+    only: another host would not get the API key (httpx drops it), and its answer would not be this project's.
+    ``location`` is where the redirect pointed.
+    """
+
+    def __init__(self, message: str, *, location: str) -> None:
+        super().__init__(message)
+        self.location = location
+
+
+_UNSAID: Any = object()  # a RemoteAnswerError that does not quote what came
+
+
+class RemoteAnswerError(HoglabError, ValueError):
+    """A remote answered something that is not what its API answers there, or a setting that cannot be stored
+    (``hoglab pull``): ``endpoint`` (``"POST /api/projects/2/query/ (events)"``), ``field`` (``"results[3][4]
+    (timestamp)"``), what was ``expected`` and what came (``got``, shortened).
+
+    >>> str(RemoteAnswerError("timezone", "an IANA time zone such as 'Europe/Berlin'", "Mars/Olympus",
+    ...                       endpoint="GET /api/projects/2/"))
+    "GET /api/projects/2/: timezone: expected an IANA time zone such as 'Europe/Berlin', got 'Mars/Olympus'"
+    """
+
+    def __init__(self, field: str | None, expected: str, got: Any = _UNSAID, *, endpoint: str | None = None) -> None:
+        self.field = field
+        self.expected = expected
+        self.got = got
+        self.endpoint = endpoint
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = ": ".join(part for part in (self.endpoint, self.field) if part)
+        got = "" if self.got is _UNSAID else f", got {shown(self.got)}"
+        return f"{where + ': ' if where else ''}expected {self.expected}{got}"
+
+    def located(self, endpoint: str) -> RemoteAnswerError:
+        """This error said of ``endpoint`` (when it does not name one yet)."""
+        if self.endpoint is None:
+            self.endpoint = endpoint
+            self.args = (self._message(),)
+        return self
+
+
+class Description(str):
+    """What came, described rather than quoted (``"an empty body (HTTP 200)"``): shown as it is."""
+
+    __slots__ = ()
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``value`` as an error message quotes it: its repr, shortened to ``limit`` characters (a remote's answer
+    may be megabytes). Text of bytes is shown as text; a :class:`Description` as it is.
+
+    >>> shown("x" * 100, 10), shown(3), shown(b"<html>"), shown(Description("an empty body"))
+    ("'xxxxxxxx…", '3', "'<html>'", 'an empty body')
+    """
+    if isinstance(value, Description):
+        return str(value)
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class QueryTimeout(HoglabError, TimeoutError):

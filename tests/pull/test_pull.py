@@ -327,3 +327,23 @@ def test_a_pull_copies_group_types_and_groups(hoglab_service: LocalService, make
                    rate="100/second")  # fmt: skip
     assert skipped.groups == 0 and "group:read" in skipped.errors[0]
     mirror.close()
+
+
+def test_group_answers_are_checked_before_anything_is_stored() -> None:
+    from hoglab.errors import RemoteAnswerError
+    from hoglab.pull import answers
+
+    kind = answers.GROUP_TYPE.read({"group_type": "company", "group_type_index": 0, "name_plural": None})
+    assert (kind["group_type_index"], kind["name_plural"]) == (0, None)
+    row = answers.GROUP.read({"k": "0:acme", "index": 0, "key": "acme", "created_at": "2026-01-02T03:04:05Z",
+                              "properties": '{"plan": "pro"}'})  # fmt: skip
+    assert row["created_at"] == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC) and row["properties"] == '{"plan": "pro"}'
+    for shape, item, field in (
+        (answers.GROUP_TYPE, {"group_type": "company", "group_type_index": 5}, "group_type_index"),
+        (answers.GROUP_TYPE, {"group_type": "", "group_type_index": 0}, "group_type"),
+        (answers.GROUP, {"k": "0:a", "index": True, "key": "a", "properties": "{}"}, "index"),
+        (answers.GROUP, {"k": "0:a", "index": 0, "key": "a", "properties": "[1]"}, "properties"),
+    ):
+        with pytest.raises(RemoteAnswerError) as caught:
+            shape.read(item, "results[0]")
+        assert caught.value.field == f"results[0].{field}"

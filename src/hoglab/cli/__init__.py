@@ -12,9 +12,11 @@
     hoglab load --project ID FILE [--format jsonl|csv|parquet] [--data-dir DIR]
     hoglab materialize --project ID [KEY...] [--person KEY]... [--status] [--data-dir DIR]
     hoglab pull --from URL --project ID [--into LOCAL_ID] [--since DATE] [--rate 120/hour] [--from-export DIR]
+                [--timeout SECONDS] [--idle-timeout SECONDS]
 
 ``--data-dir`` defaults to ``$HOGLAB_DATA_DIR``, else the per-user data dir. A mistake in the arguments gets one
-line on stderr and exit status 2; a failure while running gets one line and status 1. Never a traceback.
+line on stderr and exit status 2 (so does a remote answer ``hoglab pull`` cannot use); a failure while running
+gets one line and status 1. Never a traceback.
 
 One module per command (``serve``, ``demo``, ``report``, ``project``, ``key``, ``materialize``, ``load``, ``pull``),
 each with ``add_parser(commands, common)`` and ``run(args)``; what they share is in ``common``. Commands import

@@ -25,15 +25,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _create(args: argparse.Namespace) -> int:
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    from hoglab.server.store.records import usable_timezone
 
     name = args.name.strip()
     if not name or len(name) > 200:
         raise CommandError("a project name has 1 to 200 characters", status=2)
-    try:
-        ZoneInfo(args.timezone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise CommandError(f"unknown time zone {args.timezone!r} (use an IANA name such as Europe/Berlin)", 2) from None
+    if not usable_timezone(args.timezone):
+        raise CommandError(f"unknown time zone {args.timezone!r} (use an IANA name such as Europe/Berlin)", 2)
     with open_store(args.data_dir, create=True) as store:
         project = store.projects.create(name, timezone=args.timezone)
     print(f"project id: {project.id}")

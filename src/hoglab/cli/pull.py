@@ -1,4 +1,9 @@
-"""``hoglab pull``: the command-line face of :func:`hoglab.pull` (docs/pull.md)."""
+"""``hoglab pull``: the command-line face of :func:`hoglab.pull` (docs/pull.md).
+
+A remote that answers something unusable (a malformed answer, a setting that cannot be stored, a redirect to
+another host, an answer that stalls past ``--idle-timeout``, a pull past ``--timeout``) gets one line naming what
+was wrong and exit status 2, like a mistake in the arguments; other failures exit 1.
+"""
 
 from __future__ import annotations
 
@@ -26,10 +31,14 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     pull.add_argument("--lookback", default="1h", metavar="SPAN", help="re-read this much before the watermark")
     pull.add_argument("--from-export", type=Path, default=None, metavar="DIR", help="batch-export files to read first")
     pull.add_argument("--no-persons", action="store_true", help="skip persons and distinct ids")
+    pull.add_argument("--timeout", default=None, metavar="SECONDS",
+                      help="stop the whole pull after this long (or a span: 2h; default $HOGLAB_PULL_TIMEOUT, none)")
+    pull.add_argument("--idle-timeout", default=None, metavar="SECONDS",
+                      help="give up on an answer not in full after this long (default $HOGLAB_PULL_IDLE_TIMEOUT, 300)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from hoglab.errors import HoglabError
+    from hoglab.errors import AnswerTimeout, HoglabError, InvalidArgument, RedirectRefused, RemoteAnswerError
     from hoglab.pull import pull
 
     try:
@@ -46,7 +55,11 @@ def run(args: argparse.Namespace) -> int:
             persons=not args.no_persons,
             progress=sys.stderr.isatty(),
             say=lambda line: print(line, flush=True),
+            timeout=args.timeout,
+            idle_timeout=args.idle_timeout,
         )
+    except (RemoteAnswerError, RedirectRefused, AnswerTimeout, InvalidArgument) as exc:
+        raise CommandError(str(exc), status=2) from None
     except HoglabError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:

@@ -7,14 +7,15 @@ import logging
 import os
 import random
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import httpx
 import pandas as pd
 
 from .. import __version__
-from ..errors import ConfigurationError, RateLimited, TransportError
+from ..errors import AnswerTimeout, ConfigurationError, RateLimited, RedirectRefused, TransportError
 from ..schema import Paginated, Project
 from ._errors import error_from_response, json_or_none
 from ._retry import IDEMPOTENT_METHODS, Clock, RetryPolicy, SystemClock
@@ -39,6 +40,55 @@ _ENV = {
 Output = Literal["pandas", "arrow", "polars"]
 
 
+def _read_whole(http: httpx.Client, request: httpx.Request, stop: threading.Event) -> httpx.Response:
+    """Send ``request`` and read its answer to the end, giving up between two reads once ``stop`` is set."""
+    response = http.send(request, stream=True)
+    try:
+        _ = response.content  # an in-memory transport's answer (httpx.MockTransport) is read already
+        return response
+    except httpx.ResponseNotRead:
+        pass
+    chunks: list[bytes] = []
+    try:
+        for chunk in response.iter_raw():
+            if stop.is_set():  # abandoned by the caller: stop reading a remote that is still trickling
+                break
+            chunks.append(chunk)
+    finally:
+        response.close()
+    # The raw bytes with the original headers: httpx decodes them (gzip...) as it would have.
+    return httpx.Response(response.status_code, headers=response.headers, content=b"".join(chunks),
+                          request=response.request)  # fmt: skip
+
+
+def _within(seconds: float, work: Callable[[threading.Event], httpx.Response], what: str, limit: str) -> httpx.Response:
+    """``work`` run in a helper thread, waited for at most ``seconds``: the wait ends on time however the network
+    stalls (connecting, a header or a body a byte at a time); the thread stops reading at its next chunk, or at the
+    transport's read timeout."""
+    done, stop = threading.Event(), threading.Event()
+    outcome: list[httpx.Response | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work(stop))
+        except BaseException as exc:  # handed to the caller's thread, which raises it
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="hoglab-answer", daemon=True).start()
+    try:
+        if not done.wait(seconds):
+            raise AnswerTimeout(f"{what}: no complete answer within {limit} (the remote stalled or trickles)")
+    finally:
+        if not done.is_set():
+            stop.set()
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
 def _from_env(name: str) -> str | None:
     for var in _ENV[name]:
         value = os.environ.get(var, "").strip()
@@ -59,6 +109,12 @@ class Client:
     (see :class:`RetryPolicy`, or pass ``retry=``); ``progress`` shows tqdm bars while paging or waiting
     (``None``: only in a terminal or a notebook). The API key never appears in a repr, a log line or an error.
 
+    ``answer_timeout`` (seconds, default none) bounds each answer from request to last byte, which ``timeout``
+    (between two reads) cannot: a server that sends a byte every few seconds never trips a read timeout. The
+    ``deadline`` attribute (a ``time.monotonic()`` moment, default none) ends every wait at that moment. Both raise
+    :class:`~hoglab.AnswerTimeout` and are not retried. Redirects are followed within the client's own host (and
+    from ``http`` to ``https`` on it); a redirect to another host is :class:`~hoglab.RedirectRefused`.
+
     >>> client = Client("http://localhost:8000", api_key="phx_secret", project_id=1)
     >>> client
     Client(host='http://localhost:8000', project_id=1)
@@ -76,6 +132,7 @@ class Client:
         max_retries: int = 3,
         retry: RetryPolicy | None = None,
         progress: bool | None = None,
+        answer_timeout: float | None = None,
     ) -> None:
         host = (host or _from_env("host") or DEFAULT_HOST).rstrip("/")
         if "://" not in host:
@@ -99,6 +156,8 @@ class Client:
         self._project_id: int | None = self._check_project(project) if project is not None else None
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self.progress = progress
+        self.answer_timeout = answer_timeout
+        self.deadline: float | None = None
         self._clock: Clock = SystemClock()
         self._rng = random.Random()
         self._http = httpx.Client(
@@ -107,6 +166,7 @@ class Client:
             timeout=timeout,
             transport=transport,
             follow_redirects=True,  # a service may redirect between /path and /path/; same origin keeps auth
+            event_hooks={"request": [self._same_host]},  # runs for every hop of a redirect, before it is sent
         )
         self._experiments: Experiments | None = None
         self._groups: Groups | None = None
@@ -164,6 +224,47 @@ class Client:
 
     # -- HTTP -----------------------------------------------------------------------------------------------------
 
+    def _same_host(self, request: httpx.Request) -> None:
+        """Refuse a request to another host than the client's: the hop of a redirect (a first request always goes
+        to the client's host). ``http`` to ``https`` on the same host is an upgrade, followed."""
+        home, url = httpx.URL(self.host), request.url
+        upgrade = home.scheme == "http" and url.scheme == "https" and url.port in (None, 443)
+        if url.host != home.host or not ((url.scheme == home.scheme and url.port == home.port) or upgrade):
+            origin = f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
+            raise RedirectRefused(
+                f"{self.host} redirected to another host, {origin}, which hoglab does not follow: the API key is not"
+                f" sent there and its answer would not be this project's (if {origin} is the service, use it as the"
+                " host)",
+                location=str(url.copy_with(query=None)),
+            )
+
+    def _budget(self) -> tuple[float, str] | None:
+        """How long the next answer may take, and which limit that is; ``None`` when nothing bounds it."""
+        limits: list[tuple[float, str]] = []
+        if self.answer_timeout is not None:
+            limits.append((self.answer_timeout, f"the answer timeout, {self.answer_timeout:g} s"))
+        if self.deadline is not None:
+            left = self.deadline - self._clock.monotonic()
+            if left <= 0:
+                raise AnswerTimeout("the deadline passed: no further request is sent")
+            limits.append((left, "the deadline"))
+        return min(limits) if limits else None
+
+    def _pause(self, seconds: float) -> None:
+        """Wait before a retry, unless the wait would pass the deadline."""
+        if self.deadline is not None and self._clock.monotonic() + seconds > self.deadline:
+            raise AnswerTimeout(f"a retry would wait {seconds:.0f} s, past the deadline")
+        self._clock.sleep(seconds)
+
+    def _send(self, method: str, path: str, json: Any, params: Mapping[str, Any] | None) -> httpx.Response:
+        """One attempt: the answer in full, within the answer budget when there is one."""
+        budget = self._budget()
+        if budget is None:
+            return self._http.request(method, path, json=json, params=params)
+        seconds, limit = budget
+        request = self._http.build_request(method, path, json=json, params=params)
+        return _within(seconds, lambda stop: _read_whole(self._http, request, stop), f"{method} {path}", limit)
+
     def request(
         self,
         method: str,
@@ -185,14 +286,16 @@ class Client:
         attempt = 0
         while True:
             try:
-                response = self._http.request(method, path, json=json, params=params)
+                response = self._send(method, path, json, params)
             except httpx.TransportError as exc:
                 if attempt < self.retry.max_retries and self.retry.retries_transport_error(exc, safe):
                     wait = self.retry.delay(attempt, self._rng)
                     log.info("%s %s: %s; retrying in %.1fs", method, path, type(exc).__name__, wait)
-                    self._clock.sleep(wait)
+                    self._pause(wait)
                     attempt += 1
                     continue
+                raise TransportError(f"{method} {path} failed: {type(exc).__name__}: {self._redact(str(exc))}") from exc
+            except (httpx.TooManyRedirects, httpx.DecodingError) as exc:  # an answer, but not one to read
                 raise TransportError(f"{method} {path} failed: {type(exc).__name__}: {self._redact(str(exc))}") from exc
             if response.is_success:
                 return response
@@ -203,7 +306,7 @@ class Client:
                 pause = self._wait_for(error, attempt)
                 if pause is not None:
                     log.info("%s %s: HTTP %s; retrying in %.1fs", method, path, response.status_code, pause)
-                    self._clock.sleep(pause)
+                    self._pause(pause)
                     attempt += 1
                     continue
             raise error
@@ -224,17 +327,24 @@ class Client:
         """``GET`` and decode."""
         return json_or_none(self.request("GET", path, params=params))
 
-    def paginate(self, path: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    def paginate(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        decode: Callable[[httpx.Response], Any] = json_or_none,
+    ) -> list[dict[str, Any]]:
         """Every item of a ``{count, next, previous, results}`` listing, following ``next``.
 
         ``next`` is followed by its ``limit``/``offset`` only, against this client's host: a service behind a proxy
-        may write its own address into ``next``.
+        may write its own address into ``next``. ``decode`` reads each page's answer (default: its JSON, ``None``
+        when it is not JSON); a stricter one raises on an answer that is not a listing (``hoglab pull``).
         """
         items: list[dict[str, Any]] = []
         query: dict[str, Any] = dict(params or {})
         seen_pages: set[str] = set()
         while True:
-            body = self.get_json(path, query)
+            body = decode(self.request("GET", path, params=query))
             if isinstance(body, list):  # an endpoint without pagination
                 return items + body
             page = Paginated[dict[str, Any]].model_validate({"count": 0, **(body or {})})

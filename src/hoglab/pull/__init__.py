@@ -15,9 +15,14 @@ It reads the remote through the same API a notebook uses (:class:`hoglab.Client`
 Exports (PostHog's batch exports, Parquet or JSONL files under a folder) go through the same path:
 ``pull(..., from_export="exports/")`` reads each file once and then tops up through the API.
 
-``run.py`` is one pull end to end, ``remote.py`` reads the remote and copies it, ``export.py`` reads export
-files, ``report.py`` says what a pull will do and did. The writing side is the service's (``hoglab.server.mirror``),
-imported only when a pull runs; ``hoglab pull`` on the command line is :mod:`hoglab.cli.pull`.
+Every answer of the remote is read through ``answers.py`` (its shape and every field checked, the endpoint named in
+any error) and the remote's settings are judged by the service's rules before anything is stored; each answer is
+bounded in time (``idle_timeout``), the whole pull may be (``timeout``), and no redirect leaves the remote's host.
+
+``run.py`` is one pull end to end, ``remote.py`` reads the remote and copies it, ``answers.py`` reads its answers,
+``export.py`` reads export files, ``report.py`` says what a pull will do and did. The writing side is the
+service's (``hoglab.server.mirror``), imported only when a pull runs; ``hoglab pull`` on the command line is
+:mod:`hoglab.cli.pull`.
 
 >>> report = pull("https://eu.posthog.com", 12345, data_dir="mirror/")  # doctest: +SKIP
 >>> report.events_copied, report.local_project_id  # doctest: +SKIP

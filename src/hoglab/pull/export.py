@@ -4,7 +4,9 @@ PostHog's batch exports to object storage write files under date-shaped prefixes
 JSON lines (optionally gzipped), one row per event with at least ``uuid, event, properties, distinct_id,
 timestamp`` and usually ``person_id, created_at, elements_chain``. Every such file below the folder is read once
 (the mirror remembers which), in name order; events already held are skipped by uuid. An event without
-``person_id`` gets the person hoglab would give its distinct id (docs/pull.md says what that means).
+``person_id`` gets the person hoglab would give its distinct id (docs/pull.md says what that means). Each row is
+checked as an event of the Query API is (:data:`hoglab.pull.answers.EVENT`): a bad row stops the pull with the
+file and row named, before its chunk is stored.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, RemoteAnswerError
+from .answers import EVENT
 
 if TYPE_CHECKING:
     from ..server.mirror import Mirror
@@ -47,19 +50,25 @@ def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=_CHUNK):
-        yield from batch.to_pylist()
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=_CHUNK):
+            yield from batch.to_pylist()
+    except pa.ArrowException as exc:  # a file cut short or not Parquet at all
+        raise InvalidArgument(f"{path}: not a readable Parquet file ({exc})") from None
 
 
 def _rows(path: Path) -> Iterator[dict[str, Any]]:
     return _parquet_rows(path) if path.name.endswith(".parquet") else _json_lines(path)
 
 
-def _event(row: dict[str, Any], project_id: int) -> dict[str, Any]:
+def _event(row: Any, project_id: int) -> Any:
     from ..server.ingest import person_uuid
 
+    if not isinstance(row, dict):
+        return row  # EVENT.read says what it is
     uuid = row.get("uuid")
     if isinstance(uuid, bytes) and len(uuid) == 16:  # Parquet's arrow.uuid arrives as 16 bytes
         uuid = str(__import__("uuid").UUID(bytes=uuid))
@@ -88,8 +97,6 @@ def read_export(
     """Read every export file below ``root`` the mirror has not read yet."""
     from tqdm.auto import tqdm
 
-    from ..server.mirror import parse_moment
-
     done = set(mirror.refresh().files_done)
     files = [p for p in export_files(root) if str(p.relative_to(root)) not in done]
     say(f"{len(files)} export files to read ({len(done)} read before)")
@@ -97,9 +104,12 @@ def read_export(
     for path in tqdm(files, unit="files", desc="export", disable=not progress, delay=0.5):
         copied = 0
         chunk: list[dict[str, Any]] = []
-        for row in _rows(path):
-            event = _event(row, mirror.project.id)
-            moment = parse_moment(event["timestamp"])
+        for number, row in enumerate(_rows(path), 1):
+            try:
+                event = EVENT.read(_event(row, mirror.project.id), f"row {number}")
+            except RemoteAnswerError as exc:
+                raise exc.located(f"export file {path}") from None
+            moment = event["timestamp"]
             if moment < since:
                 continue
             chunk.append(event)

@@ -1,8 +1,11 @@
 """Reading the remote project through the API a notebook uses (:class:`hoglab.Client`: retries, 429 and
-``Retry-After``), paced under its query rate, and copying what it reads into the local mirror: events by keyset
-pages on ``(timestamp, uuid)`` under the 10,000-row cap (PostHog refuses OFFSET for personal keys), persons and
-their distinct ids, the group types (``/groups_types/``) and groups (HogQL keyset pages over ``groups``), then
-feature flags, cohorts and experiments through the REST endpoints.
+``Retry-After``), paced under its query rate, every answer read through :mod:`hoglab.pull.answers`, and copying
+what it reads into the local mirror: events by keyset pages on ``(timestamp, uuid)`` under the 10,000-row cap
+(PostHog refuses OFFSET for personal keys), persons and their distinct ids, the group types (``/groups_types/``)
+and groups (HogQL keyset pages over ``groups``), feature flags, cohorts and experiments through the REST endpoints.
+
+A page is checked whole before any of it is stored, and it must move the keyset forward (rows in the order asked,
+after the previous page's last): a remote that ignores the keyset would otherwise be read forever.
 
 >>> seconds_per_query("120/hour")
 30.0
@@ -13,25 +16,31 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..client import Client
-from ..errors import InvalidArgument
+from ..errors import AnswerTimeout, Description, HoglabError, InvalidArgument, RemoteAnswerError
+from . import answers
+from .answers import Shape
 from .report import PullPlan, PullReport
 
 if TYPE_CHECKING:
-    from ..server.mirror import Mirror
+    from ..server.mirror import CheckedObjects, Mirror
 
 __all__ = [
     "PAGE_ROWS",
     "Pacer",
     "Remote",
+    "RemoteGroups",
+    "RemoteObjects",
     "mirror_events",
     "mirror_groups",
-    "mirror_objects",
     "mirror_persons",
+    "read_groups",
+    "read_objects",
     "seconds_per_query",
 ]
 
@@ -48,7 +57,12 @@ _EVENTS_PAGE = (
     " OR (timestamp = toDateTime64({after}, 6, 'UTC') AND toString(uuid) > {after_uuid}))"
     f" ORDER BY timestamp, toString(uuid) LIMIT {PAGE_ROWS}"
 )
-
+_PERSONS = ("SELECT toString(id) AS id, created_at, properties, is_identified FROM persons"
+            " WHERE toString(id) > {after} ORDER BY toString(id)")  # fmt: skip
+_GROUPS = ("SELECT concat(toString(index), ':', key) AS k, index, key, created_at, properties FROM groups"
+           " WHERE concat(toString(index), ':', key) > {after} ORDER BY k")  # fmt: skip
+_DISTINCT_IDS = ("SELECT distinct_id, toString(person_id) AS person_id FROM person_distinct_ids"
+                 " WHERE distinct_id > {after} ORDER BY distinct_id")  # fmt: skip
 
 
 def seconds_per_query(rate: str) -> float:
@@ -64,71 +78,181 @@ def _moment_text(moment: datetime) -> str:
 
 
 class Pacer:
-    """At most one query per ``interval`` seconds: the pull stays under the remote's rate limit by itself."""
+    """At most one query per ``interval`` seconds: the pull stays under the remote's rate limit by itself. With a
+    ``deadline`` (a ``clock`` moment), a wait that would pass it is :class:`~hoglab.AnswerTimeout` at once."""
 
-    def __init__(self, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, interval: float, clock: Callable[[], float] = time.monotonic, deadline: float | None = None
+    ) -> None:
         self.interval = interval
         self.clock = clock
+        self.deadline = deadline
         self.count = 0
         self._next = 0.0
 
     def wait(self) -> None:
         now = self.clock()
+        if self.deadline is not None and max(now, self._next) >= self.deadline:
+            raise AnswerTimeout("the pull's overall timeout passed before its next query")
         if now < self._next:
             time.sleep(self._next - now)
         self._next = max(now, self._next) + self.interval
         self.count += 1
 
 
-def _rows(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
-    columns = list(answer.get("columns") or [])
-    return [dict(zip(columns, row, strict=True)) for row in answer.get("results") or []]
-
-
 class Remote:
-    """The remote project, read through the client with the pacer in front of every query."""
+    """The remote project, read through the client with the pacer in front of every query; every answer checked
+    (:mod:`hoglab.pull.answers`), every error naming its endpoint."""
 
     def __init__(self, client: Client, pacer: Pacer) -> None:
         self.client = client
         self.pacer = pacer
 
-    def hogql(self, sql: str, values: Mapping[str, Any]) -> list[dict[str, Any]]:
-        from ..client._query import execute
-        from ..schema import HogQLQuery
+    def _endpoint(self, method: str, suffix: str, label: str | None = None) -> str:
+        return f"{method} {self.client.path(suffix)}" + (f" ({label})" if label else "")
+
+    def project(self) -> dict[str, Any]:
+        """The remote project (``GET /api/projects/:id/``): its id, name and time zone."""
+        endpoint = self._endpoint("GET", "")
+        try:
+            info = answers.PROJECT.read(answers.decode(self.client.request("GET", self.client.path(""))))
+        except RemoteAnswerError as exc:
+            raise exc.located(endpoint) from None
+        if info["id"] != self.client.project_id:
+            raise RemoteAnswerError("id", f"the project asked for, {self.client.project_id}", info["id"],
+                                    endpoint=endpoint)  # fmt: skip
+        return info
+
+    def hogql(self, sql: str, values: Mapping[str, Any], shape: Shape, columns: Sequence[str], label: str) -> list[
+        dict[str, Any]
+    ]:
+        """The rows of one HogQL query, each checked as ``shape``."""
+        from ..client._jobs import new_query_id
+        from ..schema import HogQLQuery, QueryRequest
 
         self.pacer.wait()
-        return _rows(execute(self.client, HogQLQuery(query=sql, values=dict(values)), refresh="force_blocking"))
+        endpoint = self._endpoint("POST", "query/", label)
+        query = HogQLQuery(query=sql, values=dict(values))
+        body = QueryRequest(query=query, refresh="force_blocking", client_query_id=new_query_id()).to_json_dict()
+        try:
+            answer = answers.decode(self.client.request("POST", self.client.path("query/"), json=body,
+                                                        idempotent=True))  # fmt: skip
+            return answers.table(self._completed(answer), shape, columns)
+        except RemoteAnswerError as exc:
+            raise exc.located(endpoint) from None
+
+    def _completed(self, answer: Any) -> Any:
+        """The answer with its rows: a blocking answer as it is; an answer the remote chose to run asynchronously
+        (``query_status``) once it has completed."""
+        if not isinstance(answer, dict) or "results" in answer or not isinstance(answer.get("query_status"), dict):
+            return answer
+        status = answer["query_status"]
+        if status.get("complete") and isinstance(status.get("results"), dict):
+            return status["results"]
+        from ..client._jobs import QueryJob
+
+        if not isinstance(status.get("id"), str) or not status["id"]:
+            raise RemoteAnswerError("query_status.id", "the id of the query the remote runs", status.get("id"))
+        try:
+            return QueryJob(self.client, status["id"]).wait()
+        except HoglabError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:  # a status answer that is not one
+            raise RemoteAnswerError("query_status", "the status of an asynchronous query",
+                                    Description(f"{type(exc).__name__}: {exc}"[:200])) from None  # fmt: skip
 
     def count_events(self, since: datetime) -> int:
         rows = self.hogql("SELECT count() AS n FROM events WHERE timestamp >= toDateTime64({since}, 6, 'UTC')",
-                          {"since": _moment_text(since)})  # fmt: skip
-        return int(rows[0]["n"]) if rows else 0
+                          {"since": _moment_text(since)}, answers.COUNT, ("n",), "events count")  # fmt: skip
+        if len(rows) != 1:
+            raise RemoteAnswerError("results", "one row (a count)", Description(f"{len(rows)} rows"),
+                                    endpoint=self._endpoint("POST", "query/", "events count"))  # fmt: skip
+        return int(rows[0]["n"])
 
     def event_pages(self, since: datetime, after: datetime, after_uuid: str) -> Iterator[list[dict[str, Any]]]:
+        """Pages of events after ``(after, after_uuid)`` from ``since`` on, each checked and in keyset order."""
+        number = 0
         while True:
+            number += 1
+            label = f"events page {number}"
             values = {"since": _moment_text(since), "after": _moment_text(after), "after_uuid": after_uuid}
-            page = self.hogql(_EVENTS_PAGE, values)
+            page = self.hogql(_EVENTS_PAGE, values, answers.EVENT, _EVENT_COLUMNS, label)
+            keys = [(row["timestamp"], row["uuid"]) for row in page]
+            self._check_page(keys, (after, after_uuid), since, label, "(timestamp, uuid)")
             if not page:
                 return
             yield page
             if len(page) < PAGE_ROWS:
                 return
-            from ..server.mirror import parse_moment
+            after, after_uuid = keys[-1]
 
-            after, after_uuid = parse_moment(page[-1]["timestamp"]), str(page[-1]["uuid"])
+    def _check_page(self, keys: Sequence[Any], previous: Any, since: datetime | None, label: str, order: str) -> None:
+        """A page moves the keyset forward: at most the LIMIT, in the order asked, after ``previous``."""
+        endpoint = self._endpoint("POST", "query/", label)
+        if len(keys) > PAGE_ROWS:
+            raise RemoteAnswerError("results", f"at most {PAGE_ROWS:,} rows (the query's LIMIT)",
+                                    Description(f"{len(keys):,} rows"), endpoint=endpoint)  # fmt: skip
+        for i, key in enumerate(keys):
+            if key <= previous or (since is not None and key[0] < since):
+                expected = f"rows after {previous!r} in the order {order}, as the query asks"
+                raise RemoteAnswerError(f"results[{i}]", expected, key, endpoint=endpoint)
+            previous = key
 
-    def keyset(self, sql: str, key: str) -> Iterator[list[dict[str, Any]]]:
-        after = ""
+    def keyset(self, sql: str, key: str, shape: Shape, columns: Sequence[str], what: str) -> list[dict[str, Any]]:
+        """Every row of a statement paged by ``key`` (text), each page checked and moving forward."""
+        rows: list[dict[str, Any]] = []
+        after, number = "", 0
         while True:
-            page = self.hogql(sql + f" LIMIT {PAGE_ROWS}", {"after": after})
-            if page:
-                yield page
+            number += 1
+            label = f"{what} page {number}"
+            page = self.hogql(sql + f" LIMIT {PAGE_ROWS}", {"after": after}, shape, columns, label)
+            self._check_page([row[key] for row in page], after, None, label, key)
+            rows.extend(page)
             if len(page) < PAGE_ROWS:
-                return
+                return rows
             after = str(page[-1][key])
 
-    def rest(self, resource: str, **params: Any) -> list[dict[str, Any]]:
-        return self.client.paginate(self.client.path(f"{resource}/"), params or None)
+    def rest(self, resource: str, shape: Shape, **params: Any) -> list[dict[str, Any]]:
+        """Every object of a REST listing, each checked as ``shape``."""
+        path = self.client.path(f"{resource}/")
+        endpoint = f"GET {path}"
+        try:
+            return answers.objects(self.client.paginate(path, params or None, decode=answers.listing), shape)
+        except RemoteAnswerError as exc:
+            raise exc.located(endpoint) from None
+
+
+@dataclass
+class RemoteObjects:
+    """The remote's experiments, flags and cohorts as read and checked, ready for the mirror."""
+
+    experiments: list[dict[str, Any]] = field(default_factory=list)
+    flags: list[dict[str, Any]] = field(default_factory=list)
+    cohorts: list[dict[str, Any]] = field(default_factory=list)
+
+    def check(self) -> CheckedObjects:
+        """Checked by the service's rules (``hoglab.server.mirror.checks``), before anything is stored."""
+        from ..server.mirror import Mirror
+
+        return Mirror.check_objects(experiments=self.experiments, flags=self.flags, cohorts=self.cohorts)
+
+
+def read_objects(remote: Remote) -> RemoteObjects:
+    """Read the experiments (archived too), feature flags and cohorts; deleted flags and cohorts are left out."""
+    experiments = {e["id"]: e for archived in ("false", "true")
+                   for e in remote.rest("experiments", answers.EXPERIMENT, archived=archived)}  # fmt: skip
+    flags = [f for f in remote.rest("feature_flags", answers.FLAG) if not f.get("deleted")]
+    cohorts = [c for c in remote.rest("cohorts", answers.COHORT) if not c.get("deleted")]
+    return RemoteObjects(list(experiments.values()), flags, cohorts)
+
+
+def read_persons(remote: Remote) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every person and distinct id, checked."""
+    persons = remote.keyset(_PERSONS, "id", answers.PERSON, ("id", "created_at", "properties", "is_identified"),
+                            "persons")  # fmt: skip
+    ids = remote.keyset(_DISTINCT_IDS, "distinct_id", answers.DISTINCT_ID, ("distinct_id", "person_id"),
+                        "distinct ids")  # fmt: skip
+    return persons, ids
 
 
 def mirror_events(remote: Remote, mirror: Mirror, report: PullReport, since: datetime, lookback: timedelta,
@@ -149,57 +273,54 @@ def mirror_events(remote: Remote, mirror: Mirror, report: PullReport, since: dat
         for page in remote.event_pages(since, after, after_uuid):
             copied = mirror.write_events(page)
             last = page[-1]
-            from ..server.mirror import parse_moment
-
-            mirror.advance(parse_moment(last["timestamp"]), str(last["uuid"]), copied)
+            mirror.advance(last["timestamp"], last["uuid"], copied)
             report.events_fetched += len(page)
             report.events_copied += copied
             bar.update(len(page))
 
 
-def mirror_persons(remote: Remote, mirror: Mirror, report: PullReport) -> None:
-    """Copy every person and distinct id."""
+def mirror_persons(
+    mirror: Mirror, report: PullReport, persons: list[dict[str, Any]], ids: list[dict[str, Any]]
+) -> None:
+    """Store every person and distinct id read (:func:`read_persons`)."""
     # Persons change (properties, merges), so each pull copies them whole, as the newest version of each.
-    persons = [row for page in remote.keyset(
-        "SELECT toString(id) AS id, created_at, properties, is_identified FROM persons"
-        " WHERE toString(id) > {after} ORDER BY toString(id)", "id") for row in page]  # fmt: skip
-    ids = [row for page in remote.keyset(
-        "SELECT distinct_id, toString(person_id) AS person_id FROM person_distinct_ids"
-        " WHERE distinct_id > {after} ORDER BY distinct_id", "distinct_id") for row in page]  # fmt: skip
     report.persons, report.distinct_ids = mirror.write_persons(persons, ids)
 
 
-def mirror_groups(remote: Remote, mirror: Mirror, report: PullReport) -> None:
-    """Copy the group types (their indexes kept) and every group; a key without ``group:read`` (or a remote
-    without groups) skips them, said in the report's errors."""
+@dataclass
+class RemoteGroups:
+    """The remote's group types and groups as read and checked, or why none were read (``skipped``)."""
+
+    types: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    skipped: str | None = None
+
+
+def read_groups(remote: Remote) -> RemoteGroups:
+    """The group types (``/groups_types/``, their indexes kept) and every group (HogQL keyset pages over ``groups``),
+    checked; a key without ``group:read`` (or a remote without groups) reads none and says why."""
     from ..errors import NotFound, PermissionDenied
 
     try:
-        types = remote.rest("groups_types")
+        types = remote.rest("groups_types", answers.GROUP_TYPE)
     except (PermissionDenied, NotFound) as exc:
-        report.errors.append(f"group types and groups not copied: {exc.detail or exc}")
-        return
-    report.group_types = mirror.write_group_types(types)
+        return RemoteGroups(skipped=f"group types and groups not copied: {exc.detail or exc}")
+    indexes = [t["group_type_index"] for t in types]
+    if len(set(indexes)) != len(indexes):
+        raise RemoteAnswerError("group_type_index", "each group type index once", Description(repr(indexes)),
+                                endpoint=f"GET {remote.client.path('groups_types/')}")  # fmt: skip
     if not types:
+        return RemoteGroups()
+    # The key alone can't page across types: (index, key) as one text, in that order.
+    groups = remote.keyset(_GROUPS, "k", answers.GROUP, ("k", "index", "key", "created_at", "properties"), "groups")
+    return RemoteGroups(types, groups)
+
+
+def mirror_groups(mirror: Mirror, report: PullReport, groups: RemoteGroups) -> None:
+    """Store the group types and groups read (:func:`read_groups`), or say in the report why there are none."""
+    if groups.skipped:
+        report.errors.append(groups.skipped)
         return
-    # One HogQL page per 10,000 groups, in (index, key) order; the key alone can't page across types.
-    for page in remote.keyset(
-        "SELECT concat(toString(index), ':', key) AS k, index, key, created_at, properties FROM groups"
-        " WHERE concat(toString(index), ':', key) > {after} ORDER BY k", "k"):  # fmt: skip
-        report.groups += mirror.write_groups(page)
-
-
-def mirror_objects(remote: Remote, mirror: Mirror, report: PullReport) -> None:
-    """Copy the experiments (archived too), feature flags and cohorts."""
-    experiments = {e["id"]: e for archived in ("false", "true") for e in remote.rest("experiments", archived=archived)}
-    for experiment in experiments.values():
-        mirror.write_experiment(experiment)
-    report.experiments = len(experiments)
-    flags = remote.rest("feature_flags")
-    for flag in flags:
-        mirror.write_flag(flag)
-    report.flags = len(flags)
-    cohorts = remote.rest("cohorts")
-    for cohort in cohorts:
-        mirror.write_cohort(cohort)
-    report.cohorts = len(cohorts)
+    report.group_types = mirror.write_group_types(groups.types)
+    for start in range(0, len(groups.groups), PAGE_ROWS):
+        report.groups += mirror.write_groups(groups.groups[start : start + PAGE_ROWS])

@@ -44,6 +44,7 @@ class PullReport:
     queries: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what was copied but disabled or left out, and why
 
     def __str__(self) -> str:
         rate = f" ({self.events_fetched / self.seconds:,.0f} rows/s)" if self.seconds > 0 else ""

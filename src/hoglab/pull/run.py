@@ -1,8 +1,17 @@
-"""One pull, end to end: open the local data dir (or use a running service), read export files, then read the
-remote and copy it into the mirror (:mod:`hoglab.pull.remote`), and say what was done."""
+"""One pull, end to end: open the local data dir (or use a running service), read the remote's project, objects
+and persons and check them all, then (only then) open the mirror, read export files and the events page by page,
+and store the persons and objects; say what was done. A failure before anything is stored leaves no mirror behind.
+
+Every wait on the remote is bounded: ``idle_timeout`` (default 300 s, ``HOGLAB_PULL_IDLE_TIMEOUT``) bounds each
+answer from request to last byte, ``timeout`` (default none, ``HOGLAB_PULL_TIMEOUT``) the whole pull.
+
+>>> timeout_seconds("90", "timeout", "HOGLAB_TEST_UNSET", None), timeout_seconds("2h", "timeout", "X", None)
+(90.0, 7200.0)
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -11,15 +20,32 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
+
 from ..client import Client
 from ..errors import ConfigurationError, InvalidArgument
-from .remote import Pacer, Remote, mirror_events, mirror_groups, mirror_objects, mirror_persons, seconds_per_query
+from .remote import (
+    Pacer,
+    Remote,
+    mirror_events,
+    mirror_groups,
+    mirror_persons,
+    read_groups,
+    read_objects,
+    read_persons,
+    seconds_per_query,
+)
 from .report import PullReport
 
 if TYPE_CHECKING:
     from ..local import LocalService
+    from ..server.mirror import Mirror
 
-__all__ = ["pull"]
+__all__ = ["IDLE_TIMEOUT", "pull", "timeout_seconds"]
+
+# The longest one answer may take, request to last byte. PostHog runs a blocking query for up to a minute, and a
+# page of 10,000 events with their properties is megabytes: five minutes leave room for both on a slow link.
+IDLE_TIMEOUT = 300.0
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -30,6 +56,23 @@ def _duration(text: str, argument: str) -> timedelta:
     if not match:
         raise InvalidArgument(f"{argument}: {text!r} is not like '1h', '30m' or '2d'")
     return timedelta(seconds=int(match[1]) * _SECONDS[match[2]])
+
+
+def timeout_seconds(value: str | float | None, argument: str, env: str, default: float | None) -> float | None:
+    """A timeout in seconds from ``value`` (seconds, or a span such as ``"10m"``), else the ``env`` variable, else
+    ``default``; ``0`` means none."""
+    if value is None:
+        value = os.environ.get(env, "").strip() or None
+        argument = env if value is not None else argument
+    if value is None:
+        return default
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = _duration(str(value), argument).total_seconds()
+    if not 0 <= seconds < math.inf:
+        raise InvalidArgument(f"{argument}: {value!r} is not a number of seconds (0: no limit)", argument=argument)
+    return seconds or None
 
 
 def _local(service: LocalService | None, data_dir: str | Path | None) -> tuple[Any, Any, Callable[[], None]]:
@@ -75,6 +118,8 @@ def pull(
     progress: bool = True,
     say: Callable[[str], None] | None = None,
     client: Client | None = None,
+    timeout: str | float | None = None,
+    idle_timeout: str | float | None = None,
 ) -> PullReport:
     """Copy a remote project (PostHog or hoglab at ``host``, project id ``project``) into a local data dir.
 
@@ -87,6 +132,13 @@ skipped and the report says so). The copy goes into ``data_dir`` (default:
     allows itself. ``from_export``: a folder of batch-export files read first. ``say`` receives progress lines.
     ``client``: a ready :class:`hoglab.Client` of the remote (its host and project are used), e.g. with a
     transport of your own.
+
+    ``idle_timeout`` (seconds or a span like ``"5m"``; default ``$HOGLAB_PULL_IDLE_TIMEOUT``, else 300 s) is the
+    longest one answer may take, request to last byte; ``timeout`` (default ``$HOGLAB_PULL_TIMEOUT``, else none)
+    the longest the whole pull may take. Either raises :class:`~hoglab.AnswerTimeout`; ``0`` turns one off.
+    An answer that is not what the remote's API answers is a :class:`~hoglab.RemoteAnswerError` naming the
+    endpoint and the field; a redirect to another host is :class:`~hoglab.RedirectRefused`. Nothing of such an
+    answer is stored, and a first pull that fails before storing anything leaves no local project behind.
     """
     say = say or (lambda line: None)
     if client is not None:
@@ -95,6 +147,8 @@ skipped and the report says so). The copy goes into ``data_dir`` (default:
         raise ConfigurationError("pull needs --from HOST and --project ID (or an export folder)")
     interval = seconds_per_query(rate)
     window = _duration(lookback, "lookback")
+    overall = timeout_seconds(timeout, "timeout", "HOGLAB_PULL_TIMEOUT", None)
+    idle = timeout_seconds(idle_timeout, "idle_timeout", "HOGLAB_PULL_IDLE_TIMEOUT", IDLE_TIMEOUT)
     start = datetime(1970, 1, 1, tzinfo=UTC)
     if since is not None:
         from ..server.mirror import parse_moment
@@ -107,35 +161,64 @@ skipped and the report says so). The copy goes into ``data_dir`` (default:
     if client is None and host is not None and not secret:
         raise ConfigurationError(f"no personal API key for {host}: set {key_env} (or name another variable)")
     began = time.monotonic()
+    deadline = None if overall is None else began + overall
     store, engine, close = _local(service, data_dir)
+    mirror: Mirror | None = None
     try:
         from ..server.mirror import Mirror
 
         if client is None and host is not None:
-            client = Client(host, secret, project, progress=False)
-        name, timezone = f"Export of {from_export}", "UTC"
-        if client is not None:
-            info = client.get_json(client.path(""))
-            name, timezone = str(info.get("name") or f"Mirror of {project}"), str(info.get("timezone") or "UTC")
+            # The transport's own timeouts bound each read; answer_timeout bounds the whole answer.
+            timeouts = httpx.Timeout(idle, connect=min(10.0, idle)) if idle else httpx.Timeout(None, connect=10.0)
+            client = Client(host, secret, project, progress=False, timeout=timeouts)
         origin = host.rstrip("/") if host is not None else f"export:{Path(str(from_export)).resolve()}"
-        mirror = Mirror.open(store, engine, host=origin, remote_project_id=int(project or 0), name=name,
-                             timezone=timezone, into=into)  # fmt: skip
-        report = PullReport(mirror.project.id)
-        if from_export is not None:
+        report = PullReport(0)
+        if client is None:
+            mirror = Mirror.open(store, engine, host=origin, remote_project_id=int(project or 0),
+                                 name=f"Export of {from_export}", into=into)  # fmt: skip
+            report.local_project_id = mirror.project.id
             from .export import read_export
 
-            read_export(Path(from_export), mirror, report, since=start, progress=progress, say=say)
-        if client is not None:
-            remote = Remote(client, Pacer(interval))
+            read_export(Path(str(from_export)), mirror, report, since=start, progress=progress, say=say)
+        else:
+            client.answer_timeout, client.deadline = idle, deadline
+            remote = Remote(client, Pacer(interval, deadline=deadline))
             with client:
+                # Everything but the events is read and checked before anything is stored.
+                info = remote.project()
+                objects = read_objects(remote).check()
+                people = read_persons(remote) if persons else None
+                groups = read_groups(remote)
+                mirror = Mirror.open(store, engine, host=origin, remote_project_id=int(project or 0),
+                                     name=info["name"] or f"Mirror of {project}", timezone=info["timezone"],
+                                     into=into)  # fmt: skip
+                report.local_project_id = mirror.project.id
+                if from_export is not None:
+                    from .export import read_export
+
+                    read_export(Path(from_export), mirror, report, since=start, progress=progress, say=say)
                 mirror_events(remote, mirror, report, start, window, progress, say)
-                if persons:
-                    mirror_persons(remote, mirror, report)
-                mirror_groups(remote, mirror, report)
-                mirror_objects(remote, mirror, report)
+                if people is not None:
+                    mirror_persons(mirror, report, *people)
+                mirror_groups(mirror, report, groups)
+                mirror.write_objects(objects)
+            report.flags, report.cohorts = len(objects.flags), len(objects.cohorts)
+            report.experiments = len(objects.experiments)
+            report.warnings = list(objects.warnings)
             report.queries = remote.pacer.count
         report.seconds = time.monotonic() - began
+        for warning in report.warnings:
+            say(f"warning: {warning}")
         say(str(report))
         return report
+    except BaseException:
+        if mirror is not None:
+            if mirror.discard_if_empty():
+                say(f"nothing was stored: local project {mirror.project.id} is not kept")
+            else:
+                copied = mirror.refresh().events_copied
+                say(f"local project {mirror.project.id} keeps what was stored ({copied:,} events in all);"
+                    " the next pull resumes from there")  # fmt: skip
+        raise
     finally:
         close()

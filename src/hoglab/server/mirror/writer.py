@@ -8,6 +8,12 @@ mirror never loses an event and never holds one twice.
     mirror = Mirror.open(store, engine, host="https://eu.posthog.com", remote_project_id=2, name="Shop")
     copied = mirror.write_events([{"uuid": ..., "event": "$pageview", "timestamp": "...", ...}, ...])
     mirror.advance(last_timestamp, last_uuid, copied)
+    objects = Mirror.check_objects(experiments=[...], flags=[...], cohorts=[...])   # before anything is written
+    mirror.write_objects(objects)                                                   # all of them, or none
+
+A remote's settings are checked (``checks.py``) before they are stored: the time zone when the project is made,
+the objects by :meth:`Mirror.check_objects`, which raises before anything is written. A mirror made by a pull that
+then stored nothing is taken back by :meth:`Mirror.discard_if_empty`: a failed first pull leaves no empty project.
 """
 
 from __future__ import annotations
@@ -15,24 +21,23 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from hoglab.errors import HoglabError
-from hoglab.schema import ExperimentCreate
 
 from ..engine.base import Engine
 from ..engine.settings import quote_string
-from ..experiments.rules import create_with_flag, to_utc, usable_metric_fields
-from ..flags.patterns import invalid_patterns
+from ..experiments.rules import create_with_flag, to_utc
 from ..ingest.groups import GroupStore, GroupType, group_key_text
 from ..ingest.person_store import PersonStore
 from ..ingest.persons import PersonRows, next_version
 from ..ingest.rows import events_table, person_tables
 from ..store import ProjectRecord, PullSource, Store
+from .checks import check_timezone, cohort_fields, experiment_changes, experiment_fields, flag_fields
 
-__all__ = ["Mirror", "MirrorError", "parse_moment"]
+__all__ = ["CheckedObjects", "Mirror", "MirrorError", "parse_moment"]
 
 log = logging.getLogger("hoglab.server.pull")
 
@@ -66,12 +71,15 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
-def _disabled_patterns(what: str, filters: Mapping[str, Any]) -> None:
-    """Say which regex conditions of a copied definition never match here: RE2 cannot compile their pattern
-    (a lookaround, a backreference), so they are stored as the remote has them and evaluate as PostHog's flags
-    service evaluates a pattern it cannot compile, as not matching; the rest of the copy goes on."""
-    for problem in invalid_patterns(filters):
-        log.warning("%s: the condition %s is disabled (never matches)", what, problem)
+@dataclass
+class CheckedObjects:
+    """A remote's experiments, flags and cohorts, checked (:meth:`Mirror.check_objects`) and ready to store: each
+    as ``(remote object, fields to store)``, and the warnings the checks gave."""
+
+    experiments: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
+    flags: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
+    cohorts: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _sql_moment(moment: datetime) -> str:
@@ -86,6 +94,9 @@ class Mirror:
     engine: Engine
     project: ProjectRecord
     source: PullSource
+    created: bool = False  # this pull made the mirror: its source row, and its project unless ``into`` was given
+    made_project: bool = False
+    wrote: bool = False  # this pull stored something (events, persons, objects, an export file)
 
     @classmethod
     def open(
@@ -99,20 +110,36 @@ class Mirror:
         timezone: str = "UTC",
         into: int | None = None,
     ) -> Mirror:
-        """The mirror of a remote project: the one made before, else a new local project (or ``into``)."""
+        """The mirror of a remote project: the one made before, else a new local project (or ``into``).
+
+        A new project gets the remote's ``timezone``, which must be a zone ClickHouse knows, on every pull (a remote
+        that answers another is misbehaving; :class:`~hoglab.errors.RemoteAnswerError` before anything is made).
+        """
+        timezone = check_timezone(engine, timezone)
         source = store.pulls.find(host, remote_project_id, into)
+        created = source is None
         if source is None:
-            if into is not None:
-                project = store.projects.get(into)
-                if project is None:
-                    raise MirrorError(f"no local project with id {into}")
-            else:
-                project = store.projects.create(name, timezone=timezone)
-            source = store.pulls.create(host, remote_project_id, project.id)
+            with store.transaction():  # the project and its source row together: no project without its source
+                if into is not None:
+                    project = store.projects.get(into)
+                    if project is None:
+                        raise MirrorError(f"no local project with id {into}")
+                else:
+                    project = store.projects.create(name, timezone=timezone)
+                source = store.pulls.create(host, remote_project_id, project.id)
         project = store.projects.get(source.local_project_id)
         if project is None:
             raise MirrorError(f"the local project {source.local_project_id} of this mirror was deleted")
-        return cls(store, engine, project, source)
+        return cls(store, engine, project, source, created=created, made_project=created and into is None)
+
+    def discard_if_empty(self) -> bool:
+        """After a failed pull: forget this mirror when this pull made it and stored nothing in it (the project, or
+        with ``into`` the source row); whether it did. Events, persons or objects already stored stay: the next
+        pull resumes from them."""
+        if not self.created or self.wrote:
+            return False
+        self.store.pulls.discard(self.source.id, with_project=self.made_project)
+        return True
 
     def refresh(self) -> PullSource:
         self.source = self.store.pulls.get(self.source.id)
@@ -146,6 +173,7 @@ class Mirror:
                 parse_moment(created) if created else moment,
             ))  # fmt: skip
         if fresh:
+            self.wrote = True
             self.engine.insert_arrow("events", events_table(fresh))
         return len(fresh)
 
@@ -159,9 +187,11 @@ class Mirror:
 
     def advance(self, timestamp: datetime, uuid: str, copied: int) -> None:
         """The page up to ``(timestamp, uuid)`` is stored: the next pull starts after it."""
+        self.wrote = True
         self.store.pulls.advance(self.source.id, timestamp, uuid, copied)
 
     def file_done(self, name: str, copied: int) -> None:
+        self.wrote = True
         self.store.pulls.file_done(self.source.id, name, copied)
 
     def event_count(self) -> int:
@@ -186,6 +216,7 @@ class Mirror:
             ))  # fmt: skip
         for pdi in distinct_ids:
             rows.distinct_ids.append((team, str(pdi["distinct_id"]), str(pdi["person_id"]), 0, version))
+        self.wrote = self.wrote or bool(rows.persons or rows.distinct_ids)
         for table, data in person_tables(rows).items():
             self.engine.insert_arrow(table, data)
         # Capture into this project must see the copied persons, not what it cached before.
@@ -212,6 +243,7 @@ class Mirror:
                                          list(columns) if isinstance(columns, list) else None))  # fmt: skip
                 written += 1
             store.commit(state)
+        self.wrote = self.wrote or bool(written)
         return written
 
     def write_groups(self, groups: Sequence[Mapping[str, Any]]) -> int:
@@ -234,18 +266,62 @@ class Mirror:
             for index, key, properties, created in rows:
                 state.upsert(index, key, properties, created, replace=True, created_at=created)
             store.commit(state, now)
+        self.wrote = self.wrote or bool(rows)
         return len(rows)
 
     # -- flags, cohorts, experiments -----------------------------------------------------------------------------
 
+    @staticmethod
+    def check_objects(
+        *,
+        experiments: Sequence[Mapping[str, Any]] = (),
+        flags: Sequence[Mapping[str, Any]] = (),
+        cohorts: Sequence[Mapping[str, Any]] = (),
+    ) -> CheckedObjects:
+        """Check every object of a remote before any is stored (``checks.py``): the first one that cannot be stored
+        is a :class:`~hoglab.errors.RemoteAnswerError`; what hoglab cannot use is left out with a warning."""
+        checked = CheckedObjects()
+        for kind, items, check in (("flags", flags, flag_fields), ("cohorts", cohorts, cohort_fields)):
+            for remote in items:
+                fields, warnings = check(remote)
+                getattr(checked, kind).append((remote, fields))
+                checked.warnings.extend(warnings)
+        for remote in experiments:
+            fields, warnings = experiment_fields(remote)
+            checked.experiments.append((remote, fields))
+            checked.warnings.extend(warnings)
+        return checked
+
+    def write_objects(self, objects: CheckedObjects) -> None:
+        """Store checked objects, all in one transaction: a failure leaves the earlier copies as they were."""
+        for warning in objects.warnings:
+            log.warning("%s", warning)
+        with self.store.transaction():
+            for remote, fields in objects.experiments:
+                self._write_experiment(remote, fields)
+            for remote, fields in objects.flags:
+                self._write_flag(remote, fields)
+            for remote, fields in objects.cohorts:
+                self._write_cohort(remote, fields)
+        self.wrote = self.wrote or bool(objects.experiments or objects.flags or objects.cohorts)
+
     def write_experiment(self, remote: Mapping[str, Any]) -> int:
+        """Check and store one remote experiment (see :meth:`write_objects`); the local id."""
+        return self._write_experiment(remote, experiment_fields(remote)[0])
+
+    def write_flag(self, remote: Mapping[str, Any]) -> int:
+        """Check and store one remote flag (see :meth:`write_objects`); the local id."""
+        return self._write_flag(remote, flag_fields(remote)[0])
+
+    def write_cohort(self, remote: Mapping[str, Any]) -> int:
+        """Check and store one remote cohort (see :meth:`write_objects`); the local id."""
+        return self._write_cohort(remote, cohort_fields(remote)[0])
+
+    def _write_experiment(self, remote: Mapping[str, Any], fields: dict[str, Any]) -> int:
         """Create or update the copy of a remote experiment (and, when new, its flag); the local id."""
         remote_id = int(remote["id"])
         local_id = self.store.pulls.local_id(self.source.id, "experiment", remote_id)
         if local_id is None or self.store.experiments.get(self.project.id, local_id) is None:
-            given = {k: remote[k] for k in ExperimentCreate.model_fields if remote.get(k) is not None}
-            fields = usable_metric_fields(given)  # a metric hoglab can't run must not stop the copy
-            fields.setdefault("feature_flag_key", (remote.get("feature_flag") or {}).get("key"))
             if self.store.flags.get_by_key(self.project.id, str(fields["feature_flag_key"])) is not None:
                 raise MirrorError(
                     f"experiment {remote_id}: the local project already has a flag {fields['feature_flag_key']!r} "
@@ -254,31 +330,16 @@ class Mirror:
             record, _ = create_with_flag(self.store, self.project.id, self.store.users.default().id, fields)
             self.store.pulls.remember(self.source.id, "experiment", remote_id, record.id)
             return record.id
-        changes: dict[str, Any] = {}
-        for name in _EXPERIMENT_UPDATES:
-            if name not in remote:
-                continue
-            value = remote[name]
-            if name in ("start_date", "end_date"):
-                value = to_utc(parse_moment(value), name) if value else None
-            elif name == "description":
-                value = value or ""
-            elif name == "archived":
-                value = bool(value)
-            changes[name] = value
+        changes = experiment_changes(remote, _EXPERIMENT_UPDATES)
+        for name in ("start_date", "end_date"):
+            if name in changes:
+                changes[name] = to_utc(parse_moment(changes[name]), name) if changes[name] else None
         self.store.experiments.update(self.project.id, local_id, changes)
         return local_id
 
-    def write_flag(self, remote: Mapping[str, Any]) -> int:
+    def _write_flag(self, remote: Mapping[str, Any], fields: dict[str, Any]) -> int:
         """Create or update the copy of a remote flag (matched by mapping, else by key); the local id."""
         remote_id = int(remote["id"])
-        fields: dict[str, Any] = {
-            "name": str(remote.get("name") or ""),
-            "filters": dict(remote.get("filters") or {}),
-            "active": bool(remote.get("active", True)),
-            "ensure_experience_continuity": bool(remote.get("ensure_experience_continuity")),
-        }
-        _disabled_patterns(f"flag {remote.get('key')!r} (remote id {remote_id})", fields["filters"])
         local_id = self.store.pulls.local_id(self.source.id, "flag", remote_id)
         local = self.store.flags.get(local_id) if local_id is not None else None
         if local is None:
@@ -290,18 +351,17 @@ class Mirror:
         self.store.pulls.remember(self.source.id, "flag", remote_id, local.id)
         return local.id
 
-    def write_cohort(self, remote: Mapping[str, Any]) -> int:
+    def _write_cohort(self, remote: Mapping[str, Any], fields: dict[str, Any]) -> int:
         """Create or update the copy of a remote cohort's definition; the local id."""
         remote_id = int(remote["id"])
-        name, description = str(remote.get("name") or ""), str(remote.get("description") or "")
-        filters = dict(remote.get("filters") or {})
-        _disabled_patterns(f"cohort {name!r} (remote id {remote_id})", filters)
         local_id = self.store.pulls.local_id(self.source.id, "cohort", remote_id)
         if local_id is not None and self.store.cohorts.get(local_id, self.project.id) is not None:
-            self.store.cohorts.update(local_id, name=name, description=description, filters=filters)
+            self.store.cohorts.update(local_id, name=fields["name"], description=fields["description"],
+                                      filters=fields["filters"])  # fmt: skip
             return local_id
         record = self.store.cohorts.create(
-            self.project.id, name, filters, description=description, is_static=bool(remote.get("is_static"))
-        )
+            self.project.id, fields["name"], fields["filters"], description=fields["description"],
+            is_static=fields["is_static"],
+        )  # fmt: skip
         self.store.pulls.remember(self.source.id, "cohort", remote_id, record.id)
         return record.id

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterable
 
 from .db import Database, to_db_time, utcnow
-from .records import ProjectRecord
+from .records import ProjectRecord, usable_timezone
 
 __all__ = ["ProjectRepository", "new_project_token"]
 
@@ -27,7 +27,12 @@ class ProjectRepository:
         >>> project = store.projects.create("Shop", timezone="Europe/Berlin")  # doctest: +SKIP
         >>> project.api_token.startswith("phc_")  # doctest: +SKIP
         True
+
+        ``timezone`` must be an IANA time zone name (``ValueError`` otherwise): every date of the project's queries
+        is computed in it.
         """
+        if not usable_timezone(timezone):
+            raise ValueError(f"unknown time zone {timezone!r}: expected an IANA name such as 'Europe/Berlin'")
         with self._db.write() as conn:
             cursor = conn.execute(
                 "INSERT INTO projects (uuid, name, api_token, timezone, created_at) VALUES (?, ?, ?, ?, ?)",

@@ -69,6 +69,18 @@ class PullRepository:
             row = conn.execute("SELECT * FROM pull_sources WHERE id = ?", (cursor.lastrowid,)).fetchone()
         return _source(row)
 
+    def discard(self, source_id: int, *, with_project: bool) -> None:
+        """Forget a mirror a failed first pull made before it stored anything: its source row, its object map and,
+        ``with_project``, the local project made for it (which holds nothing yet), in one transaction."""
+        with self._db.write() as conn:
+            row = conn.execute("SELECT local_project_id FROM pull_sources WHERE id = ?", (source_id,)).fetchone()
+            if row is None:
+                return
+            conn.execute("DELETE FROM pull_objects WHERE source_id = ?", (source_id,))
+            conn.execute("DELETE FROM pull_sources WHERE id = ?", (source_id,))
+            if with_project:
+                conn.execute("DELETE FROM projects WHERE id = ?", (row["local_project_id"],))
+
     def get(self, source_id: int) -> PullSource:
         with self._db.read() as conn:
             row = conn.execute("SELECT * FROM pull_sources WHERE id = ?", (source_id,)).fetchone()

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import sqlite3
+import zoneinfo
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from .db import from_db_time
+
+log = logging.getLogger("hoglab.server.store")
 
 __all__ = [
     "CohortRecord",
@@ -19,7 +24,36 @@ __all__ = [
     "UserRecord",
     "dump_json",
     "load_json",
+    "usable_timezone",
 ]
+
+# Names the tz database has that are not zones: the host's own zone and a template file of older tz releases.
+_NOT_ZONES = frozenset({"localtime", "posixrules"})
+
+
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones()) - _NOT_ZONES
+
+
+def usable_timezone(name: Any) -> bool:
+    """Whether ``name`` is an IANA time zone the service can compute in (``Europe/Berlin``, ``UTC``).
+
+    >>> usable_timezone("Europe/Berlin"), usable_timezone("Mars/Olympus'); DROP TABLE x; --"), usable_timezone(3)
+    (True, False, False)
+    """
+    return isinstance(name, str) and name in _zone_names()
+
+
+@functools.cache
+def _effective_timezone(project_id: int, stored: str) -> str:
+    """The zone a project computes in: its own, or UTC (said once per project and value) when what is stored is
+    not a time zone, as an older ``hoglab pull`` could store a remote's text unchecked. Queries then answer in UTC
+    (their ``timezone`` says so) rather than fail: one bad setting must not make every query of the project fail."""
+    if usable_timezone(stored):
+        return stored
+    log.warning("project %s: its stored time zone %.80r is not a time zone; computing in UTC", project_id, stored)
+    return "UTC"
 
 
 def dump_json(value: Any) -> str | None:
@@ -48,7 +82,8 @@ class ProjectRecord:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> ProjectRecord:
-        return cls(row["id"], row["uuid"], row["name"], row["api_token"], row["timezone"], _time(row, "created_at"))
+        timezone = _effective_timezone(int(row["id"]), str(row["timezone"]))
+        return cls(row["id"], row["uuid"], row["name"], row["api_token"], timezone, _time(row, "created_at"))
 
     def to_api(self) -> dict[str, Any]:
         """The ``Project`` body of ``GET /api/projects/:id/``."""
