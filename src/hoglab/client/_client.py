@@ -481,7 +481,8 @@ class Client:
     ) -> Any:
         """Run any query model (``hoglab.trends(...)``, ``hoglab.funnel(...)``, a :mod:`hoglab.schema` model or its
         dict) and return its tidy frame: trends in long form, funnels one row per step, events/actors as tables.
-        ``all_rows`` pages EventsQuery/ActorsQuery/GroupsQuery through ``offset``; ``flatten`` spreads their dict columns.
+        ``all_rows`` pages EventsQuery/ActorsQuery/GroupsQuery through ``offset``; ``flatten`` spreads their dict
+        columns.
         """
         from ._query import run_query
 
