@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         PermissionDenied as PermissionDenied,
         QueryError as QueryError,
         QueryTimeout as QueryTimeout,
+        QueryWarning as QueryWarning,
         RateLimited as RateLimited,
         RedirectRefused as RedirectRefused,
         RemoteAnswerError as RemoteAnswerError,

@@ -14,6 +14,8 @@ the other parts define theirs beside their code, under the same root::
     ├── RedirectRefused                                      a redirect to another host (never followed)
     ├── RemoteAnswerError                (also ValueError)   an answer unusable as what it should be (``hoglab pull``)
     ├── QueryTimeout                     (also TimeoutError) an async query did not finish within ``timeout``
+    ├── QueryWarning                     (also UserWarning)  warned, not raised: an answer's warning (a property
+    │                                                        or event the project has never seen)
     ├── APIError                                             the service answered with an error body
     │   ├── AuthenticationError                              bad or missing personal API key
     │   ├── PermissionDenied             (also PermissionError) key lacks a scope or the project
@@ -78,6 +80,7 @@ __all__ = [
     "PermissionDenied",
     "QueryError",
     "QueryTimeout",
+    "QueryWarning",
     "RateLimited",
     "RedirectRefused",
     "RemoteAnswerError",
@@ -194,6 +197,14 @@ class QueryTimeout(HoglabError, TimeoutError):
     def __init__(self, message: str, *, job: Any = None) -> None:
         super().__init__(message)
         self.job = job
+
+
+class QueryWarning(HoglabError, UserWarning):
+    """An answer came with a warning (PostHog's ``metadata.warnings``), e.g. a property the project has never seen,
+    which reads as NULL: issued with :func:`warnings.warn`, and kept in the frame's ``attrs["warnings"]``.
+
+    ``warnings.simplefilter("error", hoglab.QueryWarning)`` makes them errors; ``"ignore"`` silences them.
+    """
 
 
 class APIError(HoglabError):

@@ -476,13 +476,14 @@ class Client:
         *,
         all_rows: bool = False,
         parse_json: bool | Sequence[str] = False,
-        flatten: bool | Sequence[str] = False,
+        flatten: bool | Sequence[str] | None = None,
         output: Output = "pandas",
     ) -> Any:
         """Run any query model (``hoglab.trends(...)``, ``hoglab.funnel(...)``, a :mod:`hoglab.schema` model or its
         dict) and return its tidy frame: trends in long form, funnels one row per step, events/actors as tables.
         ``all_rows`` pages EventsQuery/ActorsQuery/GroupsQuery through ``offset``; ``flatten`` spreads their dict
-        columns.
+        columns (``True``, or the columns' names). By default (``None``) an EventsQuery's ``*`` is spread: one column
+        per field of the event and per property (``properties.$browser``); ``flatten=False`` keeps it one dict column.
         """
         from ._query import run_query
 
@@ -519,11 +520,14 @@ class Client:
 
         return self.query(funnel(*args, **kwargs))  # type: ignore[no-any-return]
 
-    def events(self, *args: Any, all_rows: bool = False, **kwargs: Any) -> pd.DataFrame:
-        """``client.query(hoglab.events(...))`` in one call."""
+    def events(
+        self, *args: Any, all_rows: bool = False, flatten: bool | Sequence[str] | None = None, **kwargs: Any
+    ) -> pd.DataFrame:
+        """``client.query(hoglab.events(...))`` in one call; ``events(["*"])`` has a column per event field and per
+        property (``flatten=False``: the event as one dict column)."""
         from ..queries import events
 
-        return self.query(events(*args, **kwargs), all_rows=all_rows)  # type: ignore[no-any-return]
+        return self.query(events(*args, **kwargs), all_rows=all_rows, flatten=flatten)  # type: ignore[no-any-return]
 
     def actors(self, *args: Any, all_rows: bool = False, **kwargs: Any) -> pd.DataFrame:
         """``client.query(hoglab.actors(...))`` in one call."""

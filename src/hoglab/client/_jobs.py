@@ -155,11 +155,12 @@ class QueryJob:
 
     def result(self, timeout: float | None = None) -> Any:
         """Wait (at most ``timeout`` seconds; ``None``: as long as it takes) and return the tidy frame."""
-        answer = self.wait(timeout)
+        from ._query import convert_output, warn_about
+
+        answer = warn_about(self.wait(timeout))
         kind = self.query.kind if self.query is not None else _guess_kind(answer)
         output = self._options.get("output", "pandas")
         options = {k: v for k, v in self._options.items() if k != "output"}
-        from ._query import convert_output
 
         return convert_output(to_frame(answer, kind, **options), output)
 

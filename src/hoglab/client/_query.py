@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -11,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pydantic
 
-from ..errors import HoglabError, InvalidArgument, InvalidArgumentType
+from ..errors import HoglabError, InvalidArgument, InvalidArgumentType, QueryWarning
 from ..frames import table_frame, to_arrow, to_frame, to_polars
 from ..frames.columns import json_loads, parse_type
+from ..frames.tables import STAR, answer_warnings
 from ..schema import (
     MAX_SELECT_RETURNED_ROWS,
     ActorsQuery,
@@ -41,7 +43,9 @@ from ._values import encode_values
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["all_hogql_rows", "as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query"]
+__all__ = [
+    "all_hogql_rows", "as_query", "execute", "hogql_pages", "query_raw", "run_hogql", "run_query", "warn_about",
+]
 
 AnyQueryModel = AnyQueryType
 """Every query model the client sends: the schema's own union of the kinds ``POST /query`` runs."""
@@ -90,7 +94,8 @@ def as_query(query: Any) -> AnyQueryModel:
 
 def execute(client: Client, query: AnyQueryModel, *, refresh: str | bool | None = None) -> dict[str, Any]:
     """POST the query and return the answer as parsed JSON; a 202 (the server chose async) is waited for. Group
-    types a builder named are looked up first (``_groups.resolve_group_types``)."""
+    types a builder named are looked up first (``_groups.resolve_group_types``). The answer's warnings
+    (``metadata.warnings``) are issued as :class:`~hoglab.errors.QueryWarning`."""
     from ._groups import resolve_group_types
     from ._jobs import QueryJob, new_query_id
 
@@ -101,11 +106,19 @@ def execute(client: Client, query: AnyQueryModel, *, refresh: str | bool | None 
     data: dict[str, Any] = json_loads()(response.content)
     status = data.get("query_status") or {}
     if "results" in data and (response.status_code != 202 or status.get("complete", True)):
-        return data
+        return warn_about(data)
     if status.get("complete") and isinstance(status.get("results"), dict):
-        return dict(status["results"])
+        return warn_about(dict(status["results"]))
     job = QueryJob(client, str(status.get("id") or query_id), query)
-    return job.wait()
+    return warn_about(job.wait())
+
+
+def warn_about(answer: dict[str, Any]) -> dict[str, Any]:
+    """Issue each of the answer's warnings as a :class:`~hoglab.errors.QueryWarning` (shown once per message by
+    Python's default filter, so paging does not repeat them); the answer itself."""
+    for message in answer_warnings(answer):
+        warnings.warn(QueryWarning(message), stacklevel=3)
+    return answer
 
 
 def query_raw(client: Client, query: Any, *, refresh: str | bool | None = None) -> Any:
@@ -303,13 +316,15 @@ def run_query(
     *,
     all_rows: bool,
     parse_json: bool | Sequence[str],
-    flatten: bool | Sequence[str],
+    flatten: bool | Sequence[str] | None,
     output: str,
 ) -> Any:
     from ._groups import label_units, resolve_group_types
 
     q = resolve_group_types(client, as_query(query))
     options: dict[str, Any] = {}
+    if flatten is None:  # an EventsQuery's whole event ("*") as analysts read it: a column per property
+        flatten = [STAR] if isinstance(q, EventsQuery) and STAR in q.select else False
     if isinstance(q, HogQLQuery | EventsQuery | ActorsQuery | GroupsQuery):
         options = {"parse_json": parse_json, "flatten": flatten}
     if all_rows and isinstance(q, EventsQuery | ActorsQuery | GroupsQuery):

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from .columns import convert, parse_json_column
 
-__all__ = ["as_dict", "frame_metadata", "parse_json_columns", "table_frame"]
+__all__ = ["answer_warnings", "as_dict", "frame_metadata", "parse_json_columns", "table_frame"]
 
 # The answer's fields that are too big (or too pointless) to keep on every frame: pandas deep-copies attrs.
 _NOT_IN_ATTRS = frozenset({"results", "columns", "query_status"})
@@ -24,12 +24,28 @@ def as_dict(response: Mapping[str, Any] | BaseModel) -> Mapping[str, Any]:
 
 
 def frame_metadata(response: Mapping[str, Any]) -> dict[str, Any]:
-    """What ``df.attrs`` keeps of an answer: ``hogql``, ``clickhouse``, ``timings``, ``hasMore``, ``types``...
+    """What ``df.attrs`` keeps of an answer: ``hogql``, ``clickhouse``, ``timings``, ``hasMore``, ``types``...,
+    and ``warnings``, the messages of its ``metadata.warnings`` (e.g. a property the project has never seen).
 
     >>> frame_metadata({"results": [[1]], "hasMore": False, "hogql": "SELECT 1"})
     {'hasMore': False, 'hogql': 'SELECT 1'}
+    >>> frame_metadata({"metadata": {"warnings": [{"message": "Property 'x' has never been seen"}]}})["warnings"]
+    ["Property 'x' has never been seen"]
     """
-    return {k: v for k, v in response.items() if k not in _NOT_IN_ATTRS}
+    kept = {k: v for k, v in response.items() if k not in _NOT_IN_ATTRS}
+    messages = answer_warnings(response)
+    if messages:
+        kept["warnings"] = messages
+    return kept
+
+
+def answer_warnings(response: Mapping[str, Any]) -> list[str]:
+    """The messages of an answer's ``metadata.warnings`` (PostHog's ``HogQLNotice`` list), in order."""
+    metadata = response.get("metadata")
+    notices = metadata.get("warnings") if isinstance(metadata, Mapping) else None
+    if not isinstance(notices, list):
+        return []
+    return [str(n.get("message")) for n in notices if isinstance(n, Mapping) and n.get("message")]
 
 
 def _names_and_types(response: Mapping[str, Any], width: int) -> tuple[list[str], list[str | None]]:
@@ -60,8 +76,11 @@ def table_frame(
     """Rows of a tabular answer as a DataFrame whose dtypes follow ``types``; the answer's metadata in ``attrs``.
 
     ``parse_json=True`` decodes every string column whose cells are all JSON objects or arrays (or name the
-    columns). ``flatten=True`` spreads dict columns (EventsQuery's ``*`` and ``person``) into ``col.key``
-    columns, one level deep (or name the columns).
+    columns). ``flatten=True`` spreads dict columns into ``col.key`` columns, one level deep (or name the
+    columns): ``person`` into ``person.uuid``, ``person.properties``...; EventsQuery's ``*`` (the whole event)
+    into the event's own fields (``uuid``, ``event``, ``timestamp`` as a UTC datetime, ``distinct_id``...) and one
+    ``properties.<key>`` column per property, as ``select properties.$browser`` names it (a field also selected
+    on its own is not repeated).
 
     >>> df = table_frame({"results": [["$pageview", 3]], "columns": ["event", "c"],
     ...                   "types": [["event", "String"], ["c", "UInt64"]], "hasMore": False})
@@ -108,17 +127,65 @@ def _looks_like_json(col: pd.Series) -> bool:
     return bool(first.isin(["{", "["]).all())
 
 
+STAR = "*"
+"""EventsQuery's whole-event column: spread into the event's fields and one column per property."""
+_STAR_TIMES = ("timestamp", "created_at")
+
+
+def _spread(cells: Any, index: pd.Index) -> pd.DataFrame:
+    flat = pd.json_normalize([c if isinstance(c, dict) else {} for c in cells], max_level=0)
+    flat.index = index
+    return flat
+
+
+def _json_type(values: Sequence[Any]) -> str | None:
+    """The ClickHouse type JSON values of one property fit (so ``columns.convert`` gives the frames' dtypes:
+    ``string``, ``Int64``, ``float64``, ``boolean``); ``None`` (objects, untouched) for mixed or nested values.
+
+    >>> _json_type(["a", None]), _json_type([1, 2.5]), _json_type([True]), _json_type(["a", 1])
+    ('Nullable(String)', 'Nullable(Float64)', 'Nullable(Bool)', None)
+    """
+    kinds = {type(v) for v in values if v is not None}
+    if kinds == {str}:
+        return "Nullable(String)"
+    if kinds == {bool}:
+        return "Nullable(Bool)"
+    if kinds == {int}:
+        return "Nullable(Int64)"
+    if kinds and kinds <= {int, float}:
+        return "Nullable(Float64)"
+    return None
+
+
+def _flatten_star(cells: Any, index: pd.Index, taken: set[str]) -> pd.DataFrame:
+    event = _spread(cells, index)
+    props = _spread(event.pop("properties"), index) if "properties" in event else pd.DataFrame(index=index)
+    props.columns = [f"properties.{k}" for k in props.columns]
+    both = pd.concat([event, props], axis=1)
+    out = pd.DataFrame(index=index)
+    for name in both.columns:
+        if name in taken:
+            continue
+        values = both[name].astype(object).where(both[name].notna(), None).tolist()
+        kind = "Nullable(DateTime64(6, 'UTC'))" if name in _STAR_TIMES else _json_type(values)
+        out[name] = convert(values, kind)
+    return out
+
+
 def _flatten(df: pd.DataFrame, which: bool | Iterable[str]) -> pd.DataFrame:
     wanted = None if which is True else set(which)  # type: ignore[arg-type]
+    taken = {str(n) for n in df.columns if n != STAR}
     parts: list[pd.DataFrame] = []
     for i, name in enumerate(df.columns):
         col = df.iloc[:, i]
         cells = col.to_numpy(dtype=object) if col.dtype == object else None
         is_dicts = cells is not None and len(cells) > 0 and all(isinstance(c, dict) or c is None for c in cells)
         if (wanted is None or name in wanted) and is_dicts and cells is not None:
-            flat = pd.json_normalize([c if c is not None else {} for c in cells], max_level=0)
+            if name == STAR:
+                parts.append(_flatten_star(cells, df.index, taken))
+                continue
+            flat = _spread(cells, df.index)
             flat.columns = [f"{name}.{k}" for k in flat.columns]
-            flat.index = df.index
             parts.append(flat)
         else:
             parts.append(df.iloc[:, [i]])

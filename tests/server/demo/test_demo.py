@@ -103,6 +103,30 @@ def test_companies(frame: pd.DataFrame) -> None:
     assert (grouped.groupby(key)["timestamp"].min() > created.loc[sorted(set(key))].sort_index()).all()
 
 
+def test_devices_are_consistent(frame: pd.DataFrame) -> None:
+    """The browser follows the OS (no Safari on Windows, Android or Linux), every event has the device type
+    PostHog's SDKs send (tablets only on iOS and Android), and a user keeps one device on every event."""
+    device = pd.DataFrame({
+        "browser": frame["props"].map(lambda p: p["$browser"]), "os": frame["props"].map(lambda p: p["$os"]),
+        "type": frame["props"].map(lambda p: p["$device_type"]), "user": frame["distinct_id"],
+    })  # fmt: skip
+    pairs = set(zip(device["os"], device["browser"], strict=True))
+    assert {("Mac OS X", "Safari"), ("iOS", "Safari"), ("Windows", "Edge"), ("Linux", "Firefox")} <= pairs
+    assert not {(os_, "Safari") for os_ in ("Windows", "Android", "Linux")} & pairs
+    assert not {(os_, "Edge") for os_ in ("iOS", "Linux")} & pairs
+    kinds = device.groupby("os")["type"].agg(set).to_dict()
+    assert kinds == {"Windows": {"Desktop"}, "Mac OS X": {"Desktop"}, "Linux": {"Desktop"},
+                     "iOS": {"Mobile", "Tablet"}, "Android": {"Mobile", "Tablet"}}  # fmt: skip
+    per_user = device[device["user"].str.startswith("anon-")].groupby("user")[["browser", "os", "type"]].nunique()
+    assert (per_user == 1).all().all()
+    users = device.drop_duplicates("user")
+    assert 0.12 < (users["type"] == "Tablet").mean() / users["os"].isin(["iOS", "Android"]).mean() < 0.19
+    assert 0.15 < (users["browser"] == "Safari").mean() < 0.35
+    set_props = frame["props"].map(lambda p: p.get("$set", {}))
+    first_views = set_props[set_props.map(lambda p: "$os" in p)]
+    assert first_views.map(lambda p: p["$device_type"] in {"Desktop", "Mobile", "Tablet"}).all()
+
+
 def test_experiment_assignment_follows_posthog_hashing(frame: pd.DataFrame) -> None:
     start = DEMO_EXPERIMENT.start_for(END)
     variants = list(DEMO_EXPERIMENT.variants)

@@ -3,9 +3,12 @@
 Users arrive uniformly over the window and come back for a few sessions of ``$pageview``s. About 45% sign up in
 their first session (``signup`` and ``$identify`` from their anonymous id to their email, with ``$set`` of
 ``email``/``plan``); 3% of those also used a second device before signing in on it, which merges two persons
-(an override). Every user's first pageview ``$set``s ``$browser``/``$os`` and ``$set_once``s
-``$initial_country``/``$initial_browser``. Signed-up users visit ``/checkout`` in 45% of their later sessions
-and may ``purchase`` (with a ``price``). About 220,000 events at the default size (20,000 users).
+(an override). A user's device is consistent: the browser follows the operating system (Safari only on
+Mac OS X and iOS, Edge not on iOS or Linux), and ``$device_type`` is what PostHog's SDKs send (``Desktop``
+on Windows, Mac OS X and Linux; ``Mobile``, or ``Tablet`` for about a fifth of iOS and a tenth of Android users).
+Every event carries ``$browser``/``$os``/``$device_type``; a user's first pageview ``$set``s them and
+``$set_once``s ``$initial_country``/``$initial_browser``. Signed-up users visit ``/checkout`` in 45% of their later
+sessions and may ``purchase`` (with a ``price``). About 220,000 events at the default size (20,000 users).
 
 Companies (PostHog's group analytics, group type ``company``): 300 at the default size (one per ~67 users), each
 with a ``plan`` (free/pro/enterprise), an ``industry``, a headcount (``employees``) and a ``name``; sizes are
@@ -51,10 +54,21 @@ DEMO_DAYS = 60
 DEMO_COMPANIES = 300
 """Companies at the default size; a demo of another size keeps one company per ~67 users (at least 3)."""
 
-_BROWSERS = np.array(["Chrome", "Safari", "Firefox", "Edge"])
-_BROWSER_P = [0.62, 0.22, 0.1, 0.06]
 _OS = np.array(["Windows", "Mac OS X", "iOS", "Android", "Linux"])
 _OS_P = [0.38, 0.22, 0.18, 0.17, 0.05]
+_BROWSERS = np.array(["Chrome", "Safari", "Firefox", "Edge"])
+# The browser given the operating system (rows follow _OS, columns _BROWSERS): Safari only where Apple ships it.
+_BROWSER_GIVEN_OS = np.array([
+    [0.72, 0.00, 0.12, 0.16],  # Windows
+    [0.45, 0.45, 0.08, 0.02],  # Mac OS X
+    [0.20, 0.80, 0.00, 0.00],  # iOS
+    [0.88, 0.00, 0.08, 0.04],  # Android
+    [0.70, 0.00, 0.30, 0.00],  # Linux
+])  # fmt: skip
+_DEVICE_TYPES = np.array(["Desktop", "Mobile", "Tablet"])
+# The share of each operating system's users on a tablet (iPads report iOS, Android tablets Android).
+_TABLET_P = np.array([0.0, 0.0, 0.2, 0.1, 0.0])
+_MOBILE_OS = np.array([False, False, True, True, False])
 _COUNTRIES = np.array(["US", "GB", "DE", "FR", "IN", "BR", "CA", "NL"])
 _COUNTRY_P = [0.36, 0.12, 0.1, 0.08, 0.12, 0.08, 0.08, 0.06]
 _PLANS = np.array(["free", "pro", "enterprise"])
@@ -188,9 +202,11 @@ class _Companies:
 
         return pa.array(self.keys).take(pa.array(self.of_user[user]))
 
-    def identify_events(self, seed: int, events: pa.Table, signup_user: np.ndarray, signup_ts: np.ndarray) -> pa.Table:
+    def identify_events(self, seed: int, events: pa.Table, signup_user: np.ndarray, signup_ts: np.ndarray,
+                        devices: tuple[np.ndarray, np.ndarray, np.ndarray]) -> pa.Table:  # fmt: skip
         """``events`` with one ``$groupidentify`` per company that has members, half a second after its first
-        member's ``$identify`` (their signup), sent by that member; sorted by time again."""
+        member's ``$identify`` (their signup), sent by that member from their device (``devices``: each user's
+        ``$browser``, ``$os``, ``$device_type``); sorted by time again."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -203,9 +219,10 @@ class _Companies:
                 "$group_type": "company", "$group_key": self.keys[c],
                 "$group_set": {"name": self.names[c], "plan": str(_PLANS[self.plans[c]]),
                                "industry": str(_INDUSTRIES[self.industries[c]]), "employees": int(self.employees[c])},
+                "$browser": str(devices[0][u]), "$os": str(devices[1][u]), "$device_type": str(devices[2][u]),
                 "$lib": "web",
             }, separators=(",", ":"))
-            for c in found.tolist()
+            for c, u in zip(found.tolist(), user.tolist(), strict=True)
         ]  # fmt: skip
         extra = pa.table({
             "uuid": _uuids(np.random.default_rng([seed, 25, 1]), len(found)),
@@ -237,8 +254,9 @@ def generate_events(
 
     # Users: arrival, attributes, whether and how they sign up.
     first_seen = rng.integers(start_us, end_us - 3600 * _US, size=users)
-    browser = rng.choice(len(_BROWSERS), size=users, p=_BROWSER_P)
+    browser_draw = rng.random(users)  # read once the OS is known (below)
     os_ = rng.choice(len(_OS), size=users, p=_OS_P)
+    browser, device = _devices(seed, os_, browser_draw)
     country = rng.choice(len(_COUNTRIES), size=users, p=_COUNTRY_P)
     plan = rng.choice(len(_PLANS), size=users, p=_PLAN_P)
     signs_up = rng.random(users) < 0.45
@@ -311,8 +329,29 @@ def generate_events(
     rows.add(b_ts, c_user[buys], PURCHASE, c_session[buys], variant=c_variant[buys])
 
     cols = rows.columns()
-    events = _table(cols, rng, browser, os_, country, plan, companies)
-    return companies.identify_events(seed, events, s_user[su_session], su_ts)
+    events = _table(cols, rng, browser, os_, device, country, plan, companies)
+    devices = (_BROWSERS[browser], _OS[os_], _DEVICE_TYPES[device])
+    return companies.identify_events(seed, events, s_user[su_session], su_ts, devices)
+
+
+def _devices(seed: int, os_: np.ndarray, browser_draw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each user's browser (from their OS's row of :data:`_BROWSER_GIVEN_OS`) and device type.
+
+    ``browser_draw`` is one uniform number per user, drawn where the main stream always drew the browser, so
+    every later draw (and every figure that does not break down by browser) is what it was. Tablets come from a
+    side stream of the same seed for the same reason.
+
+    >>> os_ = np.array([0, 2, 2, 4])
+    >>> b, d = _devices(1, os_, np.array([0.1, 0.1, 0.9, 0.9]))
+    >>> _BROWSERS[b].tolist(), _DEVICE_TYPES[d][[0, 3]].tolist()
+    (['Chrome', 'Chrome', 'Safari', 'Firefox'], ['Desktop', 'Desktop'])
+    """
+    cdf = np.cumsum(_BROWSER_GIVEN_OS, axis=1)[os_]
+    cdf[:, -1] = 1.0  # rounding never leaves a draw past the last browser
+    browser = (browser_draw[:, None] >= cdf).sum(axis=1)
+    tablet = np.random.default_rng((seed, 1)).random(len(os_)) < _TABLET_P[os_]
+    device = np.where(tablet, 2, np.where(_MOBILE_OS[os_], 1, 0))
+    return browser, device
 
 
 def _cumsum_by_group(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -333,7 +372,7 @@ def _anon(user: int, second: bool = False) -> str:
 
 
 def _table(cols: dict[str, np.ndarray], rng: np.random.Generator, browser: np.ndarray, os_: np.ndarray,
-           country: np.ndarray, plan: np.ndarray, companies: _Companies) -> pa.Table:  # fmt: skip
+           device: np.ndarray, country: np.ndarray, plan: np.ndarray, companies: _Companies) -> pa.Table:  # fmt: skip
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -351,6 +390,7 @@ def _table(cols: dict[str, np.ndarray], rng: np.random.Generator, browser: np.nd
     )
     b = _text(_BROWSERS[browser[user]])
     o = _text(_OS[os_[user]])
+    dt = _text(_DEVICE_TYPES[device[user]])
     page = np.where(kind == CHECKOUT, "/checkout", _PAGES[np.maximum(cols["page"], 0)])
     page = np.where(np.isin(kind, (SIGNUP, IDENTIFY)), "/signup", page)
     page = np.where(np.isin(kind, (EXPOSURE, PURCHASE)), "/checkout", page)
@@ -369,15 +409,16 @@ def _table(cols: dict[str, np.ndarray], rng: np.random.Generator, browser: np.nd
     grouped = cols["identified"] & (kind != IDENTIFY)
     identify_anon = pc.if_else(pa.array(cols["device2"]), d2.take(user_idx), anons.take(user_idx))
     props = _concat(
-        '{"$browser":"', b, '","$os":"', o, '","$current_url":"', url, '","$session_id":"',
+        '{"$browser":"', b, '","$os":"', o, '","$device_type":"', dt, '","$current_url":"', url, '","$session_id":"',
         _text(cols["session"]), '","$lib":"web"',
         _where(grouped, _concat(',"$groups":{"company":"', company, '"},"$group_0":"', company, '"'), n),
         _where(variant > 0, _concat(',"$feature/new-checkout":"', variant_name, '"'), n),
         _where(kind == EXPOSURE, _concat(',"$feature_flag":"new-checkout","$feature_flag_response":"',
                                          variant_name, '"'), n),
         _where(kind == PURCHASE, _concat(',"price":', price), n),
-        _where(first_view, _concat(',"$set":{"$browser":"', b, '","$os":"', o, '"},"$set_once":{"$initial_country":"',
-                                   _text(_COUNTRIES[country[user]]), '","$initial_browser":"', b, '"}'), n),
+        _where(first_view, _concat(',"$set":{"$browser":"', b, '","$os":"', o, '","$device_type":"', dt,
+                                   '"},"$set_once":{"$initial_country":"', _text(_COUNTRIES[country[user]]),
+                                   '","$initial_browser":"', b, '"}'), n),
         _where(kind == IDENTIFY, _concat(',"$anon_distinct_id":"', identify_anon, '","$set":{"email":"',
                                          emails.take(user_idx), '","plan":"', _text(_PLANS[plan[user]]), '"}'), n),
         "}",

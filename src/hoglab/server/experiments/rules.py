@@ -17,7 +17,7 @@ from hoglab.schema import (
     parse_metric,
 )
 
-from ..errors import ValidationFailed
+from ..errors import NotFound, ValidationFailed
 from ..filters.properties import hogql_expression
 from ..http.bodies import validate_body
 from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, Store, UserRecord
@@ -30,6 +30,7 @@ __all__ = [
     "check_metric_filters",
     "create_with_flag",
     "experiment_body",
+    "experiment_not_found",
     "exposure_cohort_filters",
     "flag_filters",
     "metric_fields",
@@ -103,6 +104,24 @@ def same_variants(left: Sequence[Mapping[str, Any]], right: Sequence[Mapping[str
         return {str(v.get("key")): float(v.get("rollout_percentage") or 0) for v in variants}
 
     return shape(left) == shape(right)
+
+
+NOT_FOUND_IDS = 10
+"""How many of the project's experiment ids a 404 lists (the first ones; the rest are counted)."""
+
+
+def experiment_not_found(store: Store, team_id: int, experiment_id: int) -> NotFound:
+    """The 404 for an experiment the project does not have, listing the ids it does have (only its own).
+
+    ``Experiment 99 not found in project 1 (ids: 1, 2).``; past :data:`NOT_FOUND_IDS` ids it says how many more.
+    """
+    ids, total = store.experiments.ids(team_id, NOT_FOUND_IDS)
+    if not ids:
+        known = "it has no experiments"
+    else:
+        more = f", … {total - len(ids)} more" if total > len(ids) else ""
+        known = "ids: " + ", ".join(map(str, ids)) + more
+    return NotFound(f"Experiment {experiment_id} not found in project {team_id} ({known}).")
 
 
 def experiment_body(record: ExperimentRecord, flag: FlagRecord, user: UserRecord | None) -> dict[str, Any]:

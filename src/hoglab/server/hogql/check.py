@@ -10,6 +10,10 @@ each one to a guarded view or refuses it); this step refuses what no resolution 
 Traceback (most recent call last):
 ...
 hoglab.server.hogql.errors.HogQLError: Function 'hostName' is not allowed
+>>> check_query(parse_hogql("select countt() from events"))
+Traceback (most recent call last):
+...
+hoglab.server.hogql.errors.HogQLError: Function 'countt' is not allowed; did you mean 'count'?
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ import re
 from sqlglot import exp
 
 from .errors import HogQLError, node_span
-from .functions import is_allowed_function
+from .functions import function_names, is_allowed_function
+from .suggest import did_you_mean
 
 __all__ = ["INTERNAL_PREFIX", "RESERVED_NAMES", "chain_top", "check_query", "function_name"]
 
@@ -152,7 +157,8 @@ def _check_call(node: exp.Expr) -> None:
     if isinstance(node, exp.Anonymous) and isinstance(node.this, exp.Identifier) and node.this.quoted:
         raise _error("Quoted function names are not allowed", node)
     if not is_allowed_function(name):
-        raise _error(f"Function '{name}' is not allowed", node)
+        hint = did_you_mean(name, function_names())
+        raise _error(f"Function '{name}' is not allowed" + (f"; {hint}" if hint else ""), node)
 
 
 def _check_table(node: exp.Table) -> None:

@@ -22,10 +22,10 @@ from sqlglot.errors import SqlglotError
 
 from .catalog import NO_MATERIALIZED, Catalog
 from .check import check_query
-from .errors import HogQLError
+from .errors import HogQLError, hint_quoted_string, node_span
 from .parse import parse_hogql, parse_hogql_expr
 from .printer import apply_limit, name_columns, print_clickhouse, print_hogql, remember_texts
-from .props import use_materialized
+from .props import NameRead, use_materialized
 from .resolve import Env, Resolver
 from .textguard import guard_text_equalities
 from .values import bind_placeholders
@@ -51,7 +51,8 @@ class CompiledQuery:
     response's ``hogql`` field); ``limit``/``offset`` are the effective top-level values when constant;
     ``has_implicit_limit`` is True when the default limit was applied (run as ``limit + 1``: trim the extra
     row and set ``hasMore``); ``columns`` are the output names when knowable; ``settings`` must be passed to
-    the engine with the SQL.
+    the engine with the SQL. ``reads`` are the property keys the statement reads and the event names it compares
+    ``event`` with (:class:`~.props.NameRead`), each once, for the query service's warnings.
     """
 
     sql: str
@@ -61,6 +62,7 @@ class CompiledQuery:
     has_implicit_limit: bool
     columns: tuple[str, ...] | None = None
     settings: Mapping[str, Any] = field(default_factory=lambda: dict(REQUIRED_SETTINGS))
+    reads: tuple[NameRead, ...] = ()
 
 
 def _validate_args(team_id: int, timezone: str, max_limit: int, default_limit: int | None, database: str) -> None:
@@ -120,7 +122,7 @@ def compile_hogql(
             catalog,
         )
     except HogQLError as e:
-        raise e.locate(query) from None
+        raise hint_quoted_string(e, query).locate(query) from None
     except RecursionError:
         raise HogQLError("The query is nested too deeply") from None
     except SqlglotError as e:
@@ -136,9 +138,38 @@ def _filters_builder(filters: FiltersCondition | None, timezone: str) -> Callabl
         if condition is None:
             return exp.true()
         hogql, values = condition
-        return bind_placeholders(parse_hogql_expr(f"({hogql})"), values, timezone=timezone)
+        expression = parse_hogql_expr(f"({hogql})")
+        for node in expression.walk():  # positions in the filters' own text would point into the statement's
+            for key in ("line", "col", "start", "end"):
+                node.meta.pop(key, None)
+        return bind_placeholders(expression, values, timezone=timezone)
 
     return build
+
+
+def _event_names(tree: exp.Expr) -> list[NameRead]:
+    """String literals compared with a column named ``event`` (``event = 'x'``, ``e.event IN ('x', 'y')``)."""
+    found: list[NameRead] = []
+    for node in tree.find_all(exp.EQ, exp.NEQ, exp.In):
+        if isinstance(node, exp.In):
+            column, values = node.this, list(node.expressions)
+        else:
+            column, values = (node.this, [node.expression])
+            if not isinstance(column, exp.Column):
+                column, values = node.expression, [node.this]
+        if not (isinstance(column, exp.Column) and column.name == "event" and len(column.parts) <= 2):
+            continue
+        for value in values:
+            if isinstance(value, exp.Literal) and value.is_string:
+                found.append(NameRead("event", value.this, *node_span(value), literal=True))
+    return found
+
+
+def _once(reads: Sequence[NameRead]) -> tuple[NameRead, ...]:
+    first: dict[tuple[str, str], NameRead] = {}
+    for read in reads:
+        first.setdefault((read.kind, read.name), read)
+    return tuple(first.values())
 
 
 def _compile(
@@ -162,6 +193,7 @@ def _compile(
     top, limits = apply_limit(bound, default_limit=default_limit, max_limit=max_limit)
     hogql = print_hogql(top)
     remember_texts(top)
+    events = _event_names(top)
     resolver = Resolver(
         team_id=team_id,
         database=database,
@@ -193,4 +225,5 @@ def _compile(
         offset=limits.offset,
         has_implicit_limit=limits.has_implicit_limit,
         columns=columns,
+        reads=_once([*events, *resolver.reads]),
     )

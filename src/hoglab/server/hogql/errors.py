@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from hoglab.errors import HoglabError
 
-__all__ = ["HogQLError", "node_span"]
+__all__ = ["HogQLError", "hint_quoted_string", "node_span"]
 
 
 class HogQLError(HoglabError, ValueError):
@@ -25,6 +25,8 @@ class HogQLError(HoglabError, ValueError):
     problem has no single place (an empty query, a limit on the whole statement). ``line``/``column`` are
     1-based and derived from ``start``. ``internal`` marks a failure of the compiler itself (a bug) that was
     turned into a HogQLError so no other exception type reaches the endpoint; tests assert it never happens.
+    ``quoted_name`` is an unknown name that was written quoted: the compiler, which has the text, says that
+    strings take single quotes when the quotes were double (:func:`hint_quoted_string`).
     """
 
     def __init__(
@@ -40,6 +42,7 @@ class HogQLError(HoglabError, ValueError):
         self.start = start
         self.end = end if end is not None or start is None else start + 1
         self.internal = internal
+        self.quoted_name: str | None = None
         self.line: int | None = None
         self.column: int | None = None
         if start is not None and query is not None:
@@ -93,3 +96,21 @@ def node_span(node: exp.Expr | None) -> tuple[int | None, int | None]:
     if not starts:
         return None, None
     return min(starts), max(ends)
+
+
+def hint_quoted_string(error: HogQLError, query: str) -> HogQLError:
+    """Add "strings take single quotes" to an unknown name written in double quotes (``"signup"``), which HogQL,
+    as ClickHouse, reads as a name; the error itself when it is not one.
+
+    >>> e = HogQLError("Unknown field 'signup' (reading events)", start=41, end=49)
+    >>> e.quoted_name = "signup"
+    >>> hint_quoted_string(e, 'select count() from events where event = "signup"').message
+    "Unknown field 'signup' (reading events); strings take single quotes: 'signup'"
+    """
+    name = error.quoted_name
+    if name is None or error.start is None or query[error.start : error.start + 1] != '"':
+        return error
+    literal = "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    error.message += f"; strings take single quotes: {literal}"
+    error.quoted_name = None  # said once, even if the error is located again
+    return error

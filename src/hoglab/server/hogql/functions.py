@@ -25,6 +25,7 @@ __all__ = [
     "SCALAR_FUNCTIONS",
     "TZ_FUNCTIONS",
     "WINDOW_FUNCTIONS",
+    "function_names",
     "is_aggregate",
     "is_allowed_function",
     "split_combinators",
@@ -249,3 +250,14 @@ def is_aggregate(name: str) -> bool:
 def is_allowed_function(name: str) -> bool:
     """Whether HogQL may call ``name`` (scalar, window or aggregate with combinators)."""
     return name.lower() in _LOWER_SCALARS or is_aggregate(name)
+
+
+@functools.cache
+def function_names() -> frozenset[str]:
+    """Every name HogQL may call as written most often: the lists above and each aggregate with ``If`` (the
+    candidates of a did-you-mean when a call names none of them).
+
+    >>> {"count", "countIf", "toStartOfDay"} <= function_names()
+    True
+    """
+    return SCALAR_FUNCTIONS | WINDOW_FUNCTIONS | AGGREGATE_FUNCTIONS | {f"{name}If" for name in AGGREGATE_FUNCTIONS}

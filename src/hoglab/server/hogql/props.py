@@ -19,6 +19,8 @@ string: write ``toFloat(properties.x)`` to do arithmetic.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Literal
 
 from sqlglot import exp
 
@@ -32,6 +34,7 @@ __all__ = [
     "PROP_META",
     "TABLE_META",
     "TYPED_NODES",
+    "NameRead",
     "json_access",
     "mark_json",
     "type_comparisons",
@@ -47,6 +50,24 @@ KEY_META = "hq_key"  # a property access of one top-level key: that key
 EVENT_PROPERTIES_META = "hq_event_props"  # node is the events view's ``properties`` column (value: its database)
 PERSON_PROPERTIES_META = "hq_person_props"  # node is the persons view's ``properties`` column (value: its database)
 _MATERIALIZED_META = "hq_mat"  # the access reads a materialized column holding the same values (the catalog's)
+
+
+@dataclass(frozen=True)
+class NameRead:
+    """A name of the project's own data that a statement reads: an event property key (``kind="events"``), a
+    person property key (``"persons"``) or an event name compared with ``event`` (``"event"``). ``start``/``end``
+    locate it in the statement's text (``None`` when it came from elsewhere: a bound value, ``{filters}``);
+    ``literal`` says it was written as a string (``properties['x']``, ``event = 'x'``), not as a name.
+
+    The query service warns about the ones the project has never seen (``server/query/taxonomy.py``): a
+    property that does not exist reads as NULL, and an event that does not exist matches nothing, silently.
+    """
+
+    kind: Literal["event", "events", "persons"]
+    name: str
+    start: int | None = None
+    end: int | None = None
+    literal: bool = False
 
 
 def mark_json(node: exp.Expr, name: str, table: str | None = None) -> exp.Expr:

@@ -19,7 +19,7 @@ it is left for ClickHouse to report. Correlated references to an outer query are
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,7 @@ from .props import (
     PERSON_PROPERTIES_META,
     PROP_META,
     TYPED_NODES,
+    NameRead,
     json_access,
     mark_json,
     type_comparisons,
@@ -45,6 +46,7 @@ from .props import (
 )
 from .query_log import query_log_view
 from .scope import Columns, Scope, Source, collect_sources, expand_stars, output_columns, scope_nodes, walk_scope
+from .suggest import did_you_mean
 from .tables import TABLES, ViewOptions, build_view
 from .values import escape_identifier
 
@@ -54,6 +56,17 @@ __all__ = ["Resolver"]
 def _err(message: str, node: exp.Expr | None) -> HogQLError:
     start, end = node_span(node)
     return HogQLError(message, start=start, end=end)
+
+
+def _unknown(message: str, name: str, node: exp.Expr, candidates: Iterable[str]) -> HogQLError:
+    """An unknown name's error with the closest known names; a quoted name is remembered on it
+    (``HogQLError.quoted_name``) for the compiler's "strings take single quotes" hint."""
+    hint = did_you_mean(name, candidates)
+    error = _err(f"{message}; {hint}" if hint else message, node)
+    ident = node.this if isinstance(node, exp.Column) else None
+    if isinstance(ident, exp.Identifier) and ident.quoted and ident.name == name:
+        error.quoted_name = name
+    return error
 
 
 @dataclass
@@ -91,6 +104,8 @@ class Resolver:
         self._ids = itertools.count(1)
         self.views = 0
         self.scopes: dict[int, Scope] = {}
+        self.reads: list[NameRead] = []  # the property keys the statement reads (props.NameRead)
+        self._virtual = 0  # > 0 while a virtual field's own expression resolves: its reads are not the user's
 
     def new_name(self, kind: str) -> str:
         return f"__hq_{kind}_{next(self._ids)}"
@@ -224,11 +239,11 @@ class Resolver:
                 raise _err(f"Ambiguous name '{first}': qualify it with one of {scope.aliases_of(candidates)}", node)
             if not candidates:
                 if len(names) > 1 and not scope.is_alias(first, node):
-                    raise _err(f"Unknown table or field '{first}'", node)
+                    raise _unknown(f"Unknown table or field '{first}'", first, node, scope.known_names(tables=True))
                 # Only refuse what no source can have: a subquery with unnamed columns might still have it.
                 if first not in scope.env_aliases and all(s.has(first) is False for s in scope.sources):
                     tables = ", ".join(s.alias or "(subquery)" for s in scope.sources) or "no table"
-                    raise _err(f"Unknown field '{first}' (reading {tables})", node)
+                    raise _unknown(f"Unknown field '{first}' (reading {tables})", first, node, scope.known_names())
                 return None
             source, rest = candidates[0], names
         return self._resolve_in_source(source, rest, node, scope)
@@ -260,7 +275,8 @@ class Resolver:
             return self._resolve_in_source(target, rest[1:], node, scope)
         fld = schema.field(name)
         if fld is None:
-            raise _err(f"Field '{name}' not found on table '{schema.name}'", node)
+            known = [f.name for f in schema.fields] + list(schema.joins)
+            raise _unknown(f"Field '{name}' not found on table '{schema.name}'", name, node, known)
         if fld.kind == "virtual":
             if len(rest) > 1:
                 raise _err(f"Field '{name}' has no sub-fields", node)
@@ -272,6 +288,8 @@ class Resolver:
         ref = exp.column(exp.to_identifier(name, quoted=True), table=source.alias_identifier())
         if fld.kind == "json":
             mark_json(ref, name, schema.name)
+            if name == "properties" and len(rest) > 1:
+                self._read_property(schema.name, rest[1], node)
             if schema.name == "events" and name == "properties":
                 ref.meta[EVENT_PROPERTIES_META] = self.database  # keys may be materialized columns (props.py)
             elif schema.name == "persons" and name == "properties":
@@ -284,18 +302,33 @@ class Resolver:
             ref.meta[NULLABLE_META] = True  # a lazily joined row that does not exist reads as NULL
         return ref
 
+    def _read_property(self, table: str, key: str, node: exp.Expr) -> None:
+        if self._virtual or table not in ("events", "persons"):
+            return
+        top = chain_top(node)
+        parts = top.parts if isinstance(top, (exp.Column, exp.Dot)) else []
+        # the key's own identifier, right after "properties": where a warning about it points
+        at = next((p for before, p in itertools.pairwise(parts)
+                   if before.name == "properties" and p.name == key), None)  # fmt: skip
+        start, end = node_span(at) if at is not None else (None, None)
+        self.reads.append(NameRead("events" if table == "events" else "persons", key, start, end))
+
     def _virtual_field(self, template: str, source: Source, scope: Scope) -> exp.Expr:
         # The expression is HogQL over the source's own alias, resolved here like the user's text.
         assert source.alias is not None
         expression = parse_hogql_expr(template.format(table=escape_identifier(source.alias)))
         holder = exp.Paren(this=expression)
-        for column in list(holder.find_all(exp.Column)):
-            top = chain_top(column)
-            names = [p.name for p in top.parts]
-            resolved = self._resolve_names(names, column, scope)
-            if resolved is not None:
-                resolved.meta["hq_done"] = True
-                top.replace(resolved)
+        self._virtual += 1
+        try:
+            for column in list(holder.find_all(exp.Column)):
+                top = chain_top(column)
+                names = [p.name for p in top.parts]
+                resolved = self._resolve_names(names, column, scope)
+                if resolved is not None:
+                    resolved.meta["hq_done"] = True
+                    top.replace(resolved)
+        finally:
+            self._virtual -= 1
         result: exp.Expr = holder.this
         result.meta["hq_done"] = True
         return result
@@ -321,6 +354,10 @@ class Resolver:
         key = keys[0]
         if not (isinstance(key, exp.Literal) and key.is_string):
             raise _err("Property keys in [...] must be strings, e.g. properties['$browser']", key)
+        table = {EVENT_PROPERTIES_META: "events", PERSON_PROPERTIES_META: "persons"}
+        kind = next((t for meta, t in table.items() if base.meta.get(meta)), None)
+        if kind is not None and not self._virtual:
+            self.reads.append(NameRead(kind, key.this, *node_span(key), literal=True))  # type: ignore[arg-type]
         bracket.replace(json_access(base, [exp.Literal.string(key.this)], self.catalog, self.team_id))
 
     # ---- joins and views ---------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from sqlglot import exp
 from .dialect import HogQLDialect
 from .errors import HogQLError, node_span
 from .props import JSON_META, NAME_META, PROP_META, mark_json
+from .suggest import did_you_mean
 from .tables import TABLES, TableSchema
 
 if TYPE_CHECKING:
@@ -66,6 +67,15 @@ class Source:
     def alias_identifier(self) -> exp.Identifier | None:
         return identifier(self.alias) if self.alias else None
 
+    def names(self) -> list[str]:
+        """The names this source is known to have (a table's fields and joins, a subquery's named columns)."""
+        if self.kind == "table":
+            assert self.schema is not None
+            return [f.name for f in self.schema.fields] + list(self.schema.joins)
+        if self.kind == "numbers":
+            return ["number"]
+        return list(self.columns.names) if self.columns is not None else []
+
     def has(self, name: str) -> bool | None:
         """``True``/``False`` when known, ``None`` when a subquery's columns are not all known."""
         if self.kind == "table":
@@ -93,6 +103,13 @@ class Scope:
 
     def sources_with(self, name: str) -> list[Source]:
         return [s for s in self.sources if s.has(name) is True]
+
+    def known_names(self, *, tables: bool = False) -> list[str]:
+        """Every name a bare reference could mean here: the sources' fields and the aliases (and with ``tables``,
+        the tables' aliases, for the first part of ``a.b``)."""
+        names = [name for s in self.sources for name in s.names()]
+        table_aliases = [s.alias for s in self.sources if s.alias] if tables else []
+        return [*names, *self.aliases, *self.env_aliases, *table_aliases]
 
     def aliases_of(self, sources: list[Source]) -> str:
         return ", ".join(repr(s.alias) for s in sources)
@@ -280,7 +297,9 @@ def _source_for(node: exp.Expr, env: Env, resolver: Resolver) -> Source:
         node.replace(exp.Table(this=exp.to_identifier(internal), alias=exp.TableAlias(this=identifier(alias))))
         return Source(alias=alias, kind="derived", columns=columns)
     if name not in TABLES:
-        raise _err(f"Unknown table '{name}': tables are {', '.join(TABLES)} and numbers(n)", node)
+        hint = did_you_mean(name, [*TABLES, *env.ctes])
+        raise _err(f"Unknown table '{name}'{f' ({hint})' if hint else ''}: tables are {', '.join(TABLES)} and "
+                   "numbers(n)", node)  # fmt: skip
     source = Source(alias=alias, kind="table", schema=TABLES[name], node=node)
     if sample is not None:
         if name != "events":

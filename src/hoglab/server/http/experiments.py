@@ -20,7 +20,7 @@ from fastapi import Depends, Path, Query, Request, Response
 
 from hoglab.schema import Experiment, ExperimentCreate, ExperimentUpdate, Paginated
 
-from ..errors import NotFound, ValidationFailed
+from ..errors import ValidationFailed
 from ..experiments import rules
 from ..state import ServiceState, get_state
 from ..store import ExperimentRecord, FlagRecord
@@ -44,7 +44,7 @@ def _load(state: ServiceState, auth: AuthContext, experiment_id: int) -> tuple[E
     record = state.store.experiments.get(auth.project.id, experiment_id)
     flag = state.store.flags.get(record.feature_flag_id) if record is not None else None
     if record is None or flag is None:
-        raise NotFound()
+        raise rules.experiment_not_found(state.store, auth.project.id, experiment_id)
     return record, flag
 
 
@@ -187,7 +187,7 @@ def update_experiment(request: Request, auth: Write, state: State, id: Experimen
             flag = store.flags.update(flag.id, **flag_changes)
         updated = store.experiments.update(auth.project.id, id, changes)
         if updated is None:
-            raise NotFound()
+            raise rules.experiment_not_found(store, auth.project.id, id)
     return _answer(state, updated, flag)
 
 
@@ -197,7 +197,7 @@ def delete_experiment(auth: Write, state: State, id: ExperimentId) -> Response:
     with store.transaction():
         removed = store.experiments.delete(auth.project.id, id)
         if removed is None:
-            raise NotFound()
+            raise rules.experiment_not_found(store, auth.project.id, id)
         # The flag outlives its experiment only as deleted, so its key can be used again.
         store.flags.update(removed.feature_flag_id, deleted=True, active=False)
     return Response(status_code=204)

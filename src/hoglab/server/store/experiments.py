@@ -116,6 +116,15 @@ class ExperimentRepository:
             ).fetchone()
         return None if row is None else ExperimentRecord.from_row(row)
 
+    def ids(self, team_id: int, limit: int) -> tuple[list[int], int]:
+        """The project's first ``limit`` experiment ids (ascending, archived ones too) and how many it has."""
+        with self._db.read() as conn:
+            total = conn.execute("SELECT count(*) FROM experiments WHERE team_id = ?", (team_id,)).fetchone()[0]
+            rows = conn.execute(
+                "SELECT id FROM experiments WHERE team_id = ? ORDER BY id LIMIT ?", (team_id, limit)
+            ).fetchall()
+        return [int(row[0]) for row in rows], int(total)
+
     def list(
         self,
         team_id: int,

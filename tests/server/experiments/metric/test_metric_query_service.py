@@ -79,7 +79,10 @@ def test_another_projects_experiment_is_not_found(project, results_project):
                   {"kind": "ExperimentExposureQuery", "experiment_id": project.experiment}):  # fmt: skip
         refused = _post(other, query)
         assert refused.status_code == 404, refused.text
-        assert refused.json()["detail"] == f"Experiment {project.experiment} not found."
+        # the other project's own ids only (it has none): never the id of the project that does have it
+        assert refused.json()["detail"] == (
+            f"Experiment {project.experiment} not found in project {other.id} (it has no experiments)."
+        )
     assert _post(project, _metric_query(project, 10**9)).status_code == 404
 
 

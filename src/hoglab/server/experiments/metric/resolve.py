@@ -23,8 +23,9 @@ from hoglab.schema import (
     ExperimentStatsConfig,
 )
 
-from ...errors import NotFound, ValidationFailed
+from ...errors import ValidationFailed
 from ...query.runners.base import register_resolver
+from ..rules import experiment_not_found
 
 if TYPE_CHECKING:
     from ...store import ProjectRecord, Store
@@ -96,7 +97,7 @@ def resolve_experiment(
     record = store.experiments.get(project.id, experiment_id)
     flag = store.flags.get(record.feature_flag_id) if record is not None else None
     if record is None or flag is None:
-        raise NotFound(f"Experiment {experiment_id} not found.")
+        raise experiment_not_found(store, project.id, experiment_id)
     start = start or record.start_date
     if start is None:
         raise ValidationFailed(

@@ -4,7 +4,8 @@ PostHog's semantics (reference 1.4-1.5): a statement without LIMIT returns 100 r
 ``hasMore`` can be told; with an explicit LIMIT, ``hasMore``/``limit``/``offset`` are ``null``; any LIMIT is
 capped at 10,000 rows. Rows stay the engine's JSON bytes (a :class:`RawAnswer`): a 10,000-row answer is never
 parsed into Python objects, only its 101st row is cut off when there is one. Compiled statements are kept
-(``base.COMPILED``, 512 of them): the same request is compiled once.
+(``base.COMPILED``, 512 of them): the same request is compiled once. A property or event name the project has
+never seen is a warning in ``metadata`` (PostHog's ``HogQLMetadataResponse``; ``taxonomy.py``).
 
 >>> drop_last_row(b'[\\n\\t\\t[1],\\n\\t\\t[2],\\n\\t\\t[3]\\n\\t]')
 b'[\\n\\t\\t[1],\\n\\t\\t[2]\\n\\t]'
@@ -22,6 +23,7 @@ from ...hogql import HogQLError
 from ...hogql.values import VARIABLE_PREFIX
 from ..property_types import numeric_properties
 from ..query_log import QUERY_LOG
+from ..taxonomy import unseen_names
 from .base import RawAnswer, RunContext, register
 
 __all__ = ["MODIFIERS", "drop_last_row", "run_hogql", "variable_values"]
@@ -59,6 +61,14 @@ def variable_values(variables: Any) -> dict[str, Any]:
     return found
 
 
+def _metadata(hogql: str, warnings: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """PostHog's ``HogQLMetadataResponse`` carrying the statement's warnings (names the project has never seen,
+    ``taxonomy.py``); ``None``, as before, when there are none."""
+    if not warnings:
+        return None
+    return {"query": hogql, "isValid": True, "errors": [], "warnings": warnings, "notices": []}
+
+
 @register("HogQLQuery")
 def run_hogql(query: HogQLQuery, ctx: RunContext) -> RawAnswer:
     """Compile with the default limit (100) and the cap (10,000), run, answer PostHog's HogQL response."""
@@ -72,6 +82,7 @@ def run_hogql(query: HogQLQuery, ctx: RunContext) -> RawAnswer:
         # only the caller's own records, and only when the statement reads them
         query_log=QUERY_LOG.rows(ctx.team_id) if "query_log" in query.query.lower() else (),
     )
+    warnings = unseen_names(ctx.engine, ctx.team_id, compiled.reads)
     result = ctx.execute_json(compiled)
     data = result.data
     has_more: bool | None = None
@@ -96,7 +107,7 @@ def run_hogql(query: HogQLQuery, ctx: RunContext) -> RawAnswer:
             "offset": offset,
             "error": None,
             "explain": None,
-            "metadata": None,
+            "metadata": _metadata(query.query, warnings),
             "modifiers": MODIFIERS,
             "resolved_date_range": None,
         },
