@@ -35,7 +35,7 @@ def test_demo_analyses_the_experiment_writes_the_report_then_keeps_serving(tmp_p
             lines.append(line.rstrip("\n"))
         text = "\n".join(lines)
         assert lines and lines[-1].startswith("serving until Ctrl-C"), text
-        assert "Verdict: SIGNIFICANT" in text and "Traffic split: as planned" in text
+        assert "Verdict: Significant:" in text and "Traffic split: as planned" in text
         assert (out / "report.html").read_text().count("data:image/png;base64,") == 5
         assert sorted(p.name for p in (out / "figures").iterdir()) == [
             "effect.png", "metric.png", "over_time.png", "posteriors.png", "srm.png",

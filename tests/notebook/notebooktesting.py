@@ -68,3 +68,19 @@ def events_frame(events: list[dict[str, Any]]) -> pd.DataFrame:
             "plan": [e["properties"]["plan"] for e in events],
         }
     )
+
+
+def drawn_on_the_edge(png: bytes, border: int = 2) -> int:
+    """How many pixels of the image's outermost ``border`` rows and columns are drawn (not white, not
+    transparent): anything there was cut by the image's edge. 0 for a figure shown whole."""
+    import io
+
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    pixels = mpimg.imread(io.BytesIO(png), format="png")
+    if pixels.shape[-1] == 3:
+        pixels = np.concatenate([pixels, np.ones((*pixels.shape[:2], 1))], axis=-1)
+    edges = np.concatenate([pixels[:border].reshape(-1, 4), pixels[-border:].reshape(-1, 4),
+                            pixels[:, :border].reshape(-1, 4), pixels[:, -border:].reshape(-1, 4)])  # fmt: skip
+    return int(((edges[:, :3] < 0.98).any(axis=1) & (edges[:, 3] > 0)).sum())

@@ -6,6 +6,7 @@ validate against PostHog's published OpenAPI document: see ``test_pull_faults.py
 
 * ``GET /api/projects/:id/`` (the project: name, ``timezone``),
 * ``GET /api/projects/:id/feature_flags/``, ``/cohorts/``, ``/experiments/?archived=`` (paginated listings),
+  ``/actions/`` (PostHog's server answers ``{"results": [...]}`` alone there),
 * ``POST /api/projects/:id/query/`` with a ``HogQLQuery``: the events count, events pages on the keyset
   ``(timestamp, uuid)``, persons and distinct ids pages, read from the SQL and its ``values`` as PostHog would run
   them, answered as ``HogQLQueryResponse``.
@@ -85,6 +86,7 @@ class CloudRemote:
         self.flags = [self._flag()]
         self.cohorts = [self._cohort()]
         self.experiments = [self._experiment()]
+        self.actions = [self._action()]
         self.stop = threading.Event()
 
     # -- the data ------------------------------------------------------------------------------------------------
@@ -121,6 +123,16 @@ class CloudRemote:
                 "filters": filters, "query": None, "is_calculating": False, "created_by": USER,
                 "created_at": _stamp(START), "last_calculation": _stamp(START), "errors_calculating": 0,
                 "count": 4, "is_static": False, "experiment_set": []}  # fmt: skip
+
+    def _action(self) -> dict[str, Any]:
+        step = {"event": "$pageview", "properties": None, "selector": None, "tag_name": None, "text": None,
+                "text_matching": None, "href": None, "href_matching": None, "url": "/checkout",
+                "url_matching": "contains"}  # fmt: skip
+        return {"id": 51, "name": "Viewed checkout", "description": "", "tags": [], "post_to_slack": False,
+                "slack_message_format": "", "steps": [step], "created_at": _stamp(START), "created_by": USER,
+                "deleted": False, "is_calculating": False, "last_calculated_at": _stamp(START),
+                "team_id": self.project_id, "is_action": True, "bytecode_error": None, "pinned_at": None,
+                "creation_context": None, "user_access_level": "editor"}  # fmt: skip
 
     def _experiment(self) -> dict[str, Any]:
         variants = [{"key": "control", "rollout_percentage": 50}, {"key": "test", "rollout_percentage": 50}]
@@ -209,6 +221,8 @@ class CloudRemote:
             return "feature_flags", self.listing(self.flags), 1
         if method == "GET" and path == base + "cohorts/":
             return "cohorts", self.listing(self.cohorts), 1
+        if method == "GET" and path == base + "actions/":
+            return "actions", {"results": copy.deepcopy(self.actions)}, 1
         if method == "GET" and path == base + "experiments/":
             archived = query.get("archived", ["false"])[0] == "true"
             return "experiments", self.listing([e for e in self.experiments if e["archived"] == archived]), 1

@@ -94,6 +94,9 @@ def test_the_mock_answers_as_posthog_cloud_does(cloud: tuple[CloudRemote, str]) 
         assert_valid(http.get(base + "feature_flags/").json(), "PaginatedFeatureFlagList", drop=())
         assert_valid(http.get(base + "cohorts/").json(), "PaginatedCohortList", drop=())
         assert_valid(http.get(base + "experiments/").json(), "PaginatedExperimentList", drop=())
+        for action in http.get(base + "actions/").json()["results"]:
+            # PostHog answers creation_context null (always, read-only) where its document types a string.
+            assert_valid({**action, "creation_context": ""}, "Action", drop=())
         query = {"kind": "HogQLQuery", "query": "SELECT count() AS n FROM events WHERE timestamp >= {since}",
                  "values": {"since": "1970-01-01 00:00:00.000000"}}  # fmt: skip
         assert_valid(http.post(base + "query/", json={"query": query}).json(), "HogQLQueryResponse", drop=())
@@ -108,7 +111,7 @@ def test_a_good_remote_is_copied_whole(cloud: tuple[CloudRemote, str], hoglab_se
     assert held["events"][0][:2] == [remote.events_count, remote.events_count]
     assert held["persons"] == [[len(remote.persons)]]
     assert [f[0] for f in held["flags"]] == ["checkout-exp", "beta"] and len(held["cohorts"]) == 1
-    assert report.warnings == [] and report.experiments == 1
+    assert report.warnings == [] and report.experiments == 1 and report.actions == 1
 
 
 # -- malformed answers -----------------------------------------------------------------------------------------------
@@ -216,6 +219,12 @@ KINDS = [
          ("results[0].key: expected the feature flag's 'key'",)),
     Kind("flag filters not an object", "feature_flags", {"transform": _item(0, filters="everyone")},
          ("results[0].filters: expected a JSON object, got 'everyone'",)),
+    Kind("action without id", "actions", {"transform": _item(0, id=_DROP)},
+         ("GET /api/projects/4242/actions/: results[0].id: expected the action's 'id', got nothing",)),
+    Kind("action steps not a list", "actions", {"transform": _item(0, steps={"event": "$pageview"})},
+         ("GET /api/projects/4242/actions/: results[0].steps: expected a list",)),
+    Kind("actions answered as HTML", "actions", {"raw": HTML, "content_type": "text/html"},
+         ("GET /api/projects/4242/actions/", "an HTML page")),
     # -- settings the service checks --------------------------------------------------------------------------------
     Kind("flag rollout 250%", "feature_flags",
          {"transform": _item(0, filters={"groups": [{"properties": [], "rollout_percentage": 250}]})},

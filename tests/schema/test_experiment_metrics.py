@@ -48,7 +48,7 @@ def test_exposure_query_validates_as_posthogs_with_the_fields_posthog_requires()
 @pytest.mark.parametrize(
     ("change", "where", "says"),
     [
-        ({"source": {"kind": "ActionsNode", "id": 1}}, ("source",), "Actions are not supported"),
+        ({"source": {"kind": "ActionsNode", "id": "one"}}, ("source", "ActionsNode", "id"), "integer"),
         ({"source": {"kind": "ExperimentDataWarehouseNode", "table_name": "t"}}, ("source",), "Data warehouse"),
         ({"source": {"kind": "EventsNode", "event": "x", "math": "p90", "math_property": "v"}}, ("source",), "p90"),
         ({"lower_bound_percentile": 0.9, "upper_bound_percentile": 0.1}, (), "below"),

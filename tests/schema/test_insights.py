@@ -85,12 +85,13 @@ def test_defaults_are_posthogs() -> None:
 @pytest.mark.parametrize(
     ("query", "attr", "words"),
     [
-        ({"kind": "LifecycleQuery", "series": [{"kind": "ActionsNode", "id": 3}]}, "series__0", "Actions"),
-        ({"kind": "StickinessQuery", "series": [{"kind": "ActionsNode", "id": 3}]}, "series__0", "Actions"),
+        ({"kind": "LifecycleQuery", "series": [{"kind": "DataWarehouseNode"}]}, "series__0", "warehouse"),
+        ({"kind": "StickinessQuery", "series": [{"kind": "Pageview"}]}, "series__0", "ActionsNode"),
+        ({"kind": "StickinessQuery", "series": [{"kind": "ActionsNode", "id": "three"}]}, "series__0__id", "integer"),
         (
-            {"kind": "RetentionQuery", "retentionFilter": {"targetEntity": {"id": 3, "type": "actions"}}},
+            {"kind": "RetentionQuery", "retentionFilter": {"targetEntity": {"id": "signup", "type": "actions"}}},
             "retentionFilter__targetEntity",
-            "Actions",
+            "action's id",
         ),
         ({"kind": "RetentionQuery", "retentionFilter": {"period": "Fortnight"}}, "retentionFilter__period", "Hour"),
         ({"kind": "RetentionQuery", "retentionFilter": {"totalIntervals": -1}}, "retentionFilter__totalIntervals", ""),

@@ -4,6 +4,7 @@
                  [--max-memory-usage 8GiB] [--max-execution-time SECONDS] [--memory-budget 12GiB]
                  [--max-compile-seconds SECONDS]
     hoglab demo [--port 8000] [--data-dir DIR] [--out DIR] [--no-serve]
+    hoglab lab [--port 8000] [--data-dir DIR] [--notebooks DIR] [-- JUPYTER_LAB_ARGS...]
     hoglab report EXPERIMENT_ID [--out DIR] [--host URL] [--project ID] [--refresh]
     hoglab project create NAME [--timezone TZ] [--data-dir DIR]
     hoglab project list [--data-dir DIR]
@@ -18,9 +19,9 @@
 line on stderr and exit status 2 (so does a remote answer ``hoglab pull`` cannot use); a failure while running
 gets one line and status 1. Never a traceback.
 
-One module per command (``serve``, ``demo``, ``report``, ``project``, ``key``, ``materialize``, ``load``, ``pull``),
-each with ``add_parser(commands, common)`` and ``run(args)``; what they share is in ``common``. Commands import
-the service (or the notebook toolkit) only when they run, so ``hoglab --help`` stays fast.
+One module per command (``serve``, ``demo``, ``lab``, ``report``, ``project``, ``key``, ``materialize``, ``load``,
+``pull``), each with ``add_parser(commands, common)`` and ``run(args)``; what they share is in ``common``.
+Commands import the service (or the notebook toolkit) only when they run, so ``hoglab --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 
 from hoglab import __version__
 
-from . import demo, key, load, materialize, project, pull, report, serve
+from . import demo, key, lab, load, materialize, project, pull, report, serve
 from .common import CommandError, Parser
 
 __all__ = ["CommandError", "build_parser", "main"]
@@ -40,6 +41,7 @@ __all__ = ["CommandError", "build_parser", "main"]
 _COMMANDS = {
     "serve": serve,
     "demo": demo,
+    "lab": lab,
     "report": report,
     "project": project,
     "key": key,

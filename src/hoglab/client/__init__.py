@@ -4,6 +4,7 @@ Works unchanged against a hoglab service and against PostHog (same paths, same s
 are re-exported from :mod:`hoglab` itself.
 """
 
+from ._actions import Actions
 from ._client import Client
 from ._default import connect, default_client, read_hogql
 from ._experiments import Experiments
@@ -14,6 +15,7 @@ from ._retry import Clock, RetryPolicy, SystemClock
 
 __all__ = [
     "SIGNIFICANCE_EXPLAINED",
+    "Actions",
     "Client",
     "Clock",
     "ExperimentResult",

@@ -21,6 +21,7 @@ from ._errors import error_from_response, json_or_none
 from ._retry import IDEMPOTENT_METHODS, Clock, RetryPolicy, SystemClock
 
 if TYPE_CHECKING:
+    from ._actions import Actions
     from ._experiments import Experiments
     from ._groups import Groups
     from ._jobs import QueryJob
@@ -170,6 +171,7 @@ class Client:
         )
         self._experiments: Experiments | None = None
         self._groups: Groups | None = None
+        self._actions: Actions | None = None
         self._bulk_rows: bool | None = None  # does the server answer POST /query/arrow/ (hoglab)? None: not yet known
 
     @staticmethod
@@ -212,6 +214,7 @@ class Client:
         other = copy.copy(self)
         other._project_id = self._check_project(project_id)
         other._experiments = None
+        other._actions = None
         return other
 
     def projects(self) -> list[Project]:
@@ -390,6 +393,15 @@ class Client:
 
             self._experiments = Experiments(self)
         return self._experiments
+
+    @property
+    def actions(self) -> Actions:
+        """The project's actions: list, get, create, update, delete (see :class:`~hoglab.client.Actions`)."""
+        if self._actions is None:
+            from ._actions import Actions
+
+            self._actions = Actions(self)
+        return self._actions
 
     # -- queries (implemented in _query.py) -------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import pandas as pd
 from ..errors import APIError, InvalidArgument, InvalidArgumentType
 from ..queries._args import model_errors
 from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentUpdate
+from ._actions import resolve_action_names
 from ._errors import json_or_none
 from ._metric_queries import is_metric_experiment, metric_experiment_results
 from ._metric_results import MetricExperimentResult
@@ -238,7 +239,8 @@ class Experiments:
                 secondary_metrics=[dict(m) for m in secondary_metrics] if secondary_metrics else None,
                 **metric_fields(metrics, metrics_secondary, stats_config, exposure_criteria),
             )
-        response = self._client.request("POST", self._path(), json=body.to_json_dict())
+        payload = resolve_action_names(self._client, body.to_json_dict())  # metrics may name actions by name
+        response = self._client.request("POST", self._path(), json=payload)
         return Experiment.model_validate(response.json())
 
     def update(self, experiment_id: int, **fields: Any) -> Experiment:
@@ -248,7 +250,7 @@ class Experiments:
             raise InvalidArgument("update: name at least one field to change.", argument="fields")
         with model_errors("update", rename=lambda path: path.split(".")[0] or "update"):
             body = ExperimentUpdate(**fields)
-        payload = body.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        payload = resolve_action_names(self._client, body.model_dump(mode="json", by_alias=True, exclude_unset=True))
         response = self._client.request("PATCH", self._path(f"{int(experiment_id)}/"), json=payload)
         return Experiment.model_validate(response.json())
 

@@ -10,6 +10,7 @@ from ..errors import HoglabError, QueryError, QueryTimeout
 from ..frames import to_frame
 from ..frames.columns import json_loads
 from ..schema import QueryRequest, QueryStatus
+from ._actions import resolve_action_names
 from ._errors import error_from_response
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ def submit(
     q = as_query(query)
     query_id = client_query_id or new_query_id()
     body = QueryRequest(query=q, refresh="force_async", client_query_id=query_id).to_json_dict()
+    resolve_action_names(client, body["query"])
     # Retrying is safe: the server de-duplicates a submit by its client_query_id.
     response = client.request("POST", client.path("query/"), json=body, idempotent=True)
     data: dict[str, Any] = json_loads()(response.content)

@@ -38,6 +38,7 @@ from ..schema import (
     parse_query,
 )
 from ..schema.queries import AnyQueryType
+from ._actions import resolve_action_names
 from ._values import encode_values
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ def execute(client: Client, query: AnyQueryModel, *, refresh: str | bool | None 
     query = resolve_group_types(client, query)
     query_id = new_query_id()
     body = QueryRequest(query=query, refresh=refresh, client_query_id=query_id).to_json_dict()
+    resolve_action_names(client, body["query"])  # actions the builders named by name get their ids
     response = client.request("POST", client.path("query/"), json=body, idempotent=True)
     data: dict[str, Any] = json_loads()(response.content)
     status = data.get("query_status") or {}

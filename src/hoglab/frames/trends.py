@@ -20,7 +20,9 @@ def trends_frame(response: Mapping[str, Any] | BaseModel) -> pd.DataFrame:
 
     Columns: ``series`` (0-based position of the series; ``<NA>`` for formula lines), ``label``,
     ``breakdown_value``, ``compare_label`` (only with ``compare``), ``date`` (start of the interval, tz-aware in the
-    answer's ``timezone``) and ``value``. Total-value displays (``BoldNumber``, ``ActionsPie``, ``ActionsTable``...)
+    answer's ``timezone``) and ``value``. ``df.attrs`` keeps the answer's metadata (``resolved_date_range``,
+    ``last_refresh``...) and, from its ``filter``, ``interval`` and ``explicit_date``: what the plot needs to mark
+    partial periods. Total-value displays (``BoldNumber``, ``ActionsPie``, ``ActionsTable``...)
     give one row per series and breakdown value, without ``date``.
 
     >>> df = trends_frame({"timezone": "UTC", "results": [
@@ -65,4 +67,8 @@ def trends_frame(response: Mapping[str, Any] | BaseModel) -> pd.DataFrame:
     columns["value"] = np.array(values, dtype=np.float64)
     df = pd.DataFrame(columns)
     df.attrs.update(frame_metadata(data))
+    applied: Mapping[str, Any] = next((i["filter"] for i in items if isinstance(i.get("filter"), Mapping)), {})
+    for name in ("interval", "explicit_date"):
+        if name in applied:
+            df.attrs[name] = applied[name]
     return df

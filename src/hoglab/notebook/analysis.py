@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from ..client._results import ExperimentResult
+from ..client._results import SIGNIFICANCE_EXPLAINED, ExperimentResult
 from ..schema import Experiment
 from ..stats import (
     Comparison,
@@ -27,7 +27,7 @@ from ..stats import (
     trend_verdict,
 )
 
-__all__ = ["Analysis", "analyse", "variant_rollout", "variant_statistics"]
+__all__ = ["Analysis", "analyse", "variant_rollout", "variant_statistics", "verdict_words"]
 
 MetricKind = Literal["conversion", "count"]
 
@@ -46,6 +46,22 @@ class Analysis:
     verdict: PostHogFunnelVerdict | PostHogTrendVerdict
     srm: SRMResult | None
     table: pd.DataFrame
+
+
+def verdict_words(code: str) -> tuple[str, str]:
+    """PostHog's significance ``code`` in words: (the headline, with the code when it says something else; the
+    reason). The one wording the picker and the report share: the code is never said twice.
+
+    >>> verdict_words("significant")
+    ('Significant', 'a variant is very likely better than the others, and choosing it risks little')
+    >>> verdict_words("high_p_value")[0]
+    'Could be chance (high_p_value)'
+    """
+    headline, _, reason = SIGNIFICANCE_EXPLAINED.get(code, "").partition(": ")
+    if not reason:
+        return f"significance code {code!r}", ""
+    named = headline if headline.lower() == code.replace("_", " ") else f"{headline} ({code})"
+    return named, reason.rstrip(".")
 
 
 def variant_rollout(experiment: Experiment) -> dict[str, float]:

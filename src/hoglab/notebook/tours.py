@@ -5,7 +5,10 @@ official ``posthog`` SDK, a week of seeded visits, flags and captured events.
 metric, plus a secondary count), launches it a week back and plays one visit per simulated user through the
 ``posthog`` Python SDK, as an application would: ``get_feature_flag`` asks ``/flags`` for the user's variant, the
 exposure is captured as ``$feature_flag_called``, then the visit's ``$pageview``, ``checkout`` and ``purchase``
-events (with ``$feature/<flag>``). It works against hoglab and PostHog alike (it only uses their public APIs).
+events (with ``$feature/<flag>``). It only uses public APIs, so it would work against PostHog too, but a tour
+never writes into a project it did not make: :func:`check_tour_target` lets it write only into hoglab's demo
+project or an empty project on this machine, and refuses anything else (a PostHog host, a project holding
+someone's events) unless told explicitly (``allow_foreign=True`` or ``HOGLAB_TOURS_WRITE_ANYWHERE=1``).
 
 Behaviour (seeded; the variant is the server's): one pageview *before* the exposure (no metric counts it), then
 1 + Poisson(2) pageviews (Poisson(2.4) in ``test``); half the users reach ``checkout``, of whom 30% buy in
@@ -18,10 +21,13 @@ Behaviour (seeded; the variant is the server's): one pageview *before* the expos
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -30,9 +36,17 @@ from ..queries import funnel_metric, mean_metric, ratio_metric, series
 
 if TYPE_CHECKING:
     from ..client import Client
-    from ..schema import Experiment
+    from ..schema import Experiment, Project
 
-__all__ = ["METRIC_FLAG_KEY", "MetricDemo", "feed_metric_experiment", "metric_experiment_metrics"]
+__all__ = [
+    "DEMO_PROJECT_NAME", "METRIC_FLAG_KEY", "WRITE_ANYWHERE_ENV", "MetricDemo", "check_tour_target",
+    "feed_metric_experiment", "metric_experiment_metrics",
+]  # fmt: skip
+
+# The name hoglab's demo gives its project (hoglab.server.store.bootstrap.DEMO_PROJECT_NAME; a test keeps the two
+# equal: this module never imports the service).
+DEMO_PROJECT_NAME = "Demo project"
+WRITE_ANYWHERE_ENV = "HOGLAB_TOURS_WRITE_ANYWHERE"
 
 METRIC_FLAG_KEY = "checkout-metrics"
 METRIC_SEED = 20260107
@@ -64,10 +78,62 @@ def metric_experiment_metrics() -> tuple[list[Any], list[Any]]:
     return primary, secondary
 
 
-def _project_token(client: Client) -> str:
+def _is_loopback(host: str) -> bool:
+    name = urlsplit(host).hostname or ""
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _project(client: Client) -> Project:
     for project in client.projects():
-        if project.id == client.project_id and project.api_token:
-            return project.api_token
+        if project.id == client.project_id:
+            return project
+    raise ConfigurationError(f"project {client.project_id} is not among the projects this key reaches.")
+
+
+def check_tour_target(client: Client, *, allow_foreign: bool = False) -> None:
+    """Refuse (:class:`~hoglab.errors.ConfigurationError`) unless ``client`` points at a project a tour may write
+    into: hoglab's demo project, or a project without a single event, on this machine (a loopback host).
+
+    A PostHog host, another machine, or a local project holding events is refused, with what to do instead,
+    unless ``allow_foreign=True`` or ``$HOGLAB_TOURS_WRITE_ANYWHERE`` is ``1``: the tours create experiments and
+    send thousands of synthetic events, which nobody wants in a real project.
+
+    >>> check_tour_target(hoglab.connect("https://eu.posthog.com", "phx_...", 12345))  # doctest: +SKIP
+    Traceback (most recent call last):
+    hoglab.errors.ConfigurationError: This tour writes an experiment and synthetic events; ...
+    """
+    if allow_foreign or os.environ.get(WRITE_ANYWHERE_ENV, "").strip() == "1":
+        return
+    what = (
+        "This tour writes an experiment and synthetic events; it writes only into hoglab's demo project or an "
+        "empty project on this machine"
+    )
+    instead = (
+        "Run it against the demo (`make lab`, or hoglab.local.start_local_service(demo=True)), or, if you really "
+        f"mean to write there, pass allow_foreign=True (or set {WRITE_ANYWHERE_ENV}=1)."
+    )
+    if not _is_loopback(client.host):
+        raise ConfigurationError(f"{what}, and {client.host} is not this machine. {instead}")
+    project = _project(client)
+    if project.name == DEMO_PROJECT_NAME:
+        return
+    events = int(client.hogql("select count() as n from events")["n"].iloc[0])
+    if events:
+        raise ConfigurationError(
+            f"{what}, and project {project.id} ({project.name!r}) at {client.host} is not the demo and holds "
+            f"{events:,} events. {instead}"
+        )
+
+
+def _project_token(client: Client) -> str:
+    project = _project(client)
+    if project.api_token:
+        return project.api_token
     raise ConfigurationError(f"project {client.project_id} has no api_token this key can read (the SDK needs it).")
 
 
@@ -91,16 +157,19 @@ def feed_metric_experiment(
     stats_method: str = "bayesian",
     end: datetime | None = None,
     name: str = "Checkout copy (metrics)",
+    allow_foreign: bool = False,
 ) -> MetricDemo:
     """Create and launch a metric experiment on ``client``'s project, then feed ``days`` of ``users`` visits
     through the ``posthog`` SDK (flags from ``/flags``, events to ``/batch``), ending at ``end`` (now).
 
     The experiment starts ``days`` + 1 hours before the first visit; each user's visit is at a seeded moment of
     the window. Returns the experiment, the variant the server gave each user and the number of events sent.
+    Before writing anything it checks the target with :func:`check_tour_target` (``allow_foreign`` is passed on).
 
     >>> demo = feed_metric_experiment(client, users=120)  # doctest: +SKIP
     >>> client.experiments.results(demo.experiment.id).to_frame()  # doctest: +SKIP
     """
+    check_tour_target(client, allow_foreign=allow_foreign)
     rng = np.random.default_rng(seed)
     end = (end or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     start = end - timedelta(days=days)

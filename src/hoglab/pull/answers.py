@@ -41,6 +41,7 @@ import httpx
 from ..errors import Description, RemoteAnswerError, shown
 
 __all__ = [
+    "ACTION",
     "COHORT",
     "COUNT",
     "DISTINCT_ID",
@@ -370,6 +371,12 @@ COHORT = Shape(
     {"id": whole_number, "name": nullable(text, ""), "description": nullable(text, ""), "filters": object_of,
      "is_static": nullable(boolean, False), "deleted": nullable(boolean, False)},
     optional=frozenset({"name", "description", "filters", "is_static", "deleted"}),
+)  # fmt: skip
+ACTION = Shape(
+    "action",
+    {"id": whole_number, "name": nullable(text), "description": nullable(text, ""), "tags": list_of,
+     "steps": list_of, "deleted": nullable(boolean, False)},
+    optional=frozenset({"name", "description", "tags", "steps", "deleted"}),
 )  # fmt: skip
 EXPERIMENT = Shape(
     "experiment",

@@ -2,10 +2,15 @@
 ``Retry-After``), paced under its query rate, every answer read through :mod:`hoglab.pull.answers`, and copying
 what it reads into the local mirror: events by keyset pages on ``(timestamp, uuid)`` under the 10,000-row cap
 (PostHog refuses OFFSET for personal keys), persons and their distinct ids, the group types (``/groups_types/``)
-and groups (HogQL keyset pages over ``groups``), feature flags, cohorts and experiments through the REST endpoints.
+and groups (HogQL keyset pages over ``groups``), actions, feature flags, cohorts and experiments through the REST
+endpoints.
 
 A page is checked whole before any of it is stored, and it must move the keyset forward (rows in the order asked,
 after the previous page's last): a remote that ignores the keyset would otherwise be read forever.
+
+Actions are read with the experiments: experiments name them by the remote's ids, which the mirror turns into the
+local copies'. PostHog lists live actions only, so an action an experiment names that the listing lacks (a deleted
+one, which PostHog's queries still read) is fetched by id.
 
 >>> seconds_per_query("120/hour")
 30.0
@@ -22,7 +27,15 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..client import Client
-from ..errors import AnswerTimeout, Description, HoglabError, InvalidArgument, RemoteAnswerError
+from ..errors import (
+    AnswerTimeout,
+    Description,
+    HoglabError,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    RemoteAnswerError,
+)
 from . import answers
 from .answers import Shape
 from .report import PullPlan, PullReport
@@ -36,6 +49,7 @@ __all__ = [
     "Remote",
     "RemoteGroups",
     "RemoteObjects",
+    "action_ids",
     "mirror_events",
     "mirror_groups",
     "mirror_persons",
@@ -224,26 +238,79 @@ class Remote:
 
 @dataclass
 class RemoteObjects:
-    """The remote's experiments, flags and cohorts as read and checked, ready for the mirror."""
+    """The remote's experiments, flags, cohorts and actions as read and checked, ready for the mirror, and what
+    reading them had to say (actions a key may not read, an action an experiment names that the remote lacks)."""
 
     experiments: list[dict[str, Any]] = field(default_factory=list)
     flags: list[dict[str, Any]] = field(default_factory=list)
     cohorts: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def check(self) -> CheckedObjects:
         """Checked by the service's rules (``hoglab.server.mirror.checks``), before anything is stored."""
         from ..server.mirror import Mirror
 
-        return Mirror.check_objects(experiments=self.experiments, flags=self.flags, cohorts=self.cohorts)
+        checked = Mirror.check_objects(experiments=self.experiments, flags=self.flags, cohorts=self.cohorts,
+                                       actions=self.actions)  # fmt: skip
+        checked.warnings[:0] = self.warnings
+        return checked
+
+
+def action_ids(objects: Any) -> set[int]:
+    """The ids of the actions ``objects`` name (``ActionsNode`` ids, retention entities of type ``actions``).
+
+    >>> sorted(action_ids([{"metrics": [{"source": {"kind": "ActionsNode", "id": 4}}],
+    ...                     "exposure_criteria": {"exposure_config": {"kind": "ActionsNode", "id": 9}}}]))
+    [4, 9]
+    """
+    found: set[int] = set()
+    stack = [objects]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            named = node.get("kind") == "ActionsNode" or node.get("type") == "actions"
+            if named and isinstance(node.get("id"), int) and not isinstance(node.get("id"), bool):
+                found.add(int(node["id"]))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def _read_actions(remote: Remote, wanted: set[int], warnings: list[str]) -> list[dict[str, Any]]:
+    """The remote's live actions, and the ``wanted`` ones it does not list (deleted), fetched by id."""
+    try:
+        listed = {int(a["id"]): a for a in remote.rest("actions", answers.ACTION)}
+    except PermissionDenied:
+        warnings.append("actions not copied: the key lacks the action:read scope (metrics naming actions will "
+                        "count nothing)")  # fmt: skip
+        return []
+    except NotFound:  # a remote without actions (an older hoglab)
+        warnings.append("actions not copied: the remote has no /actions/ endpoint")
+        return []
+    for action_id in sorted(wanted - set(listed)):
+        suffix = f"actions/{action_id}/"
+        try:
+            answer = answers.decode(remote.client.request("GET", remote.client.path(suffix)))
+            listed[action_id] = answers.ACTION.read(answer)
+        except NotFound:
+            warnings.append(f"action {action_id} is named by an experiment but the remote has no such action")
+        except RemoteAnswerError as exc:
+            raise exc.located(remote._endpoint("GET", suffix)) from None
+    return list(listed.values())
 
 
 def read_objects(remote: Remote) -> RemoteObjects:
-    """Read the experiments (archived too), feature flags and cohorts; deleted flags and cohorts are left out."""
+    """Read the experiments (archived too), the actions (those an experiment names included), feature flags and
+    cohorts; deleted flags and cohorts are left out."""
     experiments = {e["id"]: e for archived in ("false", "true")
                    for e in remote.rest("experiments", answers.EXPERIMENT, archived=archived)}  # fmt: skip
+    warnings: list[str] = []
+    actions = _read_actions(remote, action_ids(list(experiments.values())), warnings)
     flags = [f for f in remote.rest("feature_flags", answers.FLAG) if not f.get("deleted")]
     cohorts = [c for c in remote.rest("cohorts", answers.COHORT) if not c.get("deleted")]
-    return RemoteObjects(list(experiments.values()), flags, cohorts)
+    return RemoteObjects(list(experiments.values()), flags, cohorts, actions, warnings)
 
 
 def read_persons(remote: Remote) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

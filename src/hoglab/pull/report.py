@@ -40,6 +40,7 @@ class PullReport:
     groups: int = 0
     flags: int = 0
     cohorts: int = 0
+    actions: int = 0
     experiments: int = 0
     queries: int = 0
     seconds: float = 0.0
@@ -52,6 +53,6 @@ class PullReport:
             f"project {self.local_project_id}: {self.events_copied:,} new events of {self.events_fetched:,} read"
             f"{f' and {self.files_read} export files' if self.files_read else ''}, {self.persons:,} persons,"
             f" {self.groups:,} groups of {self.group_types} types, {self.flags} flags, {self.cohorts} cohorts,"
-            f" {self.experiments} experiments;"
+            f" {self.actions} actions, {self.experiments} experiments;"
             f" {self.queries} queries in {self.seconds:,.1f} s{rate}"
         )

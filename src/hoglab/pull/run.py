@@ -124,8 +124,8 @@ def pull(
     """Copy a remote project (PostHog or hoglab at ``host``, project id ``project``) into a local data dir.
 
     The key comes from ``key`` or the ``key_env`` variable (a personal API key with ``query:read``,
-    ``experiment:read``, ``feature_flag:read``, ``cohort:read`` and ``group:read``; without the last, groups are
-skipped and the report says so). The copy goes into ``data_dir`` (default:
+    ``experiment:read``, ``feature_flag:read``, ``cohort:read``, ``action:read`` and ``group:read``; without the
+    last, groups are skipped and the report says so). The copy goes into ``data_dir`` (default:
     ``$HOGLAB_DATA_DIR``) or into a ``service`` started in this process (``hoglab.local.start_local_service``);
     ``into`` names an existing local project, else the mirror's own project is made (and found again next time).
     ``since``: the earliest events to copy (a date or ISO text; default: everything). ``rate``: queries the pull
@@ -203,7 +203,7 @@ skipped and the report says so). The copy goes into ``data_dir`` (default:
                 mirror_groups(mirror, report, groups)
                 mirror.write_objects(objects)
             report.flags, report.cohorts = len(objects.flags), len(objects.cohorts)
-            report.experiments = len(objects.experiments)
+            report.experiments, report.actions = len(objects.experiments), len(objects.actions)
             report.warnings = list(objects.warnings)
             report.queries = remote.pacer.count
         report.seconds = time.monotonic() - began

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
+from ..errors import InvalidArgumentType
 from ..schema import EventsQuery
 from ._args import date_arg, model_errors, positive_int, where_filters
 from ._series import Where
@@ -31,6 +32,7 @@ def events(
     select: Sequence[str] | None = None,
     *,
     event: str | None = None,
+    action: int | None = None,
     where: Where = None,
     person_where: Where = None,
     after: str | date | None = None,
@@ -42,8 +44,9 @@ def events(
     filter_test_accounts: bool | None = None,
 ) -> EventsQuery:
     """An EventsQuery: raw events as a table of HogQL expressions (default ``event, timestamp, distinct_id,
-    properties``). ``where`` strings are HogQL conditions; dicts are property filters. PostHog's default window
-    is the last 24 hours (``after="-24h"``; ``after="all"`` lifts it).
+    properties``). ``where`` strings are HogQL conditions; dicts are property filters. ``action``: only the
+    events of that action (its id: ``client.actions.get("Signed up").id``; PostHog's ``actionId``). PostHog's
+    default window is the last 24 hours (``after="-24h"``; ``after="all"`` lifts it).
 
     >>> q = events(["event", "properties.$browser"], event="$pageview", where=["timestamp > now() - interval 1 day",
     ...            {"$browser": "Chrome"}], order_by="timestamp DESC", limit=500)
@@ -52,6 +55,12 @@ def events(
     """
     if isinstance(select, str):
         select = [select]
+    if action is not None and (isinstance(action, bool) or not isinstance(action, int)):
+        raise InvalidArgumentType(
+            f"action: an EventsQuery names an action by id (an int), got {action!r}; client.actions.get(name).id "
+            "gives it.",
+            argument="action",
+        )
     positive_int("limit", limit)
     positive_int("offset", offset, low=0)
     conditions, props = _split_where(where)
@@ -60,6 +69,7 @@ def events(
         return EventsQuery(
             select=list(select or DEFAULT_EVENT_COLUMNS),
             event=event,
+            actionId=action,
             where=conditions or None,
             properties=filters or None,
             after=date_arg("after", after),

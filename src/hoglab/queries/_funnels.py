@@ -11,16 +11,16 @@ from datetime import date, timedelta
 from typing import Literal
 
 from ..errors import InvalidArgument, InvalidArgumentType
-from ..schema import EventsNode, FunnelExclusion, FunnelsFilter, FunnelsQuery
+from ..schema import ActionsNode, EventsNode, FunnelExclusion, FunnelsFilter, FunnelsQuery
 from ._args import check_choice, model_errors, where_filters, window_arg
 from ._groups import group_type_arg, named
-from ._series import Where, breakdown_filter, date_range, series_list
+from ._series import Node, Where, breakdown_filter, date_range, series_list
 
 __all__ = ["funnel"]
 
 
 def funnel(
-    steps: Sequence[str | EventsNode],
+    steps: Sequence[str | Node],
     *,
     window: int | str | timedelta | None = None,
     order: Literal["ordered", "strict", "unordered"] = "ordered",
@@ -37,7 +37,8 @@ def funnel(
     filter_test_accounts: bool = False,
     aggregate_by: str | int | None = None,
 ) -> FunnelsQuery:
-    """A FunnelsQuery over 2 to 20 steps (event names or :func:`series`).
+    """A FunnelsQuery over 2 to 20 steps (event names or :func:`series`: ``series(action="Signed up")`` makes
+    a step of an action, labelled with its name).
 
     ``window`` is how long a person has from the first step (days as an int, ``"14d"``, ``"6h"``, a
     ``timedelta``; PostHog's default is 14 days). ``exclude`` lists events that disqualify an attempt: a name
@@ -51,7 +52,7 @@ def funnel(
     >>> settings.funnelWindowIntervalUnit, settings.exclusions[0].funnelToStep, q.breakdownFilter.breakdown_type
     ('hour', 1, 'person')
     """
-    if isinstance(steps, str | EventsNode) or not isinstance(steps, Sequence):
+    if isinstance(steps, str | EventsNode | ActionsNode) or not isinstance(steps, Sequence):
         raise InvalidArgumentType(
             "steps: expected a list of 2 to 20 event names or hoglab.series(...).", argument="steps"
         )

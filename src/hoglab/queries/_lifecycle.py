@@ -10,17 +10,18 @@ from collections.abc import Sequence
 from datetime import date
 
 from ..errors import InvalidArgumentType
-from ..schema import EventsNode, LifecycleFilter, LifecycleQuery, LifecycleToggle
+from ..schema import LifecycleFilter, LifecycleQuery, LifecycleToggle
 from ._args import check_choice, model_errors, where_filters
 from ._groups import group_type_arg, named
-from ._series import INTERVALS, Where, date_range, series_list
+from ._series import INTERVALS, ActionRef, Node, Where, date_range, series_list
 
 __all__ = ["lifecycle"]
 
 
 def lifecycle(
-    event: str | EventsNode | None = "$pageview",
+    event: str | Node | None = "$pageview",
     *,
+    action: ActionRef | None = None,
     interval: str = "day",
     statuses: Sequence[str] | None = None,
     date_from: str | date | None = None,
@@ -33,7 +34,8 @@ def lifecycle(
     """A LifecycleQuery: per interval, the people doing ``event`` for the first time (new), again after the
     previous interval (returning), again after a gap (resurrecting), and those who stopped (dormant).
 
-    ``event`` is an event name, ``None`` (any event) or one :func:`hoglab.series`. ``statuses`` shows only some
+    ``event`` is an event name, ``None`` (any event) or one :func:`hoglab.series`; ``action`` (an id or name)
+    follows an action's events instead. ``statuses`` shows only some
     of ``new``, ``returning``, ``resurrecting``, ``dormant`` (PostHog's ``toggledLifecycles``).
     ``aggregate_by`` (a group type's name, ``"company"``, or its index) counts groups of that type instead of
     people (PostHog's ``aggregation_group_type_index``);
@@ -46,7 +48,9 @@ def lifecycle(
     if isinstance(event, Sequence) and not isinstance(event, str):
         raise InvalidArgumentType("event: a lifecycle has one event (a name, None or hoglab.series(...)).",
                                   argument="event")  # fmt: skip
-    nodes = series_list("event", event, None, None)
+    if action is not None and not isinstance(action, int | str):
+        raise InvalidArgumentType("action: a lifecycle has one action (an id or a name).", argument="action")
+    nodes = series_list("event", None if action is not None else event, None, None, action=action)
     index, type_name = group_type_arg("aggregate_by", aggregate_by) if aggregate_by is not None else (None, None)
     check_choice("interval", interval, INTERVALS)
     toggled = None

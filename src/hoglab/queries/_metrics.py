@@ -13,6 +13,8 @@ alike. A mistake is an :class:`~hoglab.errors.InvalidArgument` naming the argume
 >>> r = ratio_metric(series("purchase", math="sum", math_property="price"), "$pageview", name="revenue per view")
 >>> r.numerator.math_property, r.denominator.event, r.name
 ('price', '$pageview', 'revenue per view')
+>>> mean_metric(action="Checkout").source.kind, funnel_metric([series(action=7), "purchase"]).series[0].id
+('ActionsNode', 7)
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from typing import Any, Literal
 from ..errors import InvalidArgument, InvalidArgumentType
 from ..schema import (
     EXPERIMENT_METRIC_MATH,
+    ActionsNode,
     EventsNode,
     ExperimentFunnelMetric,
     ExperimentMeanMetric,
     ExperimentRatioMetric,
 )
 from ._args import check_choice, model_errors, where_filters, window_arg
+from ._series import ActionRef, Node, series
 
 __all__ = ["funnel_metric", "mean_metric", "ratio_metric"]
 
@@ -39,10 +43,11 @@ Goal = Literal["increase", "decrease"]
 
 
 def _node(argument: str, value: Any, math: str | None = None, math_property: str | None = None,
-          where: Any = None, person_where: Any = None, math_hogql: str | None = None) -> EventsNode:  # fmt: skip
+          where: Any = None, person_where: Any = None, math_hogql: str | None = None) -> Node:  # fmt: skip
     if math_hogql is not None and math is None:
         math = "hogql"
-    if isinstance(value, EventsNode):
+    node: Node
+    if isinstance(value, EventsNode | ActionsNode):
         if math is not None or where is not None or person_where is not None:
             raise InvalidArgument(
                 f"{argument}: a hoglab.series(...) carries its own math and filters; pass them to series().",
@@ -60,7 +65,8 @@ def _node(argument: str, value: Any, math: str | None = None, math_property: str
             )
     else:
         raise InvalidArgumentType(
-            f"{argument}: expected an event name or a hoglab.series(...), got {type(value).__name__}.",
+            f"{argument}: expected an event name or a hoglab.series(...) (of an event or an action), got "
+            f"{type(value).__name__}.",
             argument=argument,
         )
     if node.math is not None and node.math not in EXPERIMENT_METRIC_MATH:
@@ -82,8 +88,9 @@ def _common(name: str | None, window: Window, goal: Goal | None, uuid: str | Non
 
 
 def mean_metric(
-    event: str | EventsNode,
+    event: str | Node | None = None,
     *,
+    action: ActionRef | None = None,
     math: str | None = None,
     math_property: str | None = None,
     math_hogql: str | None = None,
@@ -97,7 +104,8 @@ def mean_metric(
     ignore_zeros: bool | None = None,
     uuid: str | None = None,
 ) -> ExperimentMeanMetric:
-    """A mean metric: a value per exposed person, averaged per variant.
+    """A mean metric: a value per exposed person, averaged per variant, of ``event``'s events or of ``action``'s
+    (an id or a name).
 
     ``math`` says which value: ``"total"`` (the count of ``event``, the default), ``"sum"``/``"avg"``/``"min"``/
     ``"max"`` of ``math_property``, ``"unique_session"`` (sessions with the event), ``"dau"``, or ``"hogql"`` with
@@ -124,6 +132,16 @@ def mean_metric(
         raise InvalidArgument(
             f"math_property: math={math!r} needs the property to aggregate.", argument="math_property"
         )
+    if action is not None:
+        if event is not None:
+            raise InvalidArgument("action: give an event or an action, not both.", argument="action")
+        if math_hogql is not None and math is None:
+            math = "hogql"
+        if math is not None:
+            check_choice("math", math, " ".join(sorted(EXPERIMENT_METRIC_MATH)))
+        event = series(action=action, math=math, math_property=math_property, math_hogql=math_hogql, where=where,
+                       person_where=person_where)  # fmt: skip
+        math = math_property = math_hogql = where = person_where = None
     source = _node("event", event, math, math_property, where, person_where, math_hogql)
     for argument, value in (("lower_bound_percentile", lower_bound_percentile),
                             ("upper_bound_percentile", upper_bound_percentile)):  # fmt: skip
@@ -142,7 +160,7 @@ def mean_metric(
 
 
 def funnel_metric(
-    steps: Sequence[str | EventsNode],
+    steps: Sequence[str | Node],
     *,
     order: Literal["ordered", "strict", "unordered"] | None = None,
     name: str | None = None,
@@ -160,7 +178,7 @@ def funnel_metric(
     >>> [s.event for s in m.series], m.conversion_window_unit, m.series[1].properties[0].key
     (['signup', 'purchase'], 'day', 'plan')
     """
-    if isinstance(steps, str | EventsNode) or not isinstance(steps, Sequence):
+    if isinstance(steps, str | EventsNode | ActionsNode) or not isinstance(steps, Sequence):
         raise InvalidArgumentType("steps: expected a list of event names or hoglab.series(...).", argument="steps")
     if not 1 <= len(steps) <= 20:
         raise InvalidArgument(f"steps: a funnel metric has 1 to 20 steps, got {len(steps)}.", argument="steps")
@@ -172,8 +190,8 @@ def funnel_metric(
 
 
 def ratio_metric(
-    numerator: str | EventsNode,
-    denominator: str | EventsNode,
+    numerator: str | Node,
+    denominator: str | Node,
     *,
     name: str | None = None,
     window: Window = None,

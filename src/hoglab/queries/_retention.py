@@ -12,10 +12,10 @@ from datetime import date
 from typing import Any
 
 from ..errors import InvalidArgumentType
-from ..schema import EventsNode, RetentionEntity, RetentionFilter, RetentionQuery
+from ..schema import ActionsNode, EventsNode, RetentionEntity, RetentionFilter, RetentionQuery
 from ._args import check_choice, model_errors, positive_int, where_filters
 from ._groups import group_type_arg, named
-from ._series import INTERVALS, Where, breakdown_filter, date_range
+from ._series import INTERVALS, ActionRef, Node, Where, action_fields, breakdown_filter, date_range
 
 __all__ = ["retention"]
 
@@ -31,6 +31,11 @@ def _entity(argument: str, value: Any) -> RetentionEntity:
     if isinstance(value, RetentionEntity):
         return value
     with model_errors(argument):
+        if isinstance(value, ActionsNode):
+            return RetentionEntity(
+                id=value.id, name=value.name, custom_name=value.custom_name, type="actions", kind="ActionsNode",
+                properties=value.properties,
+            )  # fmt: skip
         if value is None or isinstance(value, str):
             return RetentionEntity(id=value, name=value or "All events", type="events", kind="EventsNode")
         if isinstance(value, EventsNode):
@@ -49,9 +54,10 @@ def _entity(argument: str, value: Any) -> RetentionEntity:
 
 
 def retention(
-    target: str | EventsNode | RetentionEntity | None = "$pageview",
+    target: str | Node | RetentionEntity | None = "$pageview",
     *,
-    returning: str | EventsNode | RetentionEntity | None = None,
+    returning: str | Node | RetentionEntity | None = None,
+    action: ActionRef | None = None,
     period: str = "day",
     intervals: int = 8,
     retention_type: str = "first_time",
@@ -71,7 +77,8 @@ def retention(
     """A RetentionQuery: of the people who did ``target`` in a period, how many did ``returning`` in each of the
     following ``intervals - 1`` periods.
 
-    ``target`` and ``returning`` are event names, ``None`` (any event) or :func:`hoglab.series` (with filters);
+    ``target`` and ``returning`` are event names, ``None`` (any event) or :func:`hoglab.series` (with filters,
+    or of an action: ``series(action="Signed up")``); ``action`` (an id or name) is the target instead;
     ``returning`` defaults to ``target``. ``period``: ``hour``, ``day``, ``week`` or ``month``.
     ``retention_type``: ``first_time`` (a person's cohort is the period of their first ``target``),
     ``recurring`` (every period with a ``target`` starts a cohort for that person) or ``first_ever``.
@@ -95,7 +102,10 @@ def retention(
     positive_int("intervals", intervals)
     positive_int("minimum_occurrences", minimum_occurrences)
     index, type_name = group_type_arg("aggregate_by", aggregate_by) if aggregate_by is not None else (None, None)
-    start = _entity("target", target)
+    if action is not None:
+        start = _entity("action", ActionsNode(**action_fields("action", action)))
+    else:
+        start = _entity("target", target)
     back = start if returning is None else _entity("returning", returning)
     with model_errors("retention"):
         settings = RetentionFilter(

@@ -1,6 +1,9 @@
-"""What every insight builder shares: a series (an event, its filters and math), lists of them, a date range,
-a breakdown, a comparison period, the intervals. Each raises :class:`~hoglab.errors.InvalidArgument` naming the
-builder's argument.
+"""What every insight builder shares: a series (an event or an action, its filters and math), lists of them, a
+date range, a breakdown, a comparison period, the intervals. Each raises :class:`~hoglab.errors.InvalidArgument`
+naming the builder's argument.
+
+An action is named by its id (an int) or its name (a string): a name makes an ``ActionsNode`` without an id,
+which :class:`hoglab.Client` fills in from the project's actions before sending (``client.actions``).
 """
 
 from __future__ import annotations
@@ -10,22 +13,64 @@ from datetime import date
 from typing import Any
 
 from ..errors import InvalidArgument, InvalidArgumentType
-from ..schema import PROPERTY_MATH, BreakdownFilter, BreakdownItem, CompareFilter, DateRange, EventsNode, MathType
+from ..schema import (
+    PROPERTY_MATH,
+    ActionsNode,
+    BreakdownFilter,
+    BreakdownItem,
+    CompareFilter,
+    DateRange,
+    EventsNode,
+    MathType,
+)
 from ._args import check_choice, date_arg, model_errors, where_filters
 from ._groups import group_type_arg, named
 
-__all__ = ["INTERVALS", "Where", "breakdown_filter", "compare_filter", "date_range", "series", "series_list"]
+__all__ = [
+    "INTERVALS",
+    "ActionRef",
+    "Node",
+    "Where",
+    "action_fields",
+    "breakdown_filter",
+    "compare_filter",
+    "date_range",
+    "series",
+    "series_list",
+]
 
 Where = dict[str, Any] | str | Sequence[Any] | None
 """``where=``: ``{"$browser": "Chrome", "price__gt": 10, "person.plan": "pro"}``, a HogQL string, or a list."""
+ActionRef = int | str
+"""An action, by id (``7``) or by name (``"Signed up"``)."""
+Node = EventsNode | ActionsNode
+"""A series: an event's or an action's."""
+
+
+def action_fields(argument: str, action: Any) -> dict[str, Any]:
+    """``{"id": 7}`` or ``{"name": "Signed up"}`` for an action given by id or name.
+
+    >>> action_fields("action", 7), action_fields("action", "Signed up")
+    ({'id': 7}, {'name': 'Signed up'})
+    """
+    if isinstance(action, int) and not isinstance(action, bool):
+        if action < 1:
+            raise InvalidArgument(f"{argument}: an action id is a positive integer, got {action}.", argument=argument)
+        return {"id": action}
+    if isinstance(action, str) and action.strip():
+        return {"name": action}
+    raise InvalidArgumentType(
+        f"{argument}: expected an action's id (int) or name (str), got {action!r}.", argument=argument
+    )
 
 INTERVALS = "hour day week month"
 """The intervals of retention, lifecycle and stickiness (trends also takes ``minute``)."""
 
 
 def series(
-    event: str | None,
+    event: str | None = None,
     *,
+    action: ActionRef | None = None,
     math: str | None = None,
     math_property: str | None = None,
     math_hogql: str | None = None,
@@ -33,8 +78,9 @@ def series(
     person_where: Where = None,
     name: str | None = None,
     aggregate_by: str | int | None = None,
-) -> EventsNode:
-    """One series of a trend or one funnel step: an event (``None``: all events), its filters and math.
+) -> Node:
+    """One series of a trend, one funnel step or a metric's source: an event (``None``: all events) or an
+    ``action`` (its id, or its name), with its own filters and math.
 
     ``aggregate_by`` (a group type's name or index) counts that type's groups instead of persons (PostHog's
     ``unique_group`` math, the default then); with ``dau``, ``weekly_active`` or ``monthly_active`` it keeps
@@ -45,9 +91,14 @@ def series(
     >>> node = series("purchase", aggregate_by="company")
     >>> node.math, node.group_type_names
     ('unique_group', {'math_group_type_index': 'company'})
+    >>> s = series(action="Signed up", math="dau")
+    >>> s.kind, s.id, s.name, s.math
+    ('ActionsNode', None, 'Signed up', 'dau')
     """
     if event is not None and not isinstance(event, str):
         raise InvalidArgumentType(f"event: expected a string or None, got {type(event).__name__}.", argument="event")
+    if action is not None and event is not None:
+        raise InvalidArgument("series: give an event or an action, not both.", argument="action")
     if math is not None:
         check_choice("math", math, MathType)
         if math in PROPERTY_MATH and not math_property:
@@ -64,6 +115,15 @@ def series(
                 argument="aggregate_by",
             )
     filters = where_filters(where, person_where)
+    if action is not None:
+        ref = action_fields("action", action)
+        with model_errors("series"):
+            # ``name`` is the action's own (what the client looks an id up by); a label of yours is custom_name.
+            acted = ActionsNode(
+                **ref, custom_name=name, math=math, math_property=math_property, math_hogql=math_hogql,
+                math_group_type_index=index, properties=filters or None,
+            )  # fmt: skip
+        return named(acted, "math_group_type_index", type_name)
     with model_errors("series"):
         node = EventsNode(
             event=event,
@@ -79,17 +139,27 @@ def series(
 
 
 def series_list(
-    argument: str, events: Any, math: str | None, math_property: str | None, aggregate_by: str | int | None = None
-) -> list[EventsNode]:
-    items = [events] if events is None or isinstance(events, str | EventsNode) else events
+    argument: str,
+    events: Any,
+    math: str | None,
+    math_property: str | None,
+    aggregate_by: str | int | None = None,
+    action: Any = None,
+) -> list[Node]:
+    """The series of a builder: ``events`` (a name, ``None`` for all events, a :func:`series` or a list of them),
+    then ``action`` (an id or name, or a list of them), ``math``/``math_property``/``aggregate_by`` applying to
+    those given by name or id. With ``action`` and no ``events``, only the actions."""
+    items = [events] if events is None or isinstance(events, str | EventsNode | ActionsNode) else events
     if not isinstance(items, Sequence) or isinstance(items, str | bytes):
         raise InvalidArgumentType(
             f"{argument}: expected an event name, a hoglab.series(...) or a list of them, got {type(events).__name__}.",
             argument=argument,
         )
-    nodes: list[EventsNode] = []
+    if action is not None and events is None:
+        items = []
+    nodes: list[Node] = []
     for item in items:
-        if isinstance(item, EventsNode):
+        if isinstance(item, EventsNode | ActionsNode):
             nodes.append(item)
         elif item is None or isinstance(item, str):
             nodes.append(series(item, math=math, math_property=math_property, aggregate_by=aggregate_by))
@@ -98,6 +168,10 @@ def series_list(
                 f"{argument}: items must be event names or hoglab.series(...), got {type(item).__name__}.",
                 argument=argument,
             )
+    actions = [] if action is None else [action] if isinstance(action, int | str) else action
+    if not isinstance(actions, Sequence) or isinstance(actions, bytes):
+        raise InvalidArgumentType("action: expected an action's id or name, or a list of them.", argument="action")
+    nodes += [series(action=a, math=math, math_property=math_property, aggregate_by=aggregate_by) for a in actions]
     if not nodes:
         raise InvalidArgument(f"{argument}: at least one event is needed.", argument=argument)
     return nodes

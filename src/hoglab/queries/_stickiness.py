@@ -11,9 +11,9 @@ from datetime import date
 from typing import Any
 
 from ..errors import InvalidArgument
-from ..schema import EventsNode, StickinessCriteria, StickinessFilter, StickinessQuery
+from ..schema import StickinessCriteria, StickinessFilter, StickinessQuery
 from ._args import check_choice, model_errors, positive_int, where_filters
-from ._series import INTERVALS, Where, compare_filter, date_range, series_list
+from ._series import INTERVALS, ActionRef, Node, Where, compare_filter, date_range, series_list
 
 __all__ = ["stickiness"]
 
@@ -37,8 +37,9 @@ def _criteria(value: Any) -> StickinessCriteria | None:
 
 
 def stickiness(
-    events: str | EventsNode | Sequence[str | EventsNode | None] | None = "$pageview",
+    events: str | Node | Sequence[str | Node | None] | None = "$pageview",
     *,
+    action: ActionRef | Sequence[ActionRef] | None = None,
     interval: str = "day",
     interval_count: int | None = None,
     cumulative: bool = False,
@@ -55,7 +56,8 @@ def stickiness(
     """A StickinessQuery: for each series, how many people were active in exactly 1, 2, ... intervals of the
     range (in that many or more with ``cumulative``).
 
-    ``events``: a name, ``None`` (any event), a :func:`hoglab.series` or a list of them. ``interval_count``
+    ``events``: a name, ``None`` (any event), a :func:`hoglab.series` or a list of them; ``action`` (ids or
+    names) counts actions instead (or besides, with ``events`` given as well). ``interval_count``
     groups intervals (``interval="day", interval_count=7``: weeks of seven days). ``active_when`` says what
     makes an interval count: ``3`` or ``(">=", 3)`` events at least, ``("<=", 2)``, ``("==", 1)``.
     ``compare`` adds the previous period (or ``compare_to``, ``"-4w"``) as more lines. ``aggregate_by`` (a group
@@ -66,7 +68,8 @@ def stickiness(
     >>> q.stickinessFilter.stickinessCriteria.operator, q.stickinessFilter.stickinessCriteria.value, q.interval
     ('gte', 3, 'week')
     """
-    nodes = series_list("events", events, None, None, aggregate_by)
+    nodes = series_list("events", events if action is None or events != "$pageview" else None, None, None,
+                        aggregate_by, action)  # fmt: skip
     check_choice("interval", interval, INTERVALS)
     positive_int("interval_count", interval_count)
     criteria = _criteria(active_when)

@@ -10,16 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
-from ..schema import ChartDisplayType, EventsNode, FormulaNode, IntervalType, TrendsFilter, TrendsQuery
+from ..schema import ChartDisplayType, FormulaNode, IntervalType, TrendsFilter, TrendsQuery
 from ._args import check_choice, model_errors, where_filters
-from ._series import Where, breakdown_filter, compare_filter, date_range, series_list
+from ._series import ActionRef, Node, Where, breakdown_filter, compare_filter, date_range, series_list
 
 __all__ = ["trends"]
 
 
 def trends(
-    events: str | EventsNode | Sequence[str | EventsNode | None] | None,
+    events: str | Node | Sequence[str | Node | None] | None = None,
     *,
+    action: ActionRef | Sequence[ActionRef] | None = None,
     math: str | None = None,
     math_property: str | None = None,
     interval: str = "day",
@@ -39,18 +40,22 @@ def trends(
 ) -> TrendsQuery:
     """A TrendsQuery: events counted per interval, one line per series (and breakdown value).
 
-    ``events`` is an event name (``None``: all events), a :func:`series`, or a list of them; ``math`` and
-    ``math_property`` apply to the ones given by name. ``breakdown`` is a property (``"person.plan"`` for a person
-    property, an int for a cohort, ``"group.company.plan"`` for a property of the event's company) or a list of
-    up to three. ``formula`` combines series by letter (``"A/B"``). ``aggregate_by`` (a group type's name or
-    index) makes the series given by name count that type's groups (PostHog's ``unique_group`` math).
+    ``events`` is an event name (``None``: all events), a :func:`series`, or a list of them; ``action`` adds
+    actions, by id or name (alone, only the actions are counted); ``math`` and ``math_property`` apply to the
+    ones given by name or id. Series of actions are labelled with the actions' names. ``breakdown`` is a
+    property (``"person.plan"`` for a person property, an int for a cohort, ``"group.company.plan"`` for a
+    property of the event's company) or a list of up to three. ``formula`` combines series by letter (``"A/B"``).
+    ``aggregate_by`` (a group type's name or index) makes the series given by name or id count that type's
+    groups (PostHog's ``unique_group`` math).
 
     >>> from hoglab.queries import series
     >>> q = trends(["signup", series("purchase", math="sum", math_property="price")], formula="B/A", compare=True)
     >>> [s.event for s in q.series], q.trendsFilter.formulaNodes[0].formula, q.compareFilter.compare
     (['signup', 'purchase'], 'B/A', True)
+    >>> [(s.kind, s.id) for s in trends(action=[7, 8], math="dau").series]
+    [('ActionsNode', 7), ('ActionsNode', 8)]
     """
-    nodes = series_list("events", events, math, math_property, aggregate_by)
+    nodes = series_list("events", events, math, math_property, aggregate_by, action)
     check_choice("interval", interval, IntervalType)
     if display is not None:
         check_choice("display", display, ChartDisplayType)

@@ -7,6 +7,7 @@ Request models reject unknown fields; response models keep them, so answers from
 """
 
 from ._base import RequestModel, ResponseModel, SettingsModel
+from .actions import ACTION_STEP_KEYS, Action, ActionStepJSON, ActionWrite, UrlMatching
 from .dates import RELATIVE_DATE_UNITS, RelativeDate, is_date_text, parse_relative_date
 from .errors import ErrorBody, ErrorType, validation_error_body
 from .experiment_metrics import (
@@ -84,12 +85,18 @@ from .insights import (
 from .nodes import (
     COUNT_PER_ACTOR_MATH,
     PROPERTY_MATH,
+    ActionsNode,
+    AnyFunnelExclusion,
     BaseMathType,
     CountPerActorMathType,
     EventsNode,
     FunnelExclusion,
+    FunnelExclusionActionsNode,
     MathType,
     PropertyMathType,
+    SeriesFields,
+    SeriesNode,
+    node_kind,
 )
 from .queries import (
     QUERY_KINDS,
@@ -138,6 +145,7 @@ from .responses import (
 )
 
 __all__ = [
+    "ACTION_STEP_KEYS",
     "CONTROL_VARIANT_KEY",
     "COUNT_PER_ACTOR_MATH",
     "DEFAULT_RETURNED_ROWS",
@@ -150,8 +158,13 @@ __all__ = [
     "QUERY_KINDS",
     "RELATIVE_DATE_UNITS",
     "TOTAL_VALUE_DISPLAYS",
+    "Action",
+    "ActionStepJSON",
+    "ActionWrite",
+    "ActionsNode",
     "ActorsQuery",
     "ActorsQueryResponse",
+    "AnyFunnelExclusion",
     "AnyPropertyFilter",
     "AnyQuery",
     "BaseMathType",
@@ -195,6 +208,7 @@ __all__ = [
     "FeaturePropertyFilter",
     "FormulaNode",
     "FunnelExclusion",
+    "FunnelExclusionActionsNode",
     "FunnelStepResult",
     "FunnelsActorsQuery",
     "FunnelsFilter",
@@ -249,6 +263,8 @@ __all__ = [
     "RetentionResult",
     "RetentionValue",
     "SecondaryMetric",
+    "SeriesFields",
+    "SeriesNode",
     "SettingsModel",
     "StickinessCriteria",
     "StickinessFilter",
@@ -259,9 +275,11 @@ __all__ = [
     "TrendsQuery",
     "TrendsQueryResponse",
     "TrendsResultItem",
+    "UrlMatching",
     "User",
     "funnel_window_seconds",
     "is_date_text",
+    "node_kind",
     "parse_metric",
     "parse_query",
     "parse_relative_date",

@@ -50,6 +50,8 @@ def _loc_to_attr(loc: tuple[int | str, ...], data: Any = None) -> str | None:
                 node = node[part]
             elif part in (node.get("kind"), node.get("type"), node.get("metric_type")) or "[" in part:
                 continue
+            elif part[:1].isupper():
+                continue  # the tag a node without "kind" defaults to (an EventsNode); no field starts upper-case
             else:
                 parts.append(part)
                 node = None

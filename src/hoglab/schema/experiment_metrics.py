@@ -1,9 +1,9 @@
 """Metric experiments, PostHog's current shape: metrics on the experiment, analysed by ``ExperimentQuery``.
 
 A metric is one of three models told apart by ``metric_type`` (PostHog's ``ExperimentMeanMetric``,
-``ExperimentFunnelMetric``, ``ExperimentRatioMetric``); each reads events through :class:`EventsNode` sources.
-PostHog's ``ActionsNode`` and ``ExperimentDataWarehouseNode`` sources are refused with a message naming the field
-(hoglab has neither actions nor a data warehouse).
+``ExperimentFunnelMetric``, ``ExperimentRatioMetric``); each reads events through ``EventsNode`` or ``ActionsNode``
+sources. PostHog's ``ExperimentDataWarehouseNode`` sources are refused with a message naming the field (hoglab has
+no data warehouse). Exposure criteria name an exposure event (``ExperimentEventExposureConfig``) or an action.
 
 >>> metric = parse_metric({"metric_type": "mean", "source": {"kind": "EventsNode", "event": "purchase",
 ...                        "math": "sum", "math_property": "price"}})
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, TypeAdapter, field_validator, model_validator
 
 from ._base import RequestModel, ResponseModel
 from .filters import AnyPropertyFilter, DateRange
-from .nodes import EventsNode
+from .nodes import ActionsNode, SeriesFields, SeriesNode
 
 __all__ = [
     "EXPERIMENT_METRIC_MATH",
@@ -56,22 +56,7 @@ EXPERIMENT_METRIC_MATH: frozenset[str] = frozenset(
 _LARGEST_ID = 2**63 - 1
 """Ids are SQLite integers: a larger one names no experiment and is refused before any lookup."""
 
-_UNSUPPORTED_SOURCES = {
-    "ActionsNode": "Actions are not supported by hoglab: use an EventsNode source (an event and property filters).",
-    "ExperimentDataWarehouseNode": "Data warehouse sources are not supported by hoglab: use an EventsNode source.",
-}
-
-
-def _events_source(value: Any) -> Any:
-    # PostHog accepts three kinds of source; a clear refusal beats pydantic's union error for the two hoglab lacks.
-    if isinstance(value, dict):
-        message = _UNSUPPORTED_SOURCES.get(str(value.get("kind")))
-        if message:
-            raise ValueError(message)
-    return value
-
-
-def _experiment_math(node: EventsNode) -> EventsNode:
+def _experiment_math(node: SeriesFields) -> SeriesFields:
     if node.math is not None and node.math not in EXPERIMENT_METRIC_MATH:
         allowed = ", ".join(sorted(EXPERIMENT_METRIC_MATH))
         raise ValueError(f"math {node.math!r} is not supported in an experiment metric; one of {allowed}.")
@@ -100,12 +85,11 @@ class ExperimentMeanMetric(_MetricBase):
     """
 
     metric_type: Literal["mean"] = "mean"
-    source: EventsNode
+    source: SeriesNode
     lower_bound_percentile: float | None = Field(default=None, ge=0, le=1)
     upper_bound_percentile: float | None = Field(default=None, ge=0, le=1)
     ignore_zeros: bool | None = None
 
-    _source_kind = field_validator("source", mode="before")(_events_source)
     _source_math = field_validator("source")(_experiment_math)
 
     @model_validator(mode="after")
@@ -120,25 +104,17 @@ class ExperimentFunnelMetric(_MetricBase):
     """The share of exposed persons who go through every step after their exposure (``step_counts`` per step)."""
 
     metric_type: Literal["funnel"] = "funnel"
-    series: list[EventsNode] = Field(min_length=1, max_length=20)
+    series: list[SeriesNode] = Field(min_length=1, max_length=20)
     funnel_order_type: FunnelOrderType | None = None
-
-    @field_validator("series", mode="before")
-    @classmethod
-    def _series_are_events(cls, value: Any) -> Any:
-        for step in value if isinstance(value, list) else []:
-            _events_source(step)
-        return value
 
 
 class ExperimentRatioMetric(_MetricBase):
     """Σ numerator / Σ denominator over persons (revenue per order, ...), tested by the delta method."""
 
     metric_type: Literal["ratio"] = "ratio"
-    numerator: EventsNode
-    denominator: EventsNode
+    numerator: SeriesNode
+    denominator: SeriesNode
 
-    _sources_kind = field_validator("numerator", "denominator", mode="before")(_events_source)
     _sources_math = field_validator("numerator", "denominator")(_experiment_math)
 
 
@@ -166,18 +142,26 @@ class ExperimentEventExposureConfig(RequestModel):
     version: float | None = None
 
 
+def _exposure_kind(value: Any) -> str:
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return "ActionsNode" if kind == "ActionsNode" else "ExperimentEventExposureConfig"
+
+
+ExposureConfig = Annotated[
+    Annotated[ExperimentEventExposureConfig, Tag("ExperimentEventExposureConfig")]
+    | Annotated[ActionsNode, Tag("ActionsNode")],
+    Discriminator(_exposure_kind),
+]
+
+
 class ExperimentExposureCriteria(RequestModel):
-    """Who counts as exposed: test accounts filtered or not, a custom exposure event, and persons seen with
-    several variants dropped (``exclude``, PostHog's default) or kept in their first (``first_seen``)."""
+    """Who counts as exposed: test accounts filtered or not, a custom exposure (an event with property filters,
+    or an action's events, whose variant is their ``$feature/<flag>`` property), and persons seen with several
+    variants dropped (``exclude``, PostHog's default) or kept in their first (``first_seen``)."""
 
     filterTestAccounts: bool | None = None
-    exposure_config: ExperimentEventExposureConfig | None = None
+    exposure_config: ExposureConfig | None = None
     multiple_variant_handling: MultipleVariantHandling | None = None
-
-    @field_validator("exposure_config", mode="before")
-    @classmethod
-    def _no_actions(cls, value: Any) -> Any:
-        return _events_source(value)
 
 
 class ExperimentStatsConfig(RequestModel):

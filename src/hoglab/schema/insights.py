@@ -1,6 +1,7 @@
 """Retention, lifecycle, stickiness and paths queries, with PostHog's field names and defaults.
 
-hoglab has no actions: an ``ActionsNode`` (or a retention entity of type ``actions``) is a 400 naming the field.
+A series (lifecycle, stickiness) is an ``EventsNode`` or an ``ActionsNode``; a retention entity names an event
+(``type: "events"``) or an action (``type: "actions"`` with the action's ``id``).
 
 >>> RetentionQuery(retentionFilter=RetentionFilter(period="Week")).retentionFilter.totalIntervals
 8
@@ -11,14 +12,14 @@ hoglab has no actions: an ``ActionsNode`` (or a retention entity of type ``actio
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ._base import RequestModel, SettingsModel
 from ._query_base import InsightBase
 from .filters import AnyPropertyFilter, BreakdownFilter, CompareFilter
-from .nodes import EventsNode
+from .nodes import SeriesNode
 
 __all__ = [
     "LifecycleFilter",
@@ -43,26 +44,16 @@ LifecycleToggle = Literal["new", "resurrecting", "returning", "dormant"]
 PathType = Literal["$pageview", "$screen", "custom_event", "hogql"]
 InsightInterval = Literal["hour", "day", "week", "month"]
 
-_NO_ACTIONS = "Actions are not supported by hoglab: use an EventsNode (an event name and property filters)."
-
-
-def _events_only(value: Any) -> Any:
-    # Checked before EventsNode's own validation so an action gets a sentence instead of "should be 'EventsNode'".
-    if isinstance(value, dict) and value.get("kind") in ("ActionsNode", "DataWarehouseNode"):
-        raise ValueError(_NO_ACTIONS if value["kind"] == "ActionsNode" else "Data warehouse series are not supported.")
-    return value
-
-
-SeriesNode = Annotated[EventsNode, BeforeValidator(_events_only)]
-"""A series of an insight: an ``EventsNode``; actions and data warehouse nodes are refused with a clear message."""
+_MAX_ID = 2**63 - 1
 
 
 class RetentionEntity(RequestModel):
     """The event that starts a cohort (target) or counts as coming back (returning): ``{"id": "$pageview",
-    "type": "events"}``; ``id`` ``None`` means any event.
+    "type": "events"}`` (``id`` ``None`` means any event), or an action: ``{"id": 7, "type": "actions"}`` (the
+    toolkit may name it instead, ``{"name": "Signed up", "type": "actions"}``, for the client to fill the id in).
 
-    >>> RetentionEntity(id="signup", type="events").id
-    'signup'
+    >>> RetentionEntity(id="signup", type="events").event, RetentionEntity(id=7, type="actions").action_id
+    ('signup', 7)
     """
 
     id: str | int | None = None
@@ -75,17 +66,32 @@ class RetentionEntity(RequestModel):
     properties: list[AnyPropertyFilter] | None = None
 
     @model_validator(mode="after")
-    def _events_only(self) -> RetentionEntity:
-        if self.type == "actions" or self.kind == "ActionsNode":
-            raise ValueError(_NO_ACTIONS)
+    def _known_kind(self) -> RetentionEntity:
         if self.type == "data_warehouse":
             raise ValueError("Data warehouse entities are not supported by hoglab.")
+        if self.is_action and self.id is not None:
+            # PostHog matches actions by type; a kind of ActionsNode alone names one too.
+            given = self.id
+            if isinstance(given, bool) or not isinstance(given, int | str) or not str(given).lstrip("-").isdigit():
+                raise ValueError("An action entity needs the action's id (an integer).")
+            if abs(int(str(given))) > _MAX_ID:
+                raise ValueError("An action id is a 64-bit integer.")
         return self
 
     @property
+    def is_action(self) -> bool:
+        """Whether the entity names an action (``type: "actions"``, or ``kind: "ActionsNode"``)."""
+        return self.type == "actions" or (self.type is None and self.kind == "ActionsNode")
+
+    @property
+    def action_id(self) -> int | None:
+        """The action's id when the entity names one."""
+        return int(str(self.id)) if self.is_action and self.id is not None else None
+
+    @property
     def event(self) -> str | None:
-        """The event name this entity matches (``None``: every event)."""
-        return None if self.id is None else str(self.id)
+        """The event name this entity matches (``None``: every event, or an action)."""
+        return None if self.id is None or self.is_action else str(self.id)
 
 
 class RetentionFilter(SettingsModel):
@@ -133,6 +139,7 @@ class LifecycleFilter(SettingsModel):
 class LifecycleQuery(InsightBase):
     """People per interval by status: new, returning, resurrecting, dormant (negative).
 
+    >>> from hoglab.schema import EventsNode
     >>> LifecycleQuery(series=[EventsNode(event="$pageview")], interval="week").interval
     'week'
     """
@@ -167,6 +174,7 @@ class StickinessFilter(SettingsModel):
 class StickinessQuery(InsightBase):
     """People by the number of intervals of the range in which they were active, one line per series.
 
+    >>> from hoglab.schema import EventsNode
     >>> StickinessQuery(series=[EventsNode(event="$pageview")]).interval
     'day'
     """

@@ -17,7 +17,7 @@ from .filters import (
 )
 from .groups import GroupsQuery
 from .insights import LifecycleQuery, PathsQuery, RetentionQuery, StickinessQuery
-from .nodes import EventsNode, FunnelExclusion
+from .nodes import AnyFunnelExclusion, SeriesNode
 
 __all__ = [
     "ActorsQuery",
@@ -118,12 +118,13 @@ class TrendsFilter(SettingsModel):
 class TrendsQuery(InsightBase):
     """Counts of events over time, one line per series (and breakdown value).
 
+    >>> from hoglab.schema import EventsNode
     >>> TrendsQuery(series=[EventsNode(event="$pageview", math="dau")], interval="week").interval
     'week'
     """
 
     kind: Literal["TrendsQuery"] = "TrendsQuery"
-    series: list[EventsNode] = Field(min_length=1, max_length=50)
+    series: list[SeriesNode] = Field(min_length=1, max_length=50)
     interval: IntervalType | None = "day"
     breakdownFilter: BreakdownFilter | None = None
     compareFilter: CompareFilter | None = None
@@ -158,7 +159,7 @@ class FunnelsFilter(SettingsModel):
     funnelStepReference: Literal["total", "previous"] | None = "total"
     breakdownAttributionType: Literal["first_touch", "last_touch", "all_events", "step"] | None = "first_touch"
     breakdownAttributionValue: int | None = Field(default=None, ge=0)
-    exclusions: list[FunnelExclusion] | None = None
+    exclusions: list[AnyFunnelExclusion] | None = None
     funnelFromStep: int | None = Field(default=None, ge=0)
     funnelToStep: int | None = Field(default=None, ge=1)
     binCount: int | None = Field(default=None, ge=1, le=90)
@@ -168,12 +169,13 @@ class FunnelsFilter(SettingsModel):
 class FunnelsQuery(InsightBase):
     """How many people go through 2 to 20 steps, in order, within a window.
 
+    >>> from hoglab.schema import EventsNode
     >>> FunnelsQuery(series=[EventsNode(event="$pageview"), EventsNode(event="signup")]).kind
     'FunnelsQuery'
     """
 
     kind: Literal["FunnelsQuery"] = "FunnelsQuery"
-    series: list[EventsNode] = Field(min_length=2, max_length=20)
+    series: list[SeriesNode] = Field(min_length=2, max_length=20)
     interval: Literal["hour", "day", "week", "month"] | None = "day"
     breakdownFilter: BreakdownFilter | None = None
     funnelsFilter: FunnelsFilter | None = None
@@ -189,7 +191,8 @@ class FunnelsQuery(InsightBase):
 
 
 class EventsQuery(QueryBase):
-    """Raw events as a table of HogQL expressions (``*``, ``person``, ``properties.$browser``, ...)."""
+    """Raw events as a table of HogQL expressions (``*``, ``person``, ``properties.$browser``, ...);
+    ``actionId`` keeps the events of one stored action."""
 
     kind: Literal["EventsQuery"] = "EventsQuery"
     select: list[str] = Field(min_length=1, max_length=100)
@@ -197,6 +200,7 @@ class EventsQuery(QueryBase):
     properties: list[AnyPropertyFilter] | None = None
     fixedProperties: list[AnyPropertyFilter] | None = None
     event: str | None = None
+    actionId: int | None = Field(default=None, ge=-_MAX_OFFSET, le=_MAX_OFFSET)
     personId: str | None = None
     after: str | None = None
     before: str | None = None

@@ -14,12 +14,13 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import numpy as np
 import pytest
-from notebooktesting import Demo
+from notebooktesting import Demo, drawn_on_the_edge
 from scipy import integrate, stats
 
 import hoglab
@@ -177,7 +178,9 @@ def test_funnel_results_table_against_closed_forms(client: Client, remote: PostH
     assert [test["credible_low"], test["credible_high"]] == list(direct.row("test").lift_ci)
     # PostHog's verdict as the answer states it, with its reason; hoglab.stats agrees on these counts.
     assert picker.verdict is not None and picker.verdict.significance_code.value == "significant"
-    assert SIGNIFICANCE_EXPLAINED["significant"] in picker.results.value
+    # Said once: "Significant: a variant is ...", never "significant — Significant: ...".
+    reason = SIGNIFICANCE_EXPLAINED["significant"].split(": ", 1)[1].rstrip(".")
+    assert f"Significant</span>: {reason}" in picker.results.value and "Significant: a" not in picker.results.value
     assert "evaluates PostHog's rules as" not in picker.results.value
     assert "+41.67%" in picker.results.value
     # SRM against the flag's 50/50 rollout: 500 and 500 is exactly as planned.
@@ -213,7 +216,7 @@ def test_trend_results_and_a_verdict_that_disagrees(client: Client, remote: Post
     assert picker.result.significance_code == "significant"
     assert picker.verdict.significance_code.value == "high_p_value"
     html = picker.results.value
-    assert SIGNIFICANCE_EXPLAINED["significant"] in html and "p-value 0.021" in html
+    assert SIGNIFICANCE_EXPLAINED["significant"].split(": ", 1)[1].rstrip(".") in html and "p-value 0.021" in html
     assert "evaluates PostHog&#x27;s rules as &#x27;high_p_value&#x27;" in html
     assert "(cached)" in html
 
@@ -276,6 +279,7 @@ def test_network_error_is_shown_and_the_picker_keeps_working(client: Client, rem
 def test_choosing_in_the_box(client: Client) -> None:
     ids = [client.experiments.create(f"Box {i}", f"box-{i}-{uuid.uuid4().hex[:6]}").id for i in range(2)]
     picker = ExperimentPicker(client)
+    assert picker.value is None  # two drafts, none running: nothing to open on
     picker.box.value = picker.options[ids[1]]  # what the browser sends when an option is chosen
     assert picker.value == ids[1] and picker.experiment is not None and picker.experiment.name == "Box 1"
     picker.box.value = "Box"  # typing: partial text chooses nothing and keeps the choice
@@ -284,6 +288,33 @@ def test_choosing_in_the_box(client: Client) -> None:
     assert picker.value is None and picker.summary.value == ""
     picker.value = ids[0]
     assert picker.box.value == picker.options[ids[0]]
+
+
+def test_it_opens_on_the_newest_running_experiment(client: Client, remote: PostHogResults) -> None:
+    now = datetime.now(UTC)
+    older = client.experiments.create("Older", f"older-{uuid.uuid4().hex[:6]}", filters=FUNNEL_METRIC,
+                                      start=now - timedelta(days=30)).id  # fmt: skip
+    newer = client.experiments.create("Newer", f"newer-{uuid.uuid4().hex[:6]}", filters=FUNNEL_METRIC,
+                                      start=now - timedelta(days=2)).id  # fmt: skip
+    client.experiments.create("Made last, a draft", f"draft-{uuid.uuid4().hex[:6]}")
+    ended = client.experiments.create("Ended", f"ended-{uuid.uuid4().hex[:6]}", filters=FUNNEL_METRIC,
+                                      start=now - timedelta(days=1)).id  # fmt: skip
+    client.experiments.stop(ended)
+    for exp in (older, newer):
+        remote.answers[exp] = posthog_funnel_answer({"control": (60, 440), "test": (85, 415)})
+    picker = ExperimentPicker(client)
+    assert picker.value == newer and picker.box.value == picker.options[newer] and picker.table is not None
+    assert remote.results_calls == [(newer, {})]
+    picker.value = newer  # choosing it again asks the server nothing more
+    assert remote.results_calls == [(newer, {})]
+    assert pick_experiment(older, client).value == older and remote.results_calls[-1] == (older, {})
+    assert ExperimentPicker(client, newest=False).value is None
+
+
+def test_with_one_experiment_it_opens_on_that_one(client: Client) -> None:
+    only = client.experiments.create("The only one", f"only-{uuid.uuid4().hex[:6]}").id
+    picker = ExperimentPicker(client)
+    assert picker.value == only and picker.error == DRAFT_MESSAGE  # a draft, but the only choice there is
 
 
 def test_a_service_that_cannot_be_reached() -> None:
@@ -362,4 +393,8 @@ def test_the_demo_experiment_with_the_services_own_results(demo: Demo) -> None:
     assert picker.verdict == expected and expected.significance_code.value == "significant"
     assert table["chance_to_be_best"].to_dict() == pytest.approx(frame["probability"].to_dict(), abs=1e-12)
     assert picker.srm is not None and not picker.srm.mismatch
-    assert picker.figure is not None and "significant" in picker.results.value
+    assert picker.figure is not None and "Significant</span>: a variant" in picker.results.value
+    # The figure whole: nothing drawn on the image's edge, shown at most at the CSS width it was drawn for.
+    assert drawn_on_the_edge(picker.plot.value) == 0
+    assert picker.plot.width == str(round(picker.figure.get_figwidth() * 96))
+    assert picker.plot.layout.max_width == "100%" and picker.plot.layout.height == "auto"

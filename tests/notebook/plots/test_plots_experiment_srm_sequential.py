@@ -268,6 +268,14 @@ def test_srm_bars_are_observed_and_expected_shares_with_the_p_value_in_the_title
     assert [t.get_text() for t in ax.texts[:2]] == ["53.0%\n5,300", "47.0%\n4,700"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["control", "test"]
     assert isinstance(ax.yaxis.get_major_formatter(), PercentFormatter)
+    # No legend over the bars (the axis label is the key); every bar's label inside the axes, under the title.
+    assert ax.get_legend() is None and ax.get_xlabel() == "filled: observed · dashed: expected"
+    ax.figure.draw_without_rendering()
+    frame = ax.get_window_extent()
+    for text in ax.texts:
+        box = text.get_window_extent()
+        assert frame.y0 <= box.y0 and box.y1 <= frame.y1 and frame.x0 <= box.x0 and box.x1 <= frame.x1, text
+    assert ax.get_title().splitlines()[1] == f"(χ² = {sps.chisquare([5300, 4700]).statistic:.3g}, 1 dof)"
 
 
 def test_srm_takes_shares_series_results_comparisons_and_client_results() -> None:

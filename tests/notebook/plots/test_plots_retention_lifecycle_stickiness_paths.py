@@ -148,8 +148,30 @@ def test_paths_sankey_draws_a_ribbon_per_edge_and_a_block_per_item(tmp_path: Pat
     assert sorted(b.get_height() for b in blocks) == sorted(flow.astype(float))
     assert "/pricing  40" in [t.get_text() for t in ax.texts]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["step 1", "step 2", "step 3", "step 4"]
+    assert ax.get_xlabel() == ""  # every edge drawn: nothing to say
     heaviest = plot_paths(df, max_edges=2)
     assert sum(isinstance(p, PathPatch) for p in heaviest.patches) == 2
+    # The trimmed edges are said in the figure: how many, and the people they carried (pandas' count).
+    left_out = df.sort_values("value", ascending=False).iloc[2:]
+    assert heaviest.get_xlabel() == (
+        f"the 2 heaviest of 6 edges; {len(left_out)} lighter edges ({left_out['value'].sum():,.0f} people) not drawn "
+        "(max_edges=None draws all)"
+    )
+
+
+def test_big_counts_have_thousands_separators(tmp_path: Path) -> None:
+    days = [str(d.date()) for d in pd.date_range("2025-06-01", periods=3)]
+    answer = {"results": [{"status": "new", "data": [12000.0, 15500.0, 9000.0], "days": days},
+                          {"status": "dormant", "data": [0.0, -4000.0, -11000.0], "days": days}]}  # fmt: skip
+    ax = plot_lifecycle(lifecycle_frame(answer))
+    _render(ax, tmp_path)
+    ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert "10,000" in ticks and any(t.startswith(("-10,000", "−10,000")) for t in ticks), ticks
+    sticky = {"results": [{"label": "$pageview", "data": [25000, 3000, 100], "days": [1, 2, 3],
+                           "labels": ["1 day", "2 days", "3 days"], "action": {"order": 0}}]}  # fmt: skip
+    bars = plot_stickiness(stickiness_frame(sticky))
+    _render(bars, tmp_path)
+    assert "20,000" in [t.get_text() for t in bars.get_yticklabels()]
 
 
 @pytest.mark.parametrize(

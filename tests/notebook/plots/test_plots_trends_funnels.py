@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.colors import to_hex
 from matplotlib.testing.compare import compare_images
 from matplotlib.ticker import PercentFormatter
 
@@ -90,13 +91,6 @@ def test_one_line_has_no_legend_and_several_series_are_named_by_label() -> None:
     assert ax.get_legend().get_texts()[0].get_text() == r"\$pageview · Chrome"
 
 
-def test_a_one_series_breakdown_labelled_by_its_values_names_each_line_once() -> None:
-    # PostHog's (and hoglab's) answer to one series broken down: each result's label is its breakdown value.
-    results = [_trend(plan, [1, 2, 3, 4], plan) for plan in ("free", "pro")]
-    ax = plot_trends(trends_frame({"timezone": "UTC", "results": results}))
-    assert list(_lines(ax)) == ["free", "pro"]
-
-
 def test_lines_past_the_palette_differ_by_style() -> None:
     results = [_trend("$pageview", [1, 2, 3, 4], f"browser {i}") for i in range(10)]
     ax = plot_trends(trends_frame({"timezone": "UTC", "results": results}))
@@ -172,6 +166,56 @@ def test_total_value_frames_are_horizontal_bars_largest_first() -> None:
     assert ax.yaxis_inverted() and ax.get_xlabel() == "pageviews"
     assert [t.get_text() for t in ax.texts] == ["1,200", "800", "300"]
     assert ax.get_legend() is None
+
+
+def test_a_broken_down_line_is_named_by_its_value_once() -> None:
+    # PostHog labels a broken-down line with its value, or "<series> - <value>" with several series.
+    one = trends_frame({"timezone": "UTC", "results": [_trend("Chrome", [3, 5, 4, 6], "Chrome"),
+                                                       _trend("Safari", [1, 0, 2, 2], "Safari")]})  # fmt: skip
+    assert list(_lines(plot_trends(one))) == ["Chrome", "Safari"]
+    two = trends_frame({"timezone": "UTC", "results": [
+        _trend("$pageview - Chrome", [3, 5, 4, 6], "Chrome"),
+        _trend("signup - Chrome", [1, 0, 2, 2], "Chrome", order=1),
+    ]})  # fmt: skip
+    assert list(_lines(plot_trends(two))) == [r"\$pageview · Chrome", "signup · Chrome"]
+
+
+def _weekly(last_refresh: str, date_from: str, *, explicit: bool) -> pd.DataFrame:
+    weeks = ["2025-05-26", "2025-06-02", "2025-06-09"]
+    return trends_frame({
+        "timezone": "UTC", "last_refresh": last_refresh,
+        "resolved_date_range": {"date_from": date_from, "date_to": "2025-06-15T23:59:59.999999+00:00"},
+        "results": [_trend("$pageview", [3100, 3050, 2480], days=weeks,
+                           filter={"interval": "week", "explicit_date": explicit})],
+    })  # fmt: skip
+
+
+def test_partial_periods_are_marked() -> None:
+    # Computed on Wednesday 11 June: the week of 9 June has 2½ of its 7 days, so its 2,480 is no drop.
+    df = _weekly("2025-06-11T12:00:00Z", "2025-05-28T00:00:00+00:00", explicit=False)
+    ax = plot_trends(df)
+    [span] = [p for p in ax.patches if p.get_gid() == "partial period"]
+    x0, x1 = span.get_x(), span.get_x() + span.get_width()
+    assert (mdates.num2date(x0).date().isoformat(), mdates.num2date(x1).date().isoformat()) == (
+        "2025-06-09", "2025-06-16")  # fmt: skip
+    [solid] = [line for line in ax.get_lines() if line.get_label() == "\\$pageview"]
+    assert solid.get_ydata().tolist() == [3100, 3050]  # the whole weeks; the partial one apart, dotted and hollow
+    partial = [line for line in ax.get_lines() if line.get_gid() == "partial"]
+    assert {line.get_linestyle() for line in partial} == {":", "None"} and "partial period" in ax.get_xlabel()
+    assert partial[-1].get_markerfacecolor() == "white" and partial[-1].get_ydata().tolist() == [2480]
+    # A relative range counts its first week whole (from 26 May): only an explicit range makes it partial.
+    explicit = plot_trends(_weekly("2025-06-20T00:00:00Z", "2025-05-28T00:00:00+00:00", explicit=True))
+    [first] = [p for p in explicit.patches if p.get_gid() == "partial period"]
+    assert mdates.num2date(first.get_x()).date().isoformat() == "2025-05-26"
+    whole = plot_trends(_weekly("2025-06-20T00:00:00Z", "2025-05-26T00:00:00+00:00", explicit=True))
+    assert not [p for p in whole.patches if p.get_gid() == "partial period"] and "partial" not in whole.get_xlabel()
+
+
+def test_trend_lines_by_variant_take_the_variants_colours() -> None:
+    df = trends_frame({"timezone": "UTC", "results": [_trend("purchase", [3, 5, 4, 6], "control"),
+                                                      _trend("purchase", [4, 6, 5, 7], "test")]})  # fmt: skip
+    lines = _lines(plot_trends(df))
+    assert (lines["control"].get_color(), lines["test"].get_color()) == (CONTROL_COLOUR, PALETTE[0])
 
 
 def test_trends_draw_into_the_given_axes() -> None:
@@ -259,6 +303,16 @@ def test_normalized_funnel_has_a_percent_axis() -> None:
     assert [p.get_height() for p in ax.containers[2]] == [1.0, 0.75]
     assert isinstance(ax.yaxis.get_major_formatter(), PercentFormatter)
     assert ax.get_ylabel() == "share of the first step"
+
+
+def test_funnel_by_variant_takes_the_variants_colours_and_keeps_the_legend_off_the_bars() -> None:
+    df = funnel_frame({"results": [_steps([1000, 300], "control"), _steps([1000, 350], "test")]})
+    ax = plot_funnel(df)
+    ax.figure.draw_without_rendering()
+    colours = {str(p.get_gid()): to_hex(p.get_facecolor()) for p in ax.patches if str(p.get_gid()).startswith("conv")}
+    assert colours == {"converted:control": CONTROL_COLOUR.lower(), "converted:test": PALETTE[0].lower()}
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1  # beside the axes, over no bar
 
 
 def test_funnel_draws_into_the_given_axes() -> None:

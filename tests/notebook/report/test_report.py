@@ -85,10 +85,15 @@ def test_summary_names_the_verdict_and_the_numbers(demo: Demo) -> None:
     report = experiment_report(demo.experiment_id, demo.client, figures=False)
     text = report.summary()
     table = report.primary.analysis.table.set_index("variant")  # type: ignore[union-attr]
-    assert "Verdict: SIGNIFICANT" in text and "Traffic split: as planned" in text
+    assert "Verdict: Significant: a variant is very likely better" in text and "Traffic split: as planned" in text
+    assert "significant — Significant" not in text.lower() and "SIGNIFICANT. Significant" not in text
     assert f"{table.loc['test', 'lift']:+.1%}" in text
     assert f"{int(table.loc['control', 'units']):,}" in text
-    assert "Secondary: Purchases" in text
+    # The secondary metric (a count) names its test, and why it differs from the primary's (a conversion rate).
+    secondary = next(line for line in text.splitlines() if line.startswith("Secondary: Purchases"))
+    assert "exact Poisson rate test" in secondary
+    assert "counts events per exposed person" in text and "persons who converted" in text
+    assert "(pooled two-proportion z-test)" in text
 
 
 def test_write_makes_a_self_contained_page_and_files(demo: Demo, tmp_path: Path) -> None:
@@ -101,7 +106,7 @@ def test_write_makes_a_self_contained_page_and_files(demo: Demo, tmp_path: Path)
     assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
     for name in report.figures:
         assert (tmp_path / "out" / "figures" / f"{name}.png").read_bytes().startswith(b"\x89PNG")
-    assert "significant" in text and DEMO_EXPERIMENT.name in text
+    assert "Significant</span>: a variant" in text and DEMO_EXPERIMENT.name in text
     table = pd.read_csv(tmp_path / "out" / "variants.csv")
     pd.testing.assert_frame_equal(table, report.primary.analysis.table, check_dtype=False)  # type: ignore[union-attr]
     answers = json.loads((tmp_path / "out" / "results.json").read_text())

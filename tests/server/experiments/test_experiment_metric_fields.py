@@ -78,7 +78,8 @@ def test_patch_changes_metric_fields_and_an_experiment_without_them_answers_empt
 
 
 BAD = [
-    ({"metrics": [{**MEAN, "source": {"kind": "ActionsNode", "id": 3}}]}, "metrics__0__source", "Actions"),
+    ({"metrics": [{**MEAN, "source": {"kind": "ActionsNode", "id": 3, "math": "p90"}}]}, "metrics__0__source",
+     "p90"),
     ({"metrics": [{**MEAN, "metric_type": "median"}]}, "metrics__0", "metric_type"),
     ({"metrics": [{**FUNNEL, "series": []}]}, "metrics__0__series", "at least 1"),
     ({"metrics_secondary": [{**RATIO, "denominator": {"kind": "ExperimentDataWarehouseNode"}}]},

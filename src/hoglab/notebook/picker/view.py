@@ -13,10 +13,10 @@ from typing import Any
 import pandas as pd
 
 from ...client._metric_queries import is_metric_experiment
-from ...client._results import SIGNIFICANCE_EXPLAINED, ExperimentResult
+from ...client._results import ExperimentResult
 from ...schema import Experiment
 from ...stats import PostHogTrendVerdict, SRMResult
-from ..analysis import Analysis, variant_rollout
+from ..analysis import Analysis, variant_rollout, verdict_words
 from .metric_view import metrics_line
 
 __all__ = ["message_html", "results_html", "summary_html"]
@@ -85,7 +85,7 @@ def _verdict_html(result: ExperimentResult, analysis: Analysis) -> str:
     ours = analysis.verdict.significance_code.value
     stated = result.significance_code
     code = str(stated) if stated is not None else ours
-    explained = SIGNIFICANCE_EXPLAINED.get(code, f"significance code {code!r}")
+    named, reason = verdict_words(code)
     extra = []
     if isinstance(analysis.verdict, PostHogTrendVerdict):
         p_value = result.p_value if result.p_value is not None else analysis.verdict.p_value
@@ -96,7 +96,8 @@ def _verdict_html(result: ExperimentResult, analysis: Analysis) -> str:
     colour = "#1a7f37" if code == "significant" else "#9a6700"
     lines = [
         f'<p style="margin:4px 0"><b>PostHog verdict:</b> <span style="color:{colour};font-weight:bold">'
-        f"{html.escape(code)}</span> — {html.escape(explained)} ({html.escape(', '.join(extra))})</p>"
+        f"{html.escape(named)}</span>{': ' + html.escape(reason) if reason else ''} ({html.escape(', '.join(extra))})"
+        "</p>"
     ]
     if stated is not None and str(stated) != ours:
         lines.append(

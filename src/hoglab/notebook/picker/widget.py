@@ -2,7 +2,7 @@
 
 Its state is plain attributes, so code and tests drive it without a browser::
 
-    picker = hoglab.ExperimentPicker(client)     # shown as a widget when it is a cell's value
+    picker = hoglab.ExperimentPicker(client)     # shown as a widget; the newest running experiment already chosen
     picker.value = 7                             # as if experiment 7 was chosen in the box
     picker.experiment.status, picker.result.verdict, picker.table, picker.figure, picker.error
 """
@@ -23,6 +23,7 @@ from ...client._results import explain_no_results
 from ...errors import APIError, HoglabError, InvalidArgumentType
 from ...stats import Comparison, PostHogFunnelVerdict, PostHogTrendVerdict, SRMResult, StatsError
 from ..analysis import Analysis, analyse, variant_rollout
+from ..plots.common import keep_inside
 from ..plots.experiment import plot_experiment
 from ..plots.metrics import draw_metric_figure
 from ..plots.srm import plot_srm
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ExperimentPicker", "pick_experiment"]
 
+SCREEN_DPI = 96  # CSS pixels per inch: a figure of 9 inches is shown 864 pixels wide at most
 DRAFT_MESSAGE = "Draft: this experiment has not been launched, so it has no results yet."
 
 
@@ -45,7 +47,9 @@ def _reason(exc: HoglabError) -> str:
 class ExperimentPicker:
     """Choose one of the project's experiments and see its summary, results, verdict, SRM check and plot.
 
-    The box lists the experiments (type to search by name, flag key or id); ``archived=True`` (or the
+    It opens on the newest running experiment (the latest start; the only experiment when there is one and none
+    runs; ``newest=False`` chooses nothing). The box lists the experiments (type to search by name, flag key or
+    id); ``archived=True`` (or the
     "archived" checkbox) lists archived ones too; "Refresh" lists them again and recomputes the results on
     the server (``refresh=True``). When there are no results (a draft, a 400 ``no-results``, a network
     error) the message is shown instead and the picker keeps working; so is a listing that failed (no client
@@ -59,7 +63,7 @@ class ExperimentPicker:
     ``experiments`` is the listing (a DataFrame); ``widget`` the ipywidgets container.
     """
 
-    def __init__(self, client: Client | None = None, *, archived: bool = False) -> None:
+    def __init__(self, client: Client | None = None, *, archived: bool = False, newest: bool = True) -> None:
         from ...client import Client
 
         if client is not None and not isinstance(client, Client):
@@ -83,7 +87,12 @@ class ExperimentPicker:
         self.status = widgets.HTML()
         self.summary = widgets.HTML()
         self.results = widgets.HTML()
-        self.plot = widgets.Image(format="png", layout=widgets.Layout(display="none"))
+        # Never wider than the output area (shrunk to fit, never clipped) and never stretched past the size it was
+        # drawn for: the PNG has twice the pixels (sharp on high-density screens), shown at its CSS width.
+        self.plot = widgets.Image(
+            format="png",
+            layout=widgets.Layout(display="none", max_width="100%", height="auto", margin="0", object_fit="contain"),
+        )
         self.widget = widgets.VBox(
             [
                 widgets.HBox([self.box, self.archived_box, self.refresh_button]),
@@ -97,6 +106,8 @@ class ExperimentPicker:
         self.archived_box.observe(lambda _: self.reload(), names="value")
         self.refresh_button.on_click(lambda _: self.refresh())
         self.reload()
+        if newest and (chosen := self.newest()) is not None:
+            self.select(chosen)
 
     def __repr__(self) -> str:
         return f"<ExperimentPicker {len(self._labels)} experiments, value={self._value!r}>"
@@ -152,6 +163,18 @@ class ExperimentPicker:
         """The listed experiments: id -> the label shown in the box."""
         return dict(self._labels)
 
+    def newest(self) -> int | None:
+        """The experiment the picker opens on: the running one started last (the highest id among equals), else
+        the only listed experiment, else ``None``."""
+        listed = self.experiments
+        if listed.empty:
+            return None
+        running = listed[listed["status"] == "running"]
+        if running.empty:
+            return int(listed["id"].iloc[0]) if len(listed) == 1 else None
+        latest = running.sort_values(["start_date", "id"], na_position="first").iloc[-1]
+        return int(latest["id"])
+
     # -- actions ----------------------------------------------------------------------------------------------
 
     def reload(self) -> None:
@@ -191,6 +214,8 @@ class ExperimentPicker:
                 raise ValueError(f"experiment {experiment_id} cannot be chosen: the experiments could not be listed")
             hint = "" if self.archived else " (archived experiments are listed with archived=True)"
             raise ValueError(f"experiment {experiment_id} is not in this project's list{hint}")
+        if experiment_id is not None and int(experiment_id) == self._value and not refresh:
+            return  # already chosen and shown: choosing it again asks the server nothing
         self._clear()
         self._value = None if experiment_id is None else int(experiment_id)
         self._syncing = True
@@ -259,14 +284,16 @@ class ExperimentPicker:
     @staticmethod
     def _draw(result: ExperimentResult, srm: SRMResult | None) -> Figure:
         # A Figure of its own, not pyplot's: the inline backend would also show pyplot figures made in callbacks.
-        figure = Figure(figsize=(11, 3.4) if srm is not None else (7.5, 3.4), layout="constrained")
+        # 9.5 inches: 912 CSS pixels, the width of JupyterLab's output area on a laptop; narrower areas shrink it.
+        figure = Figure(figsize=(9.5, 3.6) if srm is not None else (7.5, 3.4), layout="constrained")
         if srm is None:
             plot_experiment(result, ax=figure.add_subplot())
         else:
-            left, right = figure.subplots(1, 2, width_ratios=[2, 1])
+            left, right = figure.subplots(1, 2, width_ratios=[1.7, 1])
             plot_experiment(result, ax=left)
             plot_srm(srm, ax=right)
-        return figure
+            right.title.set_fontsize("medium")
+        return keep_inside(figure)
 
     def _render(self) -> None:
         self.summary.value = summary_html(self.experiment) if self.experiment is not None else ""
@@ -284,8 +311,9 @@ class ExperimentPicker:
             self.plot.value = b""
         else:
             buffer = io.BytesIO()
-            self.figure.savefig(buffer, format="png", dpi=96)
+            self.figure.savefig(buffer, format="png", dpi=2 * SCREEN_DPI)
             self.plot.value = buffer.getvalue()
+            self.plot.width = str(round(self.figure.get_figwidth() * SCREEN_DPI))  # its CSS pixels
             self.plot.layout.display = None
 
 
@@ -297,14 +325,15 @@ def _label(row: Mapping[Any, Any]) -> str:
 def pick_experiment(
     experiment_id: int | None = None, client: Client | None = None, *, archived: bool = False
 ) -> ExperimentPicker:
-    """An :class:`ExperimentPicker` (shown as the cell's value), with ``experiment_id`` already chosen.
+    """An :class:`ExperimentPicker` (shown as the cell's value), with ``experiment_id`` already chosen (else the
+    newest running experiment).
 
     An id the picker cannot choose (not in the project's list, or no list) is said in the picker, in place of
     the results, rather than raised: the picker stays usable for choosing another.
 
     >>> picker = hoglab.pick_experiment(7)  # doctest: +SKIP
     """
-    picker = ExperimentPicker(client, archived=archived)
+    picker = ExperimentPicker(client, archived=archived, newest=experiment_id is None)
     if experiment_id is not None:
         try:
             picker.select(experiment_id)

@@ -10,6 +10,7 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
 from ...errors import InvalidArgument, InvalidArgumentType
@@ -23,6 +24,7 @@ __all__ = [
     "PALETTE",
     "date_axis",
     "display_name",
+    "keep_inside",
     "level_text",
     "new_axes",
     "percent_axis",
@@ -142,6 +144,35 @@ def variant_colours(variants: Sequence[str], control: str | None) -> dict[str, s
     for name in variants:
         colours[name] = CONTROL_COLOUR if name == control else next(others)
     return colours
+
+
+def keep_inside(figure: Figure, *, smallest: float = 6.5) -> Figure:
+    """Shrink any title or axis label the figure's edge would cut, until it fits (down to ``smallest`` points).
+
+    Constrained layout makes room for labels above and below the axes but centres a title over its axes however
+    wide it is, so beside another panel a long title runs off the image. Returns ``figure``.
+
+    >>> figure = Figure(figsize=(3, 2), layout="constrained")
+    >>> ax = figure.add_subplot()
+    >>> _ = ax.set_title("a title far too long for a figure three inches wide, which would be cut")
+    >>> keep_inside(figure) is figure and ax.title.get_fontsize() < 12
+    True
+    """
+    for _ in range(12):  # each round shrinks by a tenth: at most 12 rounds from any size to the smallest
+        figure.draw_without_rendering()  # lays the figure out, so extents are where they will be drawn
+        width, height = figure.bbox.width, figure.bbox.height
+        texts = [(ax.title, ax.xaxis.label, ax.yaxis.label) for ax in figure.axes]
+        cut = []
+        for text in (t for group in texts for t in group if t.get_visible() and t.get_text()):
+            box = text.get_window_extent()
+            inside = box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height
+            if not inside and float(text.get_fontsize()) > smallest:
+                cut.append(text)
+        if not cut:
+            break
+        for text in cut:
+            text.set_fontsize(max(smallest, float(text.get_fontsize()) * 0.9))
+    return figure
 
 
 def level_text(alpha: float) -> str:

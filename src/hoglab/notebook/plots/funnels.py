@@ -19,6 +19,7 @@ from .common import (
     plain,
     require_frame,
     unit_of,
+    variant_colours,
 )
 
 __all__ = ["plot_funnel"]
@@ -40,7 +41,9 @@ def plot_funnel(
     step (so the whole stack is the previous step's count). The label over each stack is the conversion rate:
     ``rate="overall"`` from the first step (PostHog's default), ``"step"`` from the previous step, ``None`` for
     no labels. With ``breakdown_value`` the bars are grouped, one colour per value; ``normalize=True`` draws
-    each group as fractions of its first step (a percent axis), which compares groups of different sizes.
+    each group as fractions of its first step (a percent axis), which compares groups of different sizes. A
+    breakdown by experiment variant (a value ``control``) takes the variants' colours: control grey, the others
+    the palette in order, as in every experiment figure.
 
     Columns used: ``step`` and ``count`` (required), ``name`` and ``breakdown_value`` when present. Rates are
     computed from ``count``, as the frame's own ``conversion_rate``/``step_conversion_rate`` are.
@@ -77,6 +80,11 @@ def plot_funnel(
     names = _step_names(frame, steps)
     counts = frame["count"].to_numpy(dtype=float, na_value=0.0)
     width = 0.8 / len(groups)
+    # Variants keep the colours every experiment figure gives them (control grey, then the palette); any other
+    # breakdown takes the palette in order.
+    colours = variant_colours(list(groups), "control") if "control" in groups else {
+        g: PALETTE[j % len(PALETTE)] for j, g in enumerate(groups)
+    }
     top = 0.0
     for j, (group, rows) in enumerate(groups.items()):
         rows = sorted(rows, key=lambda r: int(frame["step"].iloc[r]))
@@ -86,7 +94,7 @@ def plot_funnel(
         before = np.concatenate([reached[:1], reached[:-1]])
         scale = reached[0] if normalize and reached[0] > 0 else 1.0
         x = np.array([position[int(frame["step"].iloc[r])] for r in rows]) + (j - (len(groups) - 1) / 2) * width
-        colour = PALETTE[j % len(PALETTE)]
+        colour = colours[group]
         converted = ax.bar(x, reached / scale, width, color=colour, label=plain(group) or "converted")
         dropped = ax.bar(
             x,
@@ -131,7 +139,9 @@ def plot_funnel(
         if not breakdown:
             handles, labels = handles[:1], labels[:1]
         drop_key = Patch(facecolor="#BBBBBB", alpha=0.5, hatch="///", edgecolor="#555555", label="dropped off")
-        ax.legend([*handles, drop_key], [*labels, "dropped off"], fontsize="small", loc="upper right")
+        # Beside the bars, never over them (constrained layout makes the room).
+        ax.legend([*handles, drop_key], [*labels, "dropped off"], fontsize="small", loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), frameon=False)  # fmt: skip
     return ax
 
 

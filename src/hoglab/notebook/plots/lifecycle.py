@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.ticker import StrMethodFormatter
 
 from .common import (
     DATE_FORMATS,
@@ -59,7 +60,8 @@ def plot_lifecycle(
     ax.set_xticks(x[::step], [d.strftime(DATE_FORMATS.get(unit, "%Y-%m-%d")) for d in dates[::step]])
     tz = getattr(dates, "tz", None)
     ax.set_xlabel(f"{unit} ({tz})" if tz is not None else unit)
-    ax.set_ylabel(unit_of(df))
+    ax.set_ylabel(unit_of(df, "people"))
+    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.10g}"))  # 12,000: thousands apart, as in the text
     ax.set_title("Lifecycle" if title is None else title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
     return ax

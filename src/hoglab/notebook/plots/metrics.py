@@ -29,6 +29,7 @@ from .common import (
     HIGHER_COLOUR,
     INCONCLUSIVE_COLOUR,
     LOWER_COLOUR,
+    keep_inside,
     new_axes,
     percent_axis,
     variant_colours,
@@ -108,7 +109,7 @@ def draw_metric_figure(result: MetricExperimentResult, check: SRMResult | None) 
 
     rows = int(result.to_frame()["method"].notna().sum())
     # A Figure of its own, not pyplot's: the inline backend would also show pyplot figures made in callbacks.
-    figure = Figure(figsize=(12, 3.8 + 0.45 * max(rows, 1)), layout="constrained")
+    figure = Figure(figsize=(9.5, 3.8 + 0.45 * max(rows, 1)), layout="constrained")  # 912 CSS pixels wide
     axes: dict[Any, Axes] = figure.subplot_mosaic([["effects", "srm"], ["exposures", "srm"]], width_ratios=[1.8, 1],
                                                   height_ratios=[max(rows, 2), 2.5])  # fmt: skip
     plot_metric_effects(result, ax=axes["effects"])
@@ -118,4 +119,4 @@ def draw_metric_figure(result: MetricExperimentResult, check: SRMResult | None) 
         axes["srm"].title.set_fontsize("small")  # its title states the test in full: room beside the metrics
     else:
         axes["srm"].set_axis_off()
-    return figure
+    return keep_inside(figure)

@@ -39,7 +39,8 @@ def plot_paths(
 ) -> Axes:
     """A Sankey diagram of a paths frame (:func:`hoglab.frames.paths_frame`): a column per step, a block per
     item sized by the people through it, a ribbon per edge as thick as its ``value``. ``max_edges`` keeps the
-    heaviest edges (``None``: all).
+    heaviest edges (``None``: all); when it leaves some out, the figure says how many and how many people they
+    carried, under the steps.
 
     >>> from hoglab.frames import paths_frame
     >>> ax = plot_paths(paths_frame({"results": [
@@ -50,9 +51,9 @@ def plot_paths(
     (3, ['/blog  3', '/home  9'])
     """
     frame = require_frame(df, ["step_from", "source", "step_to", "target", "value"], "the paths frame")
-    edges = frame.dropna(subset=["step_from", "step_to", "value"]).sort_values("value", ascending=False)
-    if max_edges is not None:
-        edges = edges.head(max_edges)
+    every = frame.dropna(subset=["step_from", "step_to", "value"]).sort_values("value", ascending=False)
+    edges = every.head(max_edges) if max_edges is not None else every
+    left_out = every.iloc[len(edges):]
     ax = new_axes(ax, figsize or (9.0, 5.0))
     src = list(zip(edges["step_from"].astype(int), edges["source"].astype(str), strict=True))
     dst = list(zip(edges["step_to"].astype(int), edges["target"].astype(str), strict=True))
@@ -97,4 +98,11 @@ def plot_paths(
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     ax.set_title("Paths" if title is None else title)
+    if len(left_out):
+        people = float(left_out["value"].sum())
+        ax.set_xlabel(
+            f"the {len(edges)} heaviest of {len(every)} edges; {len(left_out)} lighter edges ({people:,.0f} people) "
+            "not drawn (max_edges=None draws all)",
+            fontsize="small",
+        )
     return ax

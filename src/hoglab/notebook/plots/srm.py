@@ -33,12 +33,13 @@ def plot_srm(
     pandas Series indexed by variant, or a list) to test against ``expected_shares`` (equal by default); a
     :class:`hoglab.stats.Comparison` (its check on ``metric``, by default the first); or a client
     :class:`hoglab.ExperimentResult` (its exposures). Filled bars are the observed shares (labelled with the
-    share and the count), dashed outlines the expected ones. The title gives the chi-square p-value, in
-    vermillion when it is below the threshold (0.001 unless ``threshold`` says otherwise): a mismatch.
+    share and the count), dashed outlines the expected ones (the axis label says which is which: no legend over
+    the bars). The title gives the chi-square p-value, in vermillion when it is below the threshold (0.001 unless
+    ``threshold`` says otherwise): a mismatch; the statistic goes on a second line, so the panel stays narrow.
 
     >>> ax = plot_srm({"control": 5050, "test": 4950})
     >>> [round(float(p.get_height()), 3) for p in ax.containers[0]], ax.get_title()
-    ([0.505, 0.495], 'Traffic split as designed: p = 0.32 (χ² = 1, 1 dof)')
+    ([0.505, 0.495], 'Traffic split as designed: p = 0.32\\n(χ² = 1, 1 dof)')
     """
     result = srm_result_of(data, expected_shares=expected_shares, metric=metric, threshold=threshold)
     ax = new_axes(ax, figsize)
@@ -78,13 +79,15 @@ def plot_srm(
     ax.set_xticks(x, [plain(v) for v in variants])
     percent_axis(ax)
     ax.set_ylabel("share of units")
-    ax.margins(y=0.2)
-    ax.set_ylim(bottom=0)
+    # Room above the tallest bar for its two-line label; the key is the axis label, not a legend over the bars.
+    top = float(max(frame["observed_share"].max(), frame["expected_share"].max()))
+    ax.set_ylim(0, min(1.0, top * 1.3) if top > 0 else 1.0)
+    ax.set_xlabel("filled: observed · dashed: expected", fontsize="small")
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_axisbelow(True)
-    headline = result.summary("title") if title is None else title
+    # The statistic on a line of its own: beside other panels the one-line title was wider than its axes.
+    headline = result.summary("title").replace(" (", "\n(", 1) if title is None else title
     ax.set_title(headline, color=LOWER_COLOUR if result.mismatch else "black")
-    ax.legend(fontsize="small", loc="upper right")
     return ax
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.ticker import StrMethodFormatter
 
 from .common import (
     PALETTE,
@@ -67,7 +68,8 @@ def plot_stickiness(
         percent_axis(ax)
         ax.set_ylabel(f"share of {unit_of(df)}")
     else:
-        ax.set_ylabel(unit_of(df))
+        ax.set_ylabel(unit_of(df, "people"))
+        ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.10g}"))
     only = next(iter(labels)) if len(labels) == 1 else ""
     ax.set_title((f"Stickiness: {plain(only)}" if only else "Stickiness") if title is None else title)
     if legend or (legend is None and len(groups) > 1):

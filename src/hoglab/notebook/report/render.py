@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...client._results import SIGNIFICANCE_EXPLAINED
-from ..analysis import Analysis
+from ..analysis import Analysis, verdict_words
 from ..picker.view import message_html, results_html, summary_html
 
 if TYPE_CHECKING:
@@ -73,8 +72,22 @@ def _verdict_line(outcome: MetricOutcome) -> str:
         detail.append(f"p-value {float(result.p_value):.3g}")
     if result is not None and result.expected_loss is not None:
         detail.append(f"expected loss {float(result.expected_loss):.3g}")
-    explained = SIGNIFICANCE_EXPLAINED.get(code, "")
-    return f"Verdict: {code.upper()}. {explained}" + (f" ({', '.join(detail)})" if detail else "")
+    named, reason = verdict_words(code)  # "Significant: ...", never "SIGNIFICANT. Significant:"
+    said = f"{named}: {reason}" if reason else named
+    return f"Verdict: {said}" + (f" ({', '.join(detail)})" if detail else "") + "."
+
+
+# Why the same counts can give two p-values: a conversion rate counts persons (each converts or not), a count
+# metric counts events (a person may do it several times), so each has its own test: (test, what it counts).
+TESTS = {
+    "funnel": ("pooled two-proportion z-test", "persons who converted, of those exposed"),
+    "trend": ("exact Poisson rate test", "events per exposed person (one person may do it several times)"),
+}
+
+
+def metric_test(outcome: MetricOutcome) -> tuple[str, str] | None:
+    """(the test its p-value comes from, what the metric counts), by the result's kind; ``None`` if unknown."""
+    return TESTS.get(outcome.result.kind) if outcome.result is not None else None
 
 
 def _planning_text(plan: Planning) -> str:
@@ -115,6 +128,10 @@ def summary_text(report: ExperimentReport) -> str:
         lines.append(report.over_time_note)
     for outcome in report.secondary:
         lines.append(f"Secondary: {outcome.name}: {_secondary_text(outcome)}")
+        mine, theirs = metric_test(outcome), metric_test(primary)
+        if mine and theirs and mine != theirs:
+            lines.append(f"  Another test than the primary's, so another p-value on the same counts: {outcome.name} "
+                         f"counts {mine[1]}, the primary {theirs[1]} ({theirs[0]}).")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -122,7 +139,9 @@ def _secondary_text(outcome: MetricOutcome) -> str:
     if outcome.analysis is None:
         return outcome.error or "no results"
     rows = [r for r in outcome.analysis.table.to_dict("records") if not math.isnan(r["lift"])]
-    parts = [f"{r['variant']} {_pct(r['lift'])} (p = {r['p_value']:.3g})" for r in rows]
+    test = metric_test(outcome)
+    named = f", {test[0]}" if test else ""
+    parts = [f"{r['variant']} {_pct(r['lift'])} (p = {r['p_value']:.3g}{named})" for r in rows]
     code = outcome.result.significance_code if outcome.result is not None else None
     return ", ".join(parts) + (f"; {code}" if code else "")
 
@@ -159,6 +178,8 @@ def report_html(report: ExperimentReport, *, page: bool = True, pngs: Mapping[st
     figures already rendered, by name (rendering is most of the cost)."""
     pngs = pngs if pngs is not None else {name: _png(figure) for name, figure in report.figures.items()}
     parts = [summary_html(report.experiment), "<h2>Primary metric</h2>", _outcome_html(report.primary)]
+    if test := metric_test(report.primary):
+        parts.append(message_html(f"The primary metric counts {test[1]}; its p-value is a {test[0]}."))
     if report.metrics is not None:
         from ..picker.metric_view import metric_results_html
 
@@ -170,6 +191,8 @@ def report_html(report: ExperimentReport, *, page: bool = True, pngs: Mapping[st
     parts += [_figure_html(name, png) for name, png in pngs.items()]
     for outcome in report.secondary:
         parts += [f"<h2>Secondary: {html.escape(outcome.name)}</h2>", _outcome_html(outcome)]
+        if test := metric_test(outcome):
+            parts.append(message_html(f"{outcome.name} counts {test[1]}; its p-value is a {test[0]}."))
     stamp = f"Report made {report.created_at:%Y-%m-%d %H:%M} UTC with hoglab."
     parts.append(message_html(stamp))
     body = "\n".join(parts)

@@ -16,8 +16,11 @@ by, within each project's budget (``autoprops.py``).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
+from sqlglot import exp
+
+from ..hogql.catalog import NO_MATERIALIZED, ActionDefinition
 from . import materialized
 
 __all__ = ["ENGINE_CATALOG", "EngineCatalog"]
@@ -34,6 +37,13 @@ class EngineCatalog:
 
     def columns(self, database: str, table: str) -> dict[str, str]:
         return materialized.materialized_columns(database, table)
+
+    def actions(self) -> Mapping[int, ActionDefinition]:
+        """None: actions belong to a project, which the query service adds (``hogql.catalog.WithActions``)."""
+        return {}
+
+    def action_condition(self, action: ActionDefinition, timezone: str) -> exp.Expr:
+        return NO_MATERIALIZED.action_condition(action, timezone)  # it holds none: "not found"
 
 
 ENGINE_CATALOG = EngineCatalog()

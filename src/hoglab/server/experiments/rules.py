@@ -155,7 +155,7 @@ def experiment_body(record: ExperimentRecord, flag: FlagRecord, user: UserRecord
 
 
 def usable_metric_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """``fields`` of a remote experiment without what hoglab can't keep: metrics it can't run (actions, data
+    """``fields`` of a remote experiment without what hoglab can't keep: metrics it can't run (data
     warehouse, newer metric types) and an exposure, stats or type setting it doesn't read. For copies of
     PostHog's experiments (``hoglab pull``), which must not fail on one metric.
 

@@ -5,8 +5,9 @@ Pipeline: parse (sqlglot's ClickHouse dialect, narrowed: dialect.py, parse.py) -
 fields, properties and persons into guarded views (resolve.py, scope.py, props.py, tables.py) -> project time
 zone (timezones.py) -> proof that every table read is team-guarded (guard.py) -> ClickHouse SQL.
 
-It reads no engine state: what it must know of the engine (which properties are materialized as columns) comes
-in a catalog its caller hands it (catalog.py; the query service passes the engine's, ``engine/catalog.py``).
+It reads no engine or store state: what it must know of the engine (which properties are materialized as columns)
+and of the project (its actions, for ``matchesAction``: actions.py) comes in a catalog its caller hands it
+(catalog.py; the query service passes the engine's, ``engine/catalog.py``, with the project's actions).
 
 >>> compile_hogql("select count() from events", team_id=1).columns
 ('count()',)
@@ -14,7 +15,7 @@ in a catalog its caller hands it (catalog.py; the query service passes the engin
 See docs/hogql.md for what is accepted and why.
 """
 
-from .catalog import NO_MATERIALIZED, Catalog, StaticCatalog
+from .catalog import NO_MATERIALIZED, ActionDefinition, Catalog, StaticCatalog, WithActions
 from .compiler import REQUIRED_SETTINGS, CompiledQuery, compile_hogql
 from .errors import HogQLError
 from .parse import parse_hogql, parse_hogql_expr
@@ -27,10 +28,12 @@ __all__ = [
     "PERSON_OVERRIDES_TABLE",
     "REQUIRED_SETTINGS",
     "TABLES",
+    "ActionDefinition",
     "Catalog",
     "CompiledQuery",
     "HogQLError",
     "StaticCatalog",
+    "WithActions",
     "compile_hogql",
     "escape_identifier",
     "escape_literal",

@@ -20,6 +20,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from .actions import expand_matches_action
 from .catalog import NO_MATERIALIZED, Catalog
 from .check import check_query
 from .errors import HogQLError, hint_quoted_string, node_span
@@ -101,7 +102,8 @@ def compile_hogql(
     project's data types as numbers, PostHog's property definitions) are read as numbers where order matters.
     ``query_log`` are the records the ``query_log`` table shows: the caller's own, and nobody else's.
     ``catalog`` says which properties the engine holds as columns (:mod:`.catalog`; the query service passes the
-    engine's); a key it names is read from its column, with the same answer.
+    engine's); a key it names is read from its column, with the same answer. Its ``actions()`` are what
+    ``matchesAction(id or name)`` may name (the project's, handed in by the query service; none without a catalog).
     """
     _validate_args(team_id, timezone, max_limit, default_limit, database)
     if not isinstance(query, str):
@@ -188,6 +190,8 @@ def _compile(
 ) -> CompiledQuery:
     tree = parse_hogql(query)
     bound = bind_placeholders(tree, values, timezone=timezone, special={"filters": _filters_builder(filters, timezone)})
+    # Actions expand before the allow-lists: their conditions are checked and guarded like the user's own text.
+    bound = expand_matches_action(bound, catalog, timezone=timezone)
     assert isinstance(bound, (exp.Select, exp.SetOperation))
     check_query(bound)
     top, limits = apply_limit(bound, default_limit=default_limit, max_limit=max_limit)

@@ -18,8 +18,9 @@ __all__ = ["ROUTER_MODULES", "SlashRouter", "load_routers"]
 
 # Modules of this package exposing ``router``, in mounting order.
 ROUTER_MODULES = (
-    "projects", "experiments", "query", "capture", "flags", "personal_api_keys", "ingestion_warnings", "groups",
-)
+    "projects", "experiments", "query", "capture", "flags", "personal_api_keys", "ingestion_warnings", "actions",
+    "groups",
+)  # fmt: skip
 
 
 def load_routers() -> list[APIRouter]:

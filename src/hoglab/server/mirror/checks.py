@@ -1,5 +1,5 @@
 """What a remote project's settings must be before the mirror stores them: its time zone, its flags' filters, its
-cohorts' definitions, its experiments' fields and metrics.
+cohorts' definitions, its experiments' fields and metrics, its actions' steps.
 
 ``hoglab.pull.answers`` has already checked that each answer has the shape its endpoint answers (an id is a whole
 number, ``filters`` an object); these are the checks that need the service's rules: the zone is one ClickHouse
@@ -7,7 +7,9 @@ knows, a flag's conditions and variants are what evaluation reads, a cohort's tr
 computed from, an experiment is one the API would accept. A setting that fails is a
 :class:`~hoglab.errors.RemoteAnswerError` naming the object and the field, raised before anything of the pull is
 stored. What hoglab cannot use but PostHog can (a ``regex`` RE2 cannot compile, a metric kind hoglab does not run)
-is not an error: it is kept out (or disabled) and said in a warning, so the rest of the copy goes on.
+is not an error: it is kept out (or disabled) and said in a warning, so the rest of the copy goes on. An action
+whose steps hoglab refuses (a CSS ``selector``, a pattern RE2 can't compile) is kept, as PostHog keeps one that
+fails to compile: the reason goes in its ``bytecode_error``, and a query naming it says it.
 
 >>> try:
 ...     flag_fields({"id": 1, "key": "beta", "filters": {"groups": [{"rollout_percentage": 250}]}})
@@ -27,13 +29,15 @@ from hoglab.schema import ExperimentCreate, ExperimentUpdate
 
 from ..engine.base import Engine
 from ..engine.settings import quote_string
+from ..errors import ValidationFailed
 from ..experiments.rules import MODEL_ERROR_ATTRS, check_metric_filters, metric_fields, usable_metric_fields
+from ..filters.actions import check_steps, normalized_step
 from ..flags.patterns import invalid_patterns
 from ..http.bodies import validate_body
 from ..store.records import usable_timezone
 
-__all__ = ["MAX_COHORT_DEPTH", "check_timezone", "cohort_fields", "experiment_changes", "experiment_fields",
-           "flag_fields"]  # fmt: skip
+__all__ = ["MAX_COHORT_DEPTH", "action_fields", "check_timezone", "cohort_fields", "experiment_changes",
+           "experiment_fields", "flag_fields"]  # fmt: skip
 
 # PostHog's editor makes two levels (a group of groups of filters); deeper trees only come from the API. A bound
 # keeps evaluation's recursion far from Python's limit whatever a remote sends.
@@ -224,7 +228,7 @@ def _as_remote(what: str, check: Callable[[], Any]) -> Any:
 
 def experiment_fields(remote: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The create body of a new experiment's copy, checked as the API checks a create, and the warnings to say:
-    metrics hoglab cannot run (actions, data warehouse, newer kinds) are left out, not refused."""
+    metrics hoglab cannot run (data warehouse, newer kinds) are left out, not refused."""
     what = f"experiment {remote.get('name')!r} (remote id {remote['id']})"
     given = {k: remote[k] for k in ExperimentCreate.model_fields if remote.get(k) is not None}
     fields = usable_metric_fields(given)
@@ -257,3 +261,36 @@ def experiment_changes(remote: Mapping[str, Any], names: tuple[str, ...]) -> dic
     if start is not None and end is not None and end <= start:
         raise RemoteAnswerError(f"{what}: end_date", "an end after the start", end)
     return changes
+
+
+# -- actions ---------------------------------------------------------------------------------------------------------
+
+
+def action_fields(remote: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The columns of an action's copy (steps with PostHog's ten keys, checked as the API checks them), and the
+    warnings to say: steps hoglab refuses are kept as copied, with the reason in ``bytecode_error``.
+
+    >>> fields, warnings = action_fields({"id": 3, "name": "Clicked", "steps": [{"event": "$autocapture",
+    ...                                                                        "selector": "a.btn"}]})
+    >>> fields["bytecode_error"].startswith("steps.0.selector"), len(warnings)
+    (True, 1)
+    """
+    raw = remote.get("steps")
+    steps = [normalized_step(s) for s in (raw if isinstance(raw, list) else []) if isinstance(s, Mapping)]
+    error, warnings = None, []
+    try:
+        steps = check_steps(steps)  # the project's zone only matters to date filters, which compile alike
+    except ValidationFailed as exc:
+        error = f"{exc.attr}: {exc.detail}" if exc.attr else str(exc.detail)
+        warnings.append(f"action {remote.get('name')!r} (remote id {remote['id']}) is copied but can't be used "
+                        f"here: {error}")  # fmt: skip
+    name = remote.get("name")
+    fields: dict[str, Any] = {
+        "name": None if name is None else str(name)[:400],
+        "description": str(remote.get("description") or ""),
+        "tags": [str(t) for t in remote.get("tags") or [] if isinstance(t, str | int)],
+        "steps": steps,
+        "deleted": bool(remote.get("deleted")),
+        "bytecode_error": error,
+    }
+    return fields, warnings

@@ -1,9 +1,9 @@
 """The local side of a mirror: a project that holds a copy of a remote one, written page by page.
 
-``hoglab.pull`` reads the remote project through the Query and REST APIs and hands each page to a
-:class:`Mirror`, which stores it and moves the watermark, in that order: a process killed between the two re-reads
-that page on the next run, and :meth:`Mirror.write_events` drops the events it already holds (by uuid), so a
-mirror never loses an event and never holds one twice.
+``hoglab.pull`` reads the remote project through the Query and REST APIs and hands each page (and each action,
+flag, cohort and experiment) to a :class:`Mirror`, which stores it and moves the watermark, in that order: a
+process killed between the two re-reads that page on the next run, and :meth:`Mirror.write_events` drops the
+events it already holds (by uuid), so a mirror never loses an event and never holds one twice.
 
     mirror = Mirror.open(store, engine, host="https://eu.posthog.com", remote_project_id=2, name="Shop")
     copied = mirror.write_events([{"uuid": ..., "event": "$pageview", "timestamp": "...", ...}, ...])
@@ -34,8 +34,8 @@ from ..ingest.groups import GroupStore, GroupType, group_key_text
 from ..ingest.person_store import PersonStore
 from ..ingest.persons import PersonRows, next_version
 from ..ingest.rows import events_table, person_tables
-from ..store import ProjectRecord, PullSource, Store
-from .checks import check_timezone, cohort_fields, experiment_changes, experiment_fields, flag_fields
+from ..store import DuplicateActionName, ProjectRecord, PullSource, Store
+from .checks import action_fields, check_timezone, cohort_fields, experiment_changes, experiment_fields, flag_fields
 
 __all__ = ["CheckedObjects", "Mirror", "MirrorError", "parse_moment"]
 
@@ -73,12 +73,13 @@ def _text(value: Any) -> str:
 
 @dataclass
 class CheckedObjects:
-    """A remote's experiments, flags and cohorts, checked (:meth:`Mirror.check_objects`) and ready to store: each
-    as ``(remote object, fields to store)``, and the warnings the checks gave."""
+    """A remote's experiments, flags, cohorts and actions, checked (:meth:`Mirror.check_objects`) and ready to
+    store: each as ``(remote object, fields to store)``, and the warnings the checks gave."""
 
     experiments: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
     flags: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
     cohorts: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
+    actions: list[tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -269,7 +270,53 @@ class Mirror:
         self.wrote = self.wrote or bool(rows)
         return len(rows)
 
-    # -- flags, cohorts, experiments -----------------------------------------------------------------------------
+    # -- actions, flags, cohorts, experiments ---------------------------------------------------------------------
+
+    def write_action(self, remote: Mapping[str, Any]) -> int:
+        """Check and store one remote action (see :meth:`write_objects`); the local id."""
+        return self._write_action(remote, action_fields(remote)[0])
+
+    def _write_action(self, remote: Mapping[str, Any], fields: dict[str, Any]) -> int:
+        """Create or update the copy of a remote action (matched by mapping, else by name among the live local
+        ones); the local id."""
+        remote_id = int(remote["id"])
+        fields = dict(fields)
+        name = fields["name"]
+        local_id = self.store.pulls.local_id(self.source.id, "action", remote_id)
+        local = self.store.actions.get(self.project.id, local_id) if local_id is not None else None
+        if local is None and fields["name"] is not None and not fields["deleted"]:
+            same = self.store.actions.named(self.project.id, fields["name"])
+            local = same[0] if same else None
+        try:
+            if local is None:
+                local = self.store.actions.create(self.project.id, fields, created_by_id=None)
+            else:
+                local = self.store.actions.update(self.project.id, local.id, fields) or local
+        except DuplicateActionName as exc:
+            # Another copied action took the name first (the remote renamed two): this one keeps it apart.
+            fields["name"] = f"{fields['name']} (remote {remote_id})"
+            log.warning("action %r: the name is taken locally (%s); copied as %r", name, exc.other_id, fields["name"])
+            local = (self.store.actions.create(self.project.id, fields) if local is None
+                     else self.store.actions.update(self.project.id, local.id, fields) or local)  # fmt: skip
+        self.store.pulls.remember(self.source.id, "action", remote_id, local.id)
+        return local.id
+
+    def local_actions(self, value: Any) -> Any:
+        """``value`` (an experiment's fields) with every action named by the remote's id renamed to the local
+        copy's; an action the mirror did not copy becomes id 0, which no action has (it counts nothing, as a
+        missing action does in PostHog)."""
+        if isinstance(value, list):
+            return [self.local_actions(v) for v in value]
+        if not isinstance(value, Mapping):
+            return value
+        out = {k: self.local_actions(v) for k, v in value.items()}
+        named = out.get("kind") == "ActionsNode" or out.get("type") == "actions"
+        if named and isinstance(out.get("id"), int) and not isinstance(out.get("id"), bool):
+            local = self.store.pulls.local_id(self.source.id, "action", int(out["id"]))
+            if local is None:
+                log.warning("an experiment names the remote action %s, which was not copied", out["id"])
+            out["id"] = local if local is not None else 0
+        return out
 
     @staticmethod
     def check_objects(
@@ -277,11 +324,14 @@ class Mirror:
         experiments: Sequence[Mapping[str, Any]] = (),
         flags: Sequence[Mapping[str, Any]] = (),
         cohorts: Sequence[Mapping[str, Any]] = (),
+        actions: Sequence[Mapping[str, Any]] = (),
     ) -> CheckedObjects:
         """Check every object of a remote before any is stored (``checks.py``): the first one that cannot be stored
         is a :class:`~hoglab.errors.RemoteAnswerError`; what hoglab cannot use is left out with a warning."""
         checked = CheckedObjects()
-        for kind, items, check in (("flags", flags, flag_fields), ("cohorts", cohorts, cohort_fields)):
+        kinds = (("flags", flags, flag_fields), ("cohorts", cohorts, cohort_fields),
+                 ("actions", actions, action_fields))  # fmt: skip
+        for kind, items, check in kinds:
             for remote in items:
                 fields, warnings = check(remote)
                 getattr(checked, kind).append((remote, fields))
@@ -297,13 +347,15 @@ class Mirror:
         for warning in objects.warnings:
             log.warning("%s", warning)
         with self.store.transaction():
+            for remote, fields in objects.actions:  # first: experiments name them
+                self._write_action(remote, fields)
             for remote, fields in objects.experiments:
                 self._write_experiment(remote, fields)
             for remote, fields in objects.flags:
                 self._write_flag(remote, fields)
             for remote, fields in objects.cohorts:
                 self._write_cohort(remote, fields)
-        self.wrote = self.wrote or bool(objects.experiments or objects.flags or objects.cohorts)
+        self.wrote = self.wrote or bool(objects.experiments or objects.flags or objects.cohorts or objects.actions)
 
     def write_experiment(self, remote: Mapping[str, Any]) -> int:
         """Check and store one remote experiment (see :meth:`write_objects`); the local id."""
@@ -318,8 +370,10 @@ class Mirror:
         return self._write_cohort(remote, cohort_fields(remote)[0])
 
     def _write_experiment(self, remote: Mapping[str, Any], fields: dict[str, Any]) -> int:
-        """Create or update the copy of a remote experiment (and, when new, its flag); the local id."""
+        """Create or update the copy of a remote experiment (and, when new, its flag); the local id. Actions its
+        metrics and exposure name are the local copies (written before, :meth:`write_objects`)."""
         remote_id = int(remote["id"])
+        fields = self.local_actions(fields)
         local_id = self.store.pulls.local_id(self.source.id, "experiment", remote_id)
         if local_id is None or self.store.experiments.get(self.project.id, local_id) is None:
             if self.store.flags.get_by_key(self.project.id, str(fields["feature_flag_key"])) is not None:
@@ -330,7 +384,7 @@ class Mirror:
             record, _ = create_with_flag(self.store, self.project.id, self.store.users.default().id, fields)
             self.store.pulls.remember(self.source.id, "experiment", remote_id, record.id)
             return record.id
-        changes = experiment_changes(remote, _EXPERIMENT_UPDATES)
+        changes = self.local_actions(experiment_changes(remote, _EXPERIMENT_UPDATES))
         for name in ("start_date", "end_date"):
             if name in changes:
                 changes[name] = to_utc(parse_moment(changes[name]), name) if changes[name] else None

@@ -35,7 +35,7 @@ from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
 from .fairness import FairGate
 from .jobs import QueryJobs
 from .query_log import is_refusal, log_run
-from .request import ASYNC_MODES, Prepared, prepare, resolve
+from .request import ASYNC_MODES, Prepared, prepare, project_catalog, resolve
 from .runners import RUNNERS, RunContext, has_person_overrides
 
 if TYPE_CHECKING:
@@ -65,7 +65,8 @@ def compute(
 
     Its statements compile under ``compile_budget``, one at a time for the project (``gate.compiling``), and run
     in the project's share of the memory budget; the answer bytes the engine produces are counted on the
-    project's share of the answer memory until the answer is written (``engine/memory.py``).
+    project's share of the answer memory until the answer is written (``engine/memory.py``). The compiler reads
+    the engine's catalog with the project's actions the request was resolved with (``prepared.actions``).
     """
     with LimitedEngine(engine, limits, cancelled, project_id=int(project.id)) as view:
         if person_overrides is None:
@@ -78,6 +79,7 @@ def compute(
             person_overrides=person_overrides,
             compile_budget=compile_budget,
             compile_slot=partial(gate.compiling, int(project.id)) if gate is not None else None,
+            catalog=project_catalog(prepared.actions),
         )
         start = time.perf_counter()
         answer = RUNNERS[prepared.kind](prepared.query, ctx)

@@ -1,5 +1,5 @@
 """SQLite metadata of the service: projects, users, personal API keys, feature flags, cohorts, experiments,
-and the status of asynchronous queries.
+actions, and the status of asynchronous queries.
 
 Events live in the engine; everything a person creates through the API lives here, in
 ``<data_dir>/hoglab.sqlite3``.
@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
+from .actions import ActionRepository, DuplicateActionName
 from .cohorts import CohortRepository
 from .db import DATABASE_FILENAME, Database, StoreError
 from .experiments import ExperimentPage, ExperimentRepository, ExperimentStatus
@@ -30,7 +31,7 @@ from .migrations import migrate
 from .projects import ProjectRepository
 from .pulls import PullRepository, PullSource
 from .queries import AsyncQueryRecord, AsyncQueryRepository
-from .records import CohortRecord, ExperimentRecord, FlagRecord, KeyRecord, ProjectRecord, UserRecord
+from .records import ActionRecord, CohortRecord, ExperimentRecord, FlagRecord, KeyRecord, ProjectRecord, UserRecord
 from .users import DEFAULT_USER_EMAIL, UserRepository
 
 __all__ = [
@@ -38,9 +39,12 @@ __all__ = [
     "DEFAULT_USER_EMAIL",
     "KEY_PREFIX",
     "VALID_SCOPES",
+    "ActionRecord",
+    "ActionRepository",
     "AsyncQueryRecord",
     "AsyncQueryRepository",
     "CohortRecord",
+    "DuplicateActionName",
     "DuplicateFlagKey",
     "ExperimentPage",
     "ExperimentRecord",
@@ -70,6 +74,7 @@ class Store:
         self.cohorts = CohortRepository(self.db)
         self.pulls = PullRepository(self.db)
         self.experiments = ExperimentRepository(self.db)
+        self.actions = ActionRepository(self.db)
         self.async_queries = AsyncQueryRepository(self.db)
 
     @classmethod

@@ -16,6 +16,7 @@ from .db import from_db_time
 log = logging.getLogger("hoglab.server.store")
 
 __all__ = [
+    "ActionRecord",
     "CohortRecord",
     "ExperimentRecord",
     "FlagRecord",
@@ -337,3 +338,66 @@ class ExperimentRecord:
     @property
     def is_draft(self) -> bool:
         return self.start_date is None
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRecord:
+    """An action: its steps as stored (each a dict of PostHog's ten step keys)."""
+
+    id: int
+    team_id: int
+    name: str | None
+    description: str
+    tags: list[str]
+    post_to_slack: bool
+    slack_message_format: str
+    steps: list[dict[str, Any]]
+    deleted: bool
+    bytecode_error: str | None
+    pinned_at: datetime | None
+    created_by_id: int | None
+    created_at: datetime
+    updated_at: datetime
+    last_calculated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> ActionRecord:
+        return cls(
+            row["id"],
+            row["team_id"],
+            row["name"],
+            row["description"],
+            list(load_json(row["tags"]) or []),
+            bool(row["post_to_slack"]),
+            row["slack_message_format"],
+            list(load_json(row["steps"]) or []),
+            bool(row["deleted"]),
+            row["bytecode_error"],
+            from_db_time(row["pinned_at"]),
+            row["created_by_id"],
+            _time(row, "created_at"),
+            _time(row, "updated_at"),
+            _time(row, "last_calculated_at"),
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        """PostHog's ``Action`` body, less ``created_by`` (the caller adds the user)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "tags": list(self.tags),
+            "post_to_slack": self.post_to_slack,
+            "slack_message_format": self.slack_message_format,
+            "steps": [dict(step) for step in self.steps],
+            "created_at": self.created_at,
+            "deleted": self.deleted,
+            "is_calculating": False,
+            "last_calculated_at": self.last_calculated_at,
+            "team_id": self.team_id,
+            "is_action": True,
+            "bytecode_error": self.bytecode_error,
+            "pinned_at": self.pinned_at,
+            "creation_context": None,
+            "user_access_level": "editor",
+        }

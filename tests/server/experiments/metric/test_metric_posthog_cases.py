@@ -96,3 +96,67 @@ def test_outlier_handling_for_count_metric(results_project):
     assert answer["baseline"]["sum"] == pytest.approx(30.9)
     assert answer["variant_results"][0]["sum"] == pytest.approx(38.9)
     assert answer["baseline"]["number_of_samples"] == answer["variant_results"][0]["number_of_samples"] == 10
+
+
+def _qualified_purchase_rows(with_flag_called: bool) -> list[dict[str, Any]]:
+    # PostHog's action exposure case: 10 users per variant; purchases by users i < 6 (control) / i < 8 (test),
+    # with plan "premium" for i < 3 / i < 4.
+    rows = []
+    for variant, buyers, premium in (("control", 6, 3), ("test", 8, 4)):
+        for i in range(10):
+            user = f"user_{variant}_{i}"
+            if with_flag_called:
+                rows.append(_exposed(user, variant, "2024-01-02T12:00:00Z"))
+            if i < buyers:
+                plan = "premium" if i < premium else "basic"
+                rows.append(_purchase(user, variant, "2024-01-02T12:01:00Z", plan=plan))
+    return rows
+
+
+def _qualified_purchase(project: Any) -> int:
+    step = {"event": "purchase", "properties": [{"key": "plan", "value": "premium", "type": "event"}]}
+    created = project.http.post(f"/api/projects/{project.id}/actions/", json={"name": "Qualified Purchase",
+                                                                             "steps": [step]})  # fmt: skip
+    assert created.status_code == 201, created.text
+    return int(created.json()["id"])
+
+
+def test_exposure_by_an_action_counts_the_actions_events(results_project):
+    # PostHog's exposure-criteria case with an ActionsNode (its numbers: control 3 and 3, test 4 and 4): the
+    # action's events expose, with the variant of their $feature/<flag>; each exposed person's one purchase (the
+    # exposing event itself, at the exposure time) counts for a count of purchases.
+    frame = pd.DataFrame(_qualified_purchase_rows(False)).assign(person=lambda f: f["distinct_id"])
+    project = results_project(frame)
+    action = _qualified_purchase(project)
+    experiment = project.create(
+        name="action exposure", feature_flag_key=FLAG, start_date="2024-01-01T00:00:00Z",
+        end_date="2024-01-31T00:00:00Z", exposure_criteria={"exposure_config": {"kind": "ActionsNode", "id": action}},
+    )  # fmt: skip
+    metric = {"kind": "ExperimentMetric", "metric_type": "mean", "source": {"kind": "EventsNode", "event": "purchase"}}
+    body = {"query": {"kind": "ExperimentQuery", "experiment_id": experiment["id"], "metric": metric}}
+    answer = project.http.post(f"/api/projects/{project.id}/query/", json=body).json()
+    assert (answer["baseline"]["number_of_samples"], answer["baseline"]["sum"]) == (3, 3)
+    test = answer["variant_results"][0]
+    assert (test["number_of_samples"], test["sum"]) == (4, 4)
+    exposures = project.http.post(f"/api/projects/{project.id}/query/", json={"query": {
+        "kind": "ExperimentExposureQuery", "experiment_id": experiment["id"]}}).json()  # fmt: skip
+    assert exposures["total_exposures"] == {"control": 3, "test": 4}
+
+
+def test_a_mean_metric_whose_source_is_an_action(results_project):
+    frame = pd.DataFrame(_qualified_purchase_rows(True)).assign(person=lambda f: f["distinct_id"])
+    project = results_project(frame)
+    action = _qualified_purchase(project)
+    experiment = project.create(name="action metric", feature_flag_key=FLAG, start_date="2024-01-01T00:00:00Z",
+                                end_date="2024-01-31T00:00:00Z")  # fmt: skip
+    metric = {"kind": "ExperimentMetric", "metric_type": "mean", "source": {"kind": "ActionsNode", "id": action}}
+    body = {"query": {"kind": "ExperimentQuery", "experiment_id": experiment["id"], "metric": metric}}
+    answer = project.http.post(f"/api/projects/{project.id}/query/", json=body).json()
+    assert (answer["baseline"]["number_of_samples"], answer["baseline"]["sum"]) == (10, 3)
+    assert (answer["variant_results"][0]["number_of_samples"], answer["variant_results"][0]["sum"]) == (10, 4)
+    # The node's own filters are AND-ed onto the action's: nobody bought premium on "basic".
+    narrowed = {**metric, "source": {**metric["source"], "properties": [
+        {"key": "plan", "value": "basic", "type": "event"}]}}  # fmt: skip
+    body["query"]["metric"] = narrowed
+    answer = project.http.post(f"/api/projects/{project.id}/query/", json=body).json()
+    assert answer["baseline"]["sum"] == answer["variant_results"][0]["sum"] == 0

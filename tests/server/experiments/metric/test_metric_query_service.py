@@ -95,7 +95,7 @@ def test_a_draft_is_a_400_saying_it_has_not_started(project):
 
 
 BAD = [
-    ({**METRIC, "source": {"kind": "ActionsNode", "id": 1}}, "query__metric__source", "Actions"),
+    ({**METRIC, "source": {"kind": "ActionsNode", "id": "one"}}, "query__metric__source__id", "integer"),
     ({**METRIC, "source": {"kind": "EventsNode", "event": "x", "math": "weekly_active"}},
      "query__metric__source", "weekly_active"),
     ({**METRIC, "upper_bound_percentile": 1.5}, "query__metric__upper_bound_percentile", "1"),

@@ -2,7 +2,8 @@
 
 ``world(events, timezone=...)`` loads events (dicts in PostHog's export shape) into a new project through the
 real file loader (so persons, merges and overrides are made as in production) and returns a :class:`World`
-whose ``run(query)`` validates the query with the schema and calls the registered runner with a fixed ``now``.
+whose ``run(query)`` validates the query with the schema and calls the registered runner with a fixed ``now``
+(and the project's actions, as the query service hands them in).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import pytest
 from hoglab.local import LocalService
 from hoglab.schema import parse_query
 from hoglab.server.ingest import load_file
+from hoglab.server.query.request import project_actions, project_catalog
 from hoglab.server.query.runners import RunContext, has_person_overrides, load_runners
-from hoglab.server.store import ProjectRecord
+from hoglab.server.store import ProjectRecord, Store
 
 pytestmark = pytest.mark.xdist_group("insights")
 
@@ -33,6 +35,7 @@ class World:
     project: ProjectRecord
     engine: Any
     now: datetime
+    store: Store | None = None
 
     def context(self, now: datetime | None = None) -> RunContext:
         return RunContext(
@@ -41,6 +44,7 @@ class World:
             now=now or self.now,
             tag=f"test-{next(_counter)}",
             person_overrides=has_person_overrides(self.engine, self.project.id),
+            catalog=project_catalog(project_actions(self.store, self.project.id)),
         )
 
     def run(self, query: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
@@ -79,6 +83,6 @@ def make_world(
             path = Path(folder) / f"events-{project.id}.jsonl"
             path.write_text("\n".join(json.dumps(_jsonable(e)) for e in events) + "\n")
             load_file(engine, project.id, path)
-        return World(project, engine, now or datetime(2025, 6, 15, 12, tzinfo=UTC))
+        return World(project, engine, now or datetime(2025, 6, 15, 12, tzinfo=UTC), store)
 
     yield make

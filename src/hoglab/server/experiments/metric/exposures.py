@@ -32,7 +32,7 @@ def run_exposure_query(resolved: ResolvedExposureQuery, ctx: RunContext) -> dict
     p = Params()
     sql = f"""
         SELECT toString(toDate(first_exposure_time)) AS day, variant, count() AS exposed
-        FROM ({exposures_sql(experiment, p, ctx.project, end)})
+        FROM ({exposures_sql(experiment, p, ctx.project, end, actions=ctx.actions)})
         GROUP BY day, variant
     """
     found: dict[str, dict[str, int]] = {}

@@ -5,9 +5,11 @@ Every statement starts from the **exposures**, one row per person (per group for
 event then counts for its own ``$group_N``, as PostHog's entity key):
 
 * the exposure events are ``$feature_flag_called`` with ``$feature_flag`` = the flag's key (variant from
-  ``$feature_flag_response``), or the custom ``exposure_config`` event with its property filters (variant from
-  ``$feature/<flag>``), in ``[start, end]``, whose variant is one of the flag's; the project's test-account filters
-  apply unless ``filterTestAccounts`` is false;
+  ``$feature_flag_response``), or the custom ``exposure_config`` event with its property filters, or the events of
+  the ``exposure_config`` action (its node's own ``properties`` are not applied, as PostHog's; an action the
+  project does not have exposes nobody), both with the variant from ``$feature/<flag>``, in ``[start, end]``,
+  whose variant is one of the flag's; the project's test-account filters apply unless ``filterTestAccounts`` is
+  false;
 * a person's variant is the only one they were seen with, or ``$multiple`` (``exclude``: dropped from the
   answer) or the variant of their first exposure (``first_seen``); ``first_exposure_time``/``last_exposure_time``
   are their first and last exposure.
@@ -19,6 +21,9 @@ with 0. **mean**: ``total`` (events), ``sum``/``avg``/``min``/``max`` of a prope
 zeros out of the upper one). **ratio**: numerator and denominator the same way, person by person. **funnel**: the
 exposure is step 0 of an ordered/strict/unordered funnel over the metric's steps (the shared per-person replay of
 ``runners/funnel_replay.py``), within the conversion window of the exposure (3 years without one).
+
+A metric source (or funnel step) may be an ``ActionsNode``: its events are the action's, with the node's own
+``properties`` AND-ed; an action the project does not have matches no event (the metric counts 0, as PostHog's).
 
 Percentiles use ``quantileExactInclusive``: PostHog's ``quantile`` is the same interpolation on fewer than 8,192
 values and a random sample above; hoglab stays exact (and deterministic) at every size.
@@ -33,13 +38,14 @@ from typing import Any
 
 from sqlglot import exp
 
-from hoglab.schema import EventsNode, ExperimentFunnelMetric, ExperimentMeanMetric, ExperimentRatioMetric
+from hoglab.schema import ActionsNode, ExperimentFunnelMetric, ExperimentMeanMetric, ExperimentRatioMetric, SeriesFields
 
 from ...errors import ValidationFailed
+from ...filters.actions import action_condition
 from ...filters.params import Params
 from ...filters.properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
 from ...hogql.parse import parse_hogql_expr
-from ...query.runners.common import series_conditions
+from ...query.runners.common import Actions, series_conditions
 from ...query.runners.funnel_replay import packed_event_key, replay_expr, unpacked
 from ...query.runners.funnels_sql import unordered_replay
 from ..rules import FEATURE_FLAG_CALLED
@@ -74,14 +80,25 @@ def window_seconds(metric: Any) -> int:
     return 0
 
 
-def _exposure_parts(experiment: ResolvedExperiment, p: Params, project: Any) -> tuple[list[str], str]:
+def _exposure_parts(
+    experiment: ResolvedExperiment, p: Params, project: Any, actions: Actions | None = None
+) -> tuple[list[str], str]:
     """The conditions of an exposure event (no time bounds) and the HogQL of its variant."""
     criteria = experiment.exposure_criteria
     config = criteria.exposure_config
     timezone = getattr(project, "timezone", None) or "UTC"
-    event = config.event if config is not None else FEATURE_FLAG_CALLED
-    parts = [f"event = {p.add(event)}"]
-    if config is not None:
+    if isinstance(config, ActionsNode):
+        action = (actions or {}).get(int(config.id)) if config.id is not None else None
+        event = None
+        parts = [
+            "false" if action is None else action_condition(
+                action, p, timezone=timezone, attr="exposure_criteria.exposure_config"
+            )
+        ]  # fmt: skip
+    else:
+        event = config.event if config is not None else FEATURE_FLAG_CALLED
+        parts = [f"event = {p.add(event)}"]
+    if config is not None and not isinstance(config, ActionsNode):
         own = property_filters_to_hogql(config.properties, p, attr="exposure_criteria.exposure_config.properties",
                                         timezone=timezone)  # fmt: skip
         if own:
@@ -101,12 +118,13 @@ def _exposure_parts(experiment: ResolvedExperiment, p: Params, project: Any) -> 
 
 
 def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: datetime,
-                  exposure: tuple[list[str], str] | None = None) -> str:  # fmt: skip
+                  exposure: tuple[list[str], str] | None = None, actions: Actions | None = None) -> str:  # fmt: skip
     """One row per exposed person: ``entity_id, variant, first_exposure_time, last_exposure_time``.
 
     ``exposure``: the :func:`_exposure_parts` the caller already bound to ``p`` (the funnel needs them too).
+    ``actions``: the project's, for an exposure or metric that names one.
     """
-    parts, variant = exposure or _exposure_parts(experiment, p, project)
+    parts, variant = exposure or _exposure_parts(experiment, p, project, actions)
     if experiment.exposure_criteria.multiple_variant_handling == "first_seen":
         chosen = f"argMin({variant}, timestamp)"
     else:
@@ -163,7 +181,7 @@ def hogql_math(text: str | None, attr: str) -> tuple[str, str]:
     return value, aggregate
 
 
-def _value_expr(node: EventsNode, attr: str) -> str:
+def _value_expr(node: SeriesFields, attr: str) -> str:
     if node.math in ("sum", "avg", "min", "max"):
         return f"coalesce(toFloat({property_access(str(node.math_property))}), 0)"
     if node.math == "hogql":
@@ -172,7 +190,7 @@ def _value_expr(node: EventsNode, attr: str) -> str:
     return "toFloat(1)"
 
 
-def _per_person(node: EventsNode, window: int) -> str:
+def _per_person(node: SeriesFields, window: int) -> str:
     """The aggregate of a person's metric events (``m``) after their exposure (``x``), 0 without any."""
     inside = "m.timestamp >= x.first_exposure_time"
     if window:
@@ -187,9 +205,9 @@ def _per_person(node: EventsNode, window: int) -> str:
     return f"coalesce(sumIf(m.value, {inside}), 0)"
 
 
-def _events_of(node: EventsNode, p: Params, project: Any, attr: str, start: datetime, stop: str,
-               entity: str = "person_id") -> str:  # fmt: skip
-    conditions = series_conditions(None, node, p, project=project, attr=attr)
+def _events_of(node: SeriesFields, p: Params, project: Any, attr: str, start: datetime, stop: str,
+               actions: Actions | None, entity: str = "person_id") -> str:  # fmt: skip
+    conditions = series_conditions(None, node, p, project=project, attr=attr, actions=actions)
     where = " AND ".join([f"timestamp >= {p.add(start)}", f"timestamp < {stop}", *conditions])
     value = _value_expr(node, attr)
     return (f"SELECT {entity} AS entity_id, timestamp, {value} AS value, `$session_id` AS session_id "
@@ -200,9 +218,9 @@ def _stop(p: Params, end: datetime, window: int) -> str:
     return f"{p.add(end)} + toIntervalSecond({int(window)})"
 
 
-def _entity_values(node: EventsNode, p: Params, project: Any, attr: str, experiment: ResolvedExperiment,
-                   end: datetime, window: int) -> str:  # fmt: skip
-    events = _events_of(node, p, project, attr, experiment.start, _stop(p, end, window), experiment.entity)
+def _entity_values(node: SeriesFields, p: Params, project: Any, attr: str, experiment: ResolvedExperiment,
+                   end: datetime, window: int, actions: Actions | None) -> str:  # fmt: skip
+    events = _events_of(node, p, project, attr, experiment.start, _stop(p, end, window), actions, experiment.entity)
     return f"""
         SELECT x.entity_id AS entity_id, x.variant AS variant, {_per_person(node, window)} AS value
         FROM exposures AS x LEFT JOIN ({events}) AS m ON x.entity_id = m.entity_id
@@ -211,11 +229,11 @@ def _entity_values(node: EventsNode, p: Params, project: Any, attr: str, experim
 
 
 def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-             end: datetime) -> str:  # fmt: skip
+             end: datetime, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, n, total, squares`` of each variant (``$multiple`` included; the runner drops it)."""
     window = window_seconds(metric)
-    exposures = exposures_sql(experiment, p, project, end)
-    values = _entity_values(metric.source, p, project, "metric.source", experiment, end, window)
+    exposures = exposures_sql(experiment, p, project, end, actions=actions)
+    values = _entity_values(metric.source, p, project, "metric.source", experiment, end, window, actions)
     low, high = metric.lower_bound_percentile, metric.upper_bound_percentile
     if low is None and high is None:
         return f"""
@@ -243,12 +261,13 @@ def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Pa
 
 
 def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-              end: datetime) -> str:  # fmt: skip
+              end: datetime, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, n, total, squares, denominator_sum, denominator_squares, product`` of each variant."""
     window = window_seconds(metric)
-    exposures = exposures_sql(experiment, p, project, end)
-    numerator = _entity_values(metric.numerator, p, project, "metric.numerator", experiment, end, window)
-    denominator = _entity_values(metric.denominator, p, project, "metric.denominator", experiment, end, window)
+    exposures = exposures_sql(experiment, p, project, end, actions=actions)
+    numerator = _entity_values(metric.numerator, p, project, "metric.numerator", experiment, end, window, actions)
+    denominator = _entity_values(metric.denominator, p, project, "metric.denominator", experiment, end, window,
+                                 actions)  # fmt: skip
     return f"""
         WITH exposures AS ({exposures}), numerator AS ({numerator}), denominator AS ({denominator})
         SELECT nu.variant AS variant, count() AS n, sum(nu.value) AS total, sum(nu.value * nu.value) AS squares,
@@ -260,15 +279,16 @@ def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: 
 
 
 def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-               end: datetime) -> str:  # fmt: skip
+               end: datetime, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, n, total, s1..sN`` (persons reaching each metric step) of each variant."""
     window = window_seconds(metric)
-    steps: Sequence[EventsNode] = metric.series
+    steps: Sequence[SeriesFields] = metric.series
     n = len(steps) + 1  # step 0 is the exposure
-    exposure_parts, variant = _exposure_parts(experiment, p, project)
+    exposure_parts, variant = _exposure_parts(experiment, p, project, actions)
     exposure_cond = " AND ".join([f"timestamp <= {p.add(end)}", *exposure_parts])
     conds = [exposure_cond] + [
-        " AND ".join(series_conditions(None, step, p, project=project, attr=f"metric.series.{i}")) or "true"
+        " AND ".join(series_conditions(None, step, p, project=project, attr=f"metric.series.{i}", actions=actions))
+        or "true"
         for i, step in enumerate(steps)
     ]
     mask = " + ".join(f"if({c}, {1 << i}, 0)" for i, c in enumerate(conds))

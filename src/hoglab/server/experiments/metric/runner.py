@@ -58,12 +58,12 @@ def run_experiment_query(resolved: ResolvedExperimentQuery, ctx: RunContext) -> 
     p = Params()
     steps = 0
     if metric.metric_type == "mean":
-        sql = mean_sql(metric, experiment, p, ctx.project, end)
+        sql = mean_sql(metric, experiment, p, ctx.project, end, ctx.actions)
     elif metric.metric_type == "ratio":
-        sql = ratio_sql(metric, experiment, p, ctx.project, end)
+        sql = ratio_sql(metric, experiment, p, ctx.project, end, ctx.actions)
     else:
         steps = len(metric.series)
-        sql = funnel_sql(metric, experiment, p, ctx.project, end)
+        sql = funnel_sql(metric, experiment, p, ctx.project, end, ctx.actions)
     # One-level aggregation by person suits the funnel's replay (see funnels_sql.PERSON_ROWS_SETTINGS).
     settings = PERSON_ROWS_SETTINGS if metric.metric_type == "funnel" else None
     table = ctx.execute(ctx.compile(sql, values=p.values), settings=settings)

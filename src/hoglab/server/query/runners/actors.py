@@ -75,11 +75,12 @@ def _trend_actors(source: InsightActorsQuery, ctx: RunContext, p: Params) -> str
         math = effective_math(series, interval)
         if math == "weekly_active" or math == "monthly_active":
             start = shift(start, "day", -(7 if math == "weekly_active" else 30) + 1)
-    conditions = series_conditions(query, series, p, project=ctx.project, attr="source.source.series")
-    grouped = group_condition(series, "source.source.series")
+    conditions = series_conditions(query, series, p, project=ctx.project, attr=f"source.source.series.{index}",
+                                   actions=ctx.actions)  # fmt: skip
+    grouped = group_condition(series, f"source.source.series.{index}")
     if grouped:
         conditions.append(grouped)
-    actor = group_actor(series, "source.source.series") or "person_id"
+    actor = group_actor(series, f"source.source.series.{index}") or "person_id"
     conditions += [f"timestamp >= {p.add(start)}", f"timestamp {'<' if source.day is not None else '<='} {p.add(end)}"]
     if has_breakdown(query.breakdownFilter) and source.breakdown is not None:
         value = source.breakdown

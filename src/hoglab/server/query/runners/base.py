@@ -28,7 +28,7 @@ from ...engine.catalog import ENGINE_CATALOG
 from ...filters.hogql_filters import filters_expansion
 from ...hogql import CompiledQuery, compile_hogql
 from ...hogql.budget import CompileBudget
-from ...hogql.catalog import Catalog
+from ...hogql.catalog import ActionDefinition, Catalog
 from ...hogql.textguard import text_guards_enabled
 
 if TYPE_CHECKING:
@@ -122,7 +122,8 @@ class RunContext:
 
     ``now`` is taken once per request so every sub-query of it resolves relative dates (``-7d``) the same way.
     ``tag`` goes on every engine query of the request (``log_comment``), so cancelling the request kills them all.
-    ``catalog`` is what the compiler is told of the engine (its materialized properties): the engine's.
+    ``catalog`` is what the compiler is told of the engine (its materialized properties: the engine's) and of the
+    project (its actions, which runners read through :attr:`actions` too, so both see the same definitions).
     ``compile_budget`` bounds each statement's compiling (``hogql/budget.py``); ``compile_slot`` is entered
     around it: the project's share of compiling (``query/fairness.py``), one statement at a time per project.
     """
@@ -145,6 +146,11 @@ class RunContext:
     @property
     def timezone(self) -> str:
         return self.project.timezone or "UTC"
+
+    @property
+    def actions(self) -> Mapping[int, ActionDefinition]:
+        """The project's actions by id (deleted ones too), as the compiler's ``matchesAction`` reads them."""
+        return self.catalog.actions()
 
     def compile(
         self,

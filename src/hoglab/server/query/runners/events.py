@@ -14,6 +14,8 @@ For example (a sketch of a call and its answer, not run)::
 * With any aggregate in ``select``, the other columns are the GROUP BY; aggregate ``where`` clauses go to HAVING.
 * ``after`` defaults to ``-24h`` (``"all"``: no lower bound), ``before`` to now + 5 s; ``orderBy`` defaults to
   ``timestamp DESC`` when ``*`` or ``timestamp`` is selected; ``limit`` 100 (at most 10,000) fetched as limit + 1.
+* ``actionId`` keeps the events of one of the project's actions (PostHog's ``actionId``). An action the project
+  does not have, or one without steps, is a 400 naming ``actionId`` (PostHog fails with a server error).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from sqlglot import exp
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS, EventsQuery
 
 from ...errors import ValidationFailed
+from ...filters.actions import action_condition
 from ...filters.dates import parse_relative
 from ...filters.properties import Params
 from ...hogql import HogQLError, parse_hogql_expr
@@ -123,6 +126,13 @@ def run_events(query: EventsQuery, ctx: RunContext) -> dict[str, Any]:
     grouped = any(aggregates)
     where = series_conditions(query, {"event": query.event, "fixedProperties": query.fixedProperties}, p,
                               project=ctx.project, attr="")  # fmt: skip
+    if query.actionId is not None:
+        action = ctx.actions.get(query.actionId)
+        if action is None:
+            raise ValidationFailed(f"Action {query.actionId} does not exist in this project.", attr="actionId")
+        if not action.steps:
+            raise ValidationFailed(f"Action {query.actionId} has no steps, so it names no events.", attr="actionId")
+        where.append(action_condition(action, p, timezone=ctx.timezone, attr="actionId"))
     having: list[str] = []
     for i, clause in enumerate(query.where or []):
         text = strip_alias(clause)

@@ -10,7 +10,9 @@ For example (a sketch of a call and its answer, not run)::
 
 ``steps``: a list of steps (with a breakdown, a list of such lists, one per value, breakdown values as lists);
 ``time_to_convert``: ``{"average_conversion_time", "bins": [[seconds, persons], ...]}``; ``trends``: conversion
-rate (%) per interval of entering the funnel. The per-person replay is in ``funnels_sql``.
+rate (%) per interval of entering the funnel. The per-person replay is in ``funnels_sql``. A step (or exclusion)
+may name an action: the step is named after it (``type: "actions"``, ``action_id`` its id); an action the project
+does not have is a 400 naming the step, as PostHog's.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ...filters.dates import QueryDateRange, bucket_key_sql, resolve_date_range
 from ...filters.properties import Params, group_type_index, hogql_expression
 from .base import RunContext, register
 from .breakdowns import breakdown_items, breakdown_limit
-from .common import first_event_time, get, series_label
+from .common import Actions, first_event_time, get, is_action, require_action, series_label
 from .funnels_sql import PERSON_ROWS_SETTINGS, person_rows_sql, window_micros
 
 __all__ = ["funnel_person_rows", "run_funnels"]
@@ -73,6 +75,10 @@ def funnel_person_rows(query: FunnelsQuery, ctx: RunContext, p: Params) -> tuple
         raise ValidationFailed(
             "breakdownAttributionValue must name a step.", attr="funnelsFilter.breakdownAttributionValue"
         )
+    for i, step in enumerate(query.series):
+        require_action(step, ctx.actions, f"series.{i}")
+    for j, ex in enumerate(exclusions):
+        require_action(ex, ctx.actions, f"funnelsFilter.exclusions.{j}")
     aggregate_by = ff.funnelAggregateByHogQL
     actor = hogql_expression(aggregate_by, "funnelsFilter.funnelAggregateByHogQL") if aggregate_by else "person_id"
     actor_condition = "true"
@@ -87,6 +93,7 @@ def funnel_person_rows(query: FunnelsQuery, ctx: RunContext, p: Params) -> tuple
         bv_expr=_bv_expr(query, p), attribution=attribution, attribution_step=attribution_step, order=order,
         window=window_micros(ff), exclusions=exclusions if order != "unordered" else [], actor=actor,
         actor_condition=actor_condition,
+        actions=ctx.actions,
     )  # fmt: skip
     del start
     return sql, rng
@@ -109,17 +116,20 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-def _steps(query: FunnelsQuery, row: dict[str, Any], breakdown: list[str] | None) -> list[dict[str, Any]]:
+def _steps(
+    query: FunnelsQuery, row: dict[str, Any], breakdown: list[str] | None, actions: Actions
+) -> list[dict[str, Any]]:
     out = []
     for j, series in enumerate(query.series):
+        action = is_action(series)
         step: dict[str, Any] = {
-            "action_id": get(series, "event"),
-            "name": series_label(series),
+            "action_id": get(series, "id") if action else get(series, "event"),
+            "name": series_label(series, actions),
             "custom_name": get(series, "custom_name"),
             "order": j,
             "people": [],
             "count": int(row[f"s{j}"]),
-            "type": "events",
+            "type": "actions" if action else "events",
             "average_conversion_time": _number(row.get(f"a{j}")) if j else None,
             "median_conversion_time": _number(row.get(f"md{j}")) if j else None,
         }
@@ -141,7 +151,7 @@ def _run_steps(query: FunnelsQuery, ctx: RunContext, hogql: list[str]) -> tuple[
     found = ctx.execute(compiled, settings=PERSON_ROWS_SETTINGS).to_pylist()
     if not grouped:
         row = found[0] if found else {f"s{j}": 0 for j in range(n)}
-        return _steps(query, row, None), rng
+        return _steps(query, row, None, ctx.actions), rng
     found.sort(key=lambda r: (tuple(-int(r[f"s{j}"]) for j in reversed(range(n))), str(r["bv"])))
     limit = breakdown_limit(query.breakdownFilter)
     if len(found) > limit:
@@ -155,7 +165,7 @@ def _run_steps(query: FunnelsQuery, ctx: RunContext, hogql: list[str]) -> tuple[
         compiled = ctx.compile(merged, values=p2.values, max_limit=limit + 2)
         found = ctx.execute(compiled, settings=PERSON_ROWS_SETTINGS).to_pylist()
         found.sort(key=lambda r: (r["bv"] == OTHER, tuple(-int(r[f"s{j}"]) for j in reversed(range(n))), str(r["bv"])))
-    return [_steps(query, row, [row["bv"]]) for row in found], rng
+    return [_steps(query, row, [row["bv"]], ctx.actions) for row in found], rng
 
 
 def _run_time_to_convert(query: FunnelsQuery, ctx: RunContext, hogql: list[str]) -> tuple[Any, QueryDateRange]:

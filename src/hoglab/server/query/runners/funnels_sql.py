@@ -30,7 +30,7 @@ from typing import Any
 from hoglab.schema import funnel_window_seconds
 
 from ...filters.properties import Params, property_filters_to_hogql
-from .common import get
+from .common import Actions, get, series_events
 from .funnel_replay import Replay, packed_event_key, replay_expr, unpacked
 
 __all__ = ["PERSON_ROWS_SETTINGS", "person_rows_sql", "unordered_expr", "unordered_replay", "window_micros"]
@@ -84,20 +84,23 @@ def person_rows_sql(
     exclusions: list[Any],
     actor: str,
     actor_condition: str = "true",
+    actions: Actions | None = None,
 ) -> str:
     """One row per person (or ``actor``: a group's key) and breakdown value: ``actor_id, pv, step_reached
-    (0-based; -1 none), times``; only events meeting ``actor_condition`` take part."""
+    (0-based; -1 none), times``; only events meeting ``actor_condition`` take part; ``actions``: the project's,
+    for steps and exclusions that name one."""
     from .common import series_conditions
 
     n = len(steps)
     step_conds = []
     for i, step in enumerate(steps):
-        parts = series_conditions(None, step, p, project=project, attr=f"series.{i}")
+        parts = series_conditions(None, step, p, project=project, attr=f"series.{i}", actions=actions)
         step_conds.append(" AND ".join(parts) or "true")
     mask = " + ".join(f"if({c}, {1 << i}, 0)" for i, c in enumerate(step_conds))
     xparts = []
     for j, ex in enumerate(exclusions):
-        cond = " AND ".join(series_conditions(None, ex, p, project=project, attr=f"funnelsFilter.exclusions.{j}"))
+        cond = " AND ".join(series_conditions(None, ex, p, project=project, attr=f"funnelsFilter.exclusions.{j}",
+                                              actions=actions))  # fmt: skip
         bits = sum(1 << (i - 1) for i in range(int(ex.funnelFromStep) + 1, int(ex.funnelToStep) + 1))
         xparts.append(f"if({cond or 'true'}, {bits}, 0)")
     if xparts:
@@ -111,10 +114,11 @@ def person_rows_sql(
         property_filters_to_hogql(get(query, "properties"), p, attr="properties", timezone=timezone) or "true"
     )
     relevant = "true" if order == "strict" else "(m0 != 0 OR x0 != 0)"
-    names = [get(node, "event") for node in [*steps, *exclusions]]
+    names = [series_events(node, actions) for node in [*steps, *exclusions]]
     if order != "strict" and None not in names:
         # Only these events can be relevant; said in the WHERE, the sort key (team, day, event) skips the others.
-        global_filter = f"event IN {p.add(sorted(set(map(str, names))))} AND {global_filter}"
+        wanted = sorted({name for found in names if found is not None for name in found})
+        global_filter = f"event IN {p.add(wanted)} AND {global_filter}" if wanted else "false"
     bv = bv_expr or "''"
     if bv_expr is None:
         prop_vals = "['']"
@@ -160,7 +164,7 @@ def person_rows_sql(
                 FROM (
                     SELECT {actor} AS actor_id, toUnixTimestamp64Micro(timestamp) AS ts0,
                            toInt64({mask}) AS m0, toInt64({xmask}) AS x0, {bv} AS b0,
-                           if(m0 = 0, 99, toInt64(log2(bitAnd(m0, -m0)))) AS lowest,
+                           if(m0 = 0, 99, toInt64(log2(greatest(bitAnd(m0, -m0), 1)))) AS lowest,
                            {packed_event_key("ts0", "lowest", "m0", "x0")} AS k0
                     FROM events
                     WHERE timestamp >= {time_from} AND timestamp <= {time_to} AND {global_filter}

@@ -54,7 +54,7 @@ def _retention(source: InsightActorsQuery, query: RetentionQuery, ctx: RunContex
             raise ValidationFailed(
                 f"day must be a returning period: 0 to {rr.lookahead - 1} (or its label).", attr="source.day"
             )
-    rows = retention_actor_rows_sql(query, rr, p, project=ctx.project)
+    rows = retention_actor_rows_sql(query, rr, p, project=ctx.project, actions=ctx.actions)
     where = [f"start_index = {p.add(source.interval)}", f"period = {p.add(period)}"]
     if source.breakdown is not None:
         where.append(f"bv = {p.add(str(_one_breakdown(source.breakdown)))}")
@@ -74,7 +74,7 @@ def _lifecycle(source: InsightActorsQuery, query: LifecycleQuery, ctx: RunContex
         if not matches:
             raise ValidationFailed(f"{source.day!r} is not a day of the lifecycle.", attr="source.day")
         where.append(f"day = {p.add(matches[0])}")
-    rows = lifecycle_actor_rows_sql(query, rng, p, project=ctx.project)
+    rows = lifecycle_actor_rows_sql(query, rng, p, project=ctx.project, actions=ctx.actions)
     return f"SELECT DISTINCT actor_id FROM ({rows}) WHERE {' AND '.join(where) or 'true'}"
 
 
@@ -86,7 +86,8 @@ def _stickiness(source: InsightActorsQuery, query: StickinessQuery, ctx: RunCont
     if source.compare == "previous" and len(ranges) < 2:
         raise ValidationFailed("The source has no previous period (compareFilter).", attr="source.compare")
     rng = ranges[-1][0] if source.compare == "previous" else ranges[0][0]
-    rows = stickiness_actor_rows_sql(query, query.series[index], index, rng, p, project=ctx.project)
+    rows = stickiness_actor_rows_sql(query, query.series[index], index, rng, p, project=ctx.project,
+                                     actions=ctx.actions)  # fmt: skip
     if source.day is None:
         return f"SELECT DISTINCT actor_id FROM ({rows})"
     try:

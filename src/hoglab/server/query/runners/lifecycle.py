@@ -21,6 +21,8 @@ PostHog's semantics (``LifecycleQueryRunner``), restated for a person and the in
   lifecycle by group; a group never identified is never new.
 * ``lifecycleFilter.toggledLifecycles`` keeps only the listed statuses (PostHog's UI hides the others; hoglab
   leaves them out of the answer).
+* A series naming an action counts the action's events, labelled ``"<action name> - <status>"``; an action the
+  project does not have is a 400, as in PostHog.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from hoglab.schema import LifecycleQuery
 from ...filters.dates import QueryDateRange, resolve_date_range, shift
 from ...filters.properties import Params, group_type_index
 from .base import RunContext, register
-from .common import first_event_time, series_conditions, series_label
+from .common import Actions, first_event_time, require_action, series_conditions, series_label
 from .intervals import interval_number_sql
 
 __all__ = ["STATUSES", "lifecycle_actor_rows_sql", "lifecycle_range", "run_lifecycle"]
@@ -50,14 +52,17 @@ def lifecycle_range(query: LifecycleQuery, ctx: RunContext) -> QueryDateRange:
     )
 
 
-def lifecycle_actor_rows_sql(query: LifecycleQuery, rng: QueryDateRange, p: Params, *, project: Any) -> str:
+def lifecycle_actor_rows_sql(
+    query: LifecycleQuery, rng: QueryDateRange, p: Params, *, project: Any, actions: Actions | None = None
+) -> str:
     """HogQL with one row per (person, interval, status) within the range: ``actor_id, day, status``, ``day`` the
     interval's number (1 for the first of the range). A person has at most one status per interval."""
     buckets = rng.buckets()
     before = shift(buckets[0], rng.interval, -1)
     window = [rng.key(before), *(rng.key(b) for b in buckets)]
     series = query.series[0]
-    where = series_conditions(query, series, p, project=project, attr="series.0")
+    require_action(series, actions, "series.0")
+    where = series_conditions(query, series, p, project=project, attr="series.0", actions=actions)
     where += [
         "ifNull(toString(properties.`$process_person_profile`) != 'false', 1)",
         f"timestamp >= {p.add(before)}",
@@ -102,15 +107,19 @@ def run_lifecycle(query: LifecycleQuery, ctx: RunContext) -> dict[str, Any]:
     """Answer a LifecycleQuery as PostHog does: four series (new, returning, resurrecting, dormant)."""
     rng = lifecycle_range(query, ctx)
     p = Params()
-    rows = lifecycle_actor_rows_sql(query, rng, p, project=ctx.project)
+    rows = lifecycle_actor_rows_sql(query, rng, p, project=ctx.project, actions=ctx.actions)
     hogql = f"SELECT day, status, count() AS n FROM ({rows}) GROUP BY day, status"
     buckets = rng.buckets()
     compiled = ctx.compile(hogql, values=p.values, max_limit=4 * len(buckets) + 1)
     counts = {(int(r["day"]), r["status"]): int(r["n"]) for r in ctx.execute(compiled).to_pylist()}
     series = query.series[0]
-    event = series.event
-    name = series_label(series)
-    action = {"id": event, "name": name, "type": "events", "order": 0, "math": "total"}
+    name = series_label(series, ctx.actions)
+    found = require_action(series, ctx.actions, "series.0")
+    action: dict[str, Any] = (
+        {"id": str(found.id), "name": name, "type": "actions", "order": 0, "math": "total"}
+        if found is not None
+        else {"id": getattr(series, "event", None), "name": name, "type": "events", "order": 0, "math": "total"}
+    )
     if series.custom_name is not None:
         action["custom_name"] = series.custom_name
     toggled = query.lifecycleFilter.toggledLifecycles if query.lifecycleFilter else None

@@ -24,6 +24,8 @@ PostHog's semantics (``RetentionQueryRunner``), restated:
 * A breakdown groups people by the value of the property on their events (``''`` when missing), each value with
   its own cohorts; the top ``breakdown_limit`` (25) values by cohort sizes are kept, the rest summed into
   ``$$_posthog_breakdown_other_$$``.
+* An entity may name an action (``{"id": 7, "type": "actions"}``): its events are the action's. An action the
+  project does not have is a 400 naming the entity (PostHog fails with a server error).
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ from typing import Any
 from hoglab.schema import RetentionEntity, RetentionQuery
 
 from ...errors import ValidationFailed
+from ...filters.actions import action_condition
 from ...filters.dates import bucket_key, resolve_date_range, shift, start_of_interval
 from ...filters.properties import Params, group_type_index, property_filters_to_hogql
 from .base import RunContext, register
 from .breakdowns import BREAKDOWN_OTHER, breakdown_items, breakdown_limit
-from .common import first_event_time, series_conditions
+from .common import Actions, first_event_time, series_conditions
 from .intervals import interval_number_sql
 
 __all__ = ["RetentionRange", "retention_actor_rows_sql", "retention_range", "run_retention"]
@@ -101,8 +104,15 @@ def retention_range(query: RetentionQuery, ctx: RunContext) -> RetentionRange:
     return RetentionRange(interval, starts, end, lookahead)
 
 
-def _entity_condition(entity: RetentionEntity, p: Params, attr: str, timezone: str) -> str:
+def _entity_condition(entity: RetentionEntity, p: Params, attr: str, timezone: str, actions: Actions | None) -> str:
     parts = [] if entity.event is None else [f"event = {p.add(entity.event)}"]
+    if entity.is_action:
+        if entity.action_id is None:
+            raise ValidationFailed("An action entity needs the id of the action.", attr=f"{attr}.id")
+        action = (actions or {}).get(entity.action_id)
+        if action is None:
+            raise ValidationFailed(f"Action {entity.id} does not exist in this project.", attr=f"{attr}.id")
+        parts.append(action_condition(action, p, timezone=timezone, attr=f"{attr}.action"))
     own = property_filters_to_hogql(entity.properties, p, attr=f"{attr}.properties", timezone=timezone)
     if own:
         parts.append(own)
@@ -119,7 +129,9 @@ def _breakdown_sql(query: RetentionQuery) -> str | None:
     return f"ifNull(toString({items[0].expr()}), '')"
 
 
-def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Params, *, project: Any) -> str:
+def retention_actor_rows_sql(
+    query: RetentionQuery, rr: RetentionRange, p: Params, *, project: Any, actions: Actions | None = None
+) -> str:
     """HogQL with one row per (person, breakdown value, cohort index, period offset) the person counts in."""
     rf = query.retentionFilter
     if rf.timeWindowMode == "24_hour_windows":
@@ -128,10 +140,11 @@ def retention_actor_rows_sql(query: RetentionQuery, rr: RetentionRange, p: Param
         )
     timezone = getattr(project, "timezone", None) or "UTC"
     target_entity, returning_entity = rf.targetEntity or DEFAULT_ENTITY, rf.returningEntity or DEFAULT_ENTITY
-    target = _entity_condition(target_entity, p, "retentionFilter.targetEntity", timezone)
-    same = (target_entity.event, target_entity.properties) == (returning_entity.event, returning_entity.properties)
+    target = _entity_condition(target_entity, p, "retentionFilter.targetEntity", timezone, actions)
+    keys = [(e.event, e.action_id, e.properties) for e in (target_entity, returning_entity)]
+    same = keys[0] == keys[1]
     returning = target if same else _entity_condition(
-        returning_entity, p, "retentionFilter.returningEntity", timezone
+        returning_entity, p, "retentionFilter.returningEntity", timezone, actions
     )
     where = series_conditions(query, None, p, project=project, attr="properties", event=False)
     actor = "person_id"
@@ -198,7 +211,7 @@ def run_retention(query: RetentionQuery, ctx: RunContext) -> dict[str, Any]:
     """Answer a RetentionQuery as PostHog does: a list of cohorts ``{date, label, values, breakdown_value?}``."""
     rr = retention_range(query, ctx)
     p = Params()
-    rows_sql = retention_actor_rows_sql(query, rr, p, project=ctx.project)
+    rows_sql = retention_actor_rows_sql(query, rr, p, project=ctx.project, actions=ctx.actions)
     # A person has one row per (breakdown value, cohort, period): count() counts people.
     hogql = f"""
         SELECT bv, start_index, period, count() AS n FROM ({rows_sql})

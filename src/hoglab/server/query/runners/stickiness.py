@@ -18,6 +18,8 @@ PostHog's semantics (``StickinessQueryRunner``), restated:
 * ``math: "hogql"`` counts distinct values of ``math_hogql`` instead of persons; ``math: "unique_group"`` counts
   the groups of ``math_group_type_index`` (events without one left out; StickinessQuery has no
   ``aggregation_group_type_index``, as PostHog's); other maths count persons.
+* A series naming an action is labelled with the action's name; one naming an action the project does not have
+  is left out of the results (PostHog's ``1 = 2`` filter, series dropped).
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hoglab.schema import EventsNode, StickinessQuery
+from hoglab.schema import StickinessQuery
 
 from ...filters.dates import QueryDateRange, resolve_date_range
 from ...filters.properties import Params, hogql_expression
 from .base import RunContext, register
-from .common import first_event_time, series_conditions, series_label
+from .common import Actions, first_event_time, get, is_action, series_action, series_conditions, series_label
 from .intervals import interval_start_sql
 from .trends import previous_range
 from .trends_sql import group_actor, group_condition
@@ -71,11 +73,12 @@ def stickiness_periods(query: StickinessQuery, rng: QueryDateRange) -> int:
 
 
 def stickiness_actor_rows_sql(
-    query: StickinessQuery, series: EventsNode, index: int, rng: QueryDateRange, p: Params, *, project: Any
-) -> str:
+    query: StickinessQuery, series: Any, index: int, rng: QueryDateRange, p: Params, *, project: Any,
+    actions: Actions | None = None,
+) -> str:  # fmt: skip
     """HogQL with one row per actor of the series: ``actor_id, active`` (the number of active periods)."""
     start, end = rng.bounds_utc()
-    where = series_conditions(query, series, p, project=project, attr=f"series.{index}")
+    where = series_conditions(query, series, p, project=project, attr=f"series.{index}", actions=actions)
     where += [f"timestamp >= {p.add(start)}", f"timestamp <= {p.add(end)}"]
     if query.intervalCount is None:
         period = interval_start_sql(rng.interval)
@@ -118,9 +121,11 @@ def run_stickiness(query: StickinessQuery, ctx: RunContext) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     hogql: list[str] = []
     for index, series in enumerate(query.series):
+        if is_action(series) and series_action(series, ctx.actions, f"series.{index}") is None:
+            continue  # an action the project does not have: the series is left out
         for rng, compare_label in ranges:
             p = Params()
-            rows = stickiness_actor_rows_sql(query, series, index, rng, p, project=ctx.project)
+            rows = stickiness_actor_rows_sql(query, series, index, rng, p, project=ctx.project, actions=ctx.actions)
             n = stickiness_periods(query, rng)
             compiled = ctx.compile(
                 f"SELECT active, count() AS people FROM ({rows}) GROUP BY active", values=p.values, max_limit=n + 1
@@ -131,14 +136,15 @@ def run_stickiness(query: StickinessQuery, ctx: RunContext) -> dict[str, Any]:
             total = sum(data)
             if cumulative:
                 data = [sum(data[i:]) for i in range(n)]
-            label = series_label(series)
+            label = series_label(series, ctx.actions)
             item: dict[str, Any] = {
                 "count": total,
                 "data": data,
                 "days": list(range(1, n + 1)),
                 "label": label,
                 "labels": [_interval_label(i, rng.interval, cumulative) for i in range(1, n + 1)],
-                "action": {"order": index, "type": "events", "name": label, "id": series.event,
+                "action": {"order": index, "type": "events", "name": label,
+                           "id": label if is_action(series) else get(series, "event"),
                            "custom_name": series.custom_name},
             }  # fmt: skip
             if compare_label:

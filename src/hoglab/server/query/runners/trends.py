@@ -8,7 +8,9 @@ For example (a sketch of a call and its answer, not run)::
          "count": 42.0, "label": "$pageview", "breakdown_value": null, "action": {...}}], "hasMore": false, ...}
 
 Every series (and, with ``compareFilter``, every series again for the previous period) is one query
-(``trends_sql``); zero-filling, smoothing, cumulative sums, labels and formulas happen here.
+(``trends_sql``); zero-filling, smoothing, cumulative sums, labels and formulas happen here. A series that names
+an action is labelled with the action's name; one naming an action the project does not have is left out of the
+results, as PostHog leaves it out.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ...filters.dates import QueryDateRange, resolve_date_range
 from ...filters.properties import Params
 from .base import RunContext, register
 from .breakdowns import BREAKDOWN_NULL, BREAKDOWN_OTHER, has_breakdown
-from .common import first_event_time, get, series_label
+from .common import Actions, first_event_time, get, is_action, series_action, series_label
 from .formulas import evaluate_formula, formula_letters
 from .trends_sql import series_sql
 
@@ -93,11 +95,12 @@ def _sort_key(item: dict[str, Any]) -> tuple[Any, ...]:
     return (special, -total, str(bv))
 
 
-def _action(series: Any, order: int, days: list[str]) -> dict[str, Any]:
-    label = series_label(series)
+def _action(series: Any, order: int, days: list[str], actions: Actions) -> dict[str, Any]:
+    label = series_label(series, actions)
     return {
         "days": days,
-        "id": get(series, "event"),
+        # PostHog puts the action's name where an event series has its event (and keeps the type "events").
+        "id": label if is_action(series) else get(series, "event"),
         "type": "events",
         "order": order,
         "name": label,
@@ -129,10 +132,13 @@ def trends_items(
     has_more = False
     per_series: list[list[dict[str, Any]]] = []
     for index, series in enumerate(query.series):
+        if is_action(series) and series_action(series, ctx.actions, f"series.{index}") is None:
+            per_series.append([])  # an action the project does not have: the series is left out
+            continue
         p = Params()
         sql = series_sql(
             query, series, rng, p, project=ctx.project, total_value=total_value, cumulative=cumulative,
-            attr=f"series.{index}",
+            attr=f"series.{index}", actions=ctx.actions,
         )  # fmt: skip
         compiled = ctx.compile(sql.hogql, values=sql.values, max_limit=sql.max_rows)
         hogql.append(compiled.hogql)
@@ -150,7 +156,7 @@ def trends_items(
                 has_more = True
                 if hide_other:
                     continue
-            item: dict[str, Any] = {"label": series_label(series)}
+            item: dict[str, Any] = {"label": series_label(series, ctx.actions)}
             if total_value:
                 item.update(data=[], days=[], count=0, aggregated_value=by_bucket.get("", 0.0))
             else:
@@ -165,7 +171,7 @@ def trends_items(
             if breakdown:
                 shown = "::".join(bv) if isinstance(bv, tuple) else str(bv)
                 item["label"] = f"{item['label']} - {shown}" if len(query.series) > 1 else shown
-            item["action"] = _action(series, index, action_days)
+            item["action"] = _action(series, index, action_days, ctx.actions)
             item["filter"] = _filter(query, rng)
             if compare_label:
                 item.update(compare=True, compare_label=compare_label)
@@ -180,6 +186,9 @@ def _filter(query: TrendsQuery, rng: QueryDateRange) -> dict[str, Any]:
         "date_from": rng.date_from.isoformat(),
         "date_to": rng.date_to.isoformat(),
         "interval": rng.interval,
+        # PostHog's flag: an explicit range counts from date_from itself, a relative one from the start of the
+        # first interval (so only an explicit range can make the first period partial).
+        "explicit_date": rng.explicit,
         "filter_test_accounts": bool(query.filterTestAccounts),
     }
     if query.trendsFilter and query.trendsFilter.display:

@@ -34,7 +34,7 @@ from .breakdowns import (
     has_breakdown,
     ranked_sql,
 )
-from .common import get, series_conditions
+from .common import Actions, get, series_conditions, series_match
 
 __all__ = ["GROUPS_MATH", "SeriesSQL", "group_actor", "series_sql"]
 
@@ -117,8 +117,10 @@ def series_sql(
     total_value: bool,
     cumulative: bool,
     attr: str,
+    actions: Actions | None = None,
 ) -> SeriesSQL:
-    """The query for one series over ``rng``; ``conditions`` are its event/property filters (with ``p``)."""
+    """The query for one series over ``rng``; ``conditions`` are its event/property filters (with ``p``);
+    ``actions``: the project's, for a series that names an action."""
     math = effective_math(series, rng.interval)
     bf = get(query, "breakdownFilter")
     with_breakdown = has_breakdown(bf)
@@ -131,8 +133,8 @@ def series_sql(
     if grouped:
         conditions.append(grouped)
     filters = " AND ".join(conditions) or "true"
-    event = get(series, "event")
-    event_cond = f"event = {p.add(str(event))}" if event is not None else "true"
+    timezone = getattr(project, "timezone", None) or "UTC"
+    event_cond = series_match(series, p, actions=actions, timezone=timezone, attr=attr) or "true"
     where = f"{event_cond} AND {filters}"
     n_buckets = 1 if total_value else len(rng.buckets())
 

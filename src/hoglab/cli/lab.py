@@ -1,0 +1,162 @@
+"""``hoglab lab [--port P] [--notebooks DIR] [-- JUPYTER_ARGS...]``: JupyterLab on the tour notebooks, every kernel
+already pointed at the demo service, the one command of ``make lab``.
+
+The demo service is reused when one already answers on the port with this data dir's key (``make demo`` in
+another terminal), else started here, in this process (chDB belongs to one process; the kernels are others, so
+they reach it over HTTP like any client). JupyterLab runs as a child process whose environment, which its kernels
+inherit, holds ``HOGLAB_HOST``, ``HOGLAB_API_KEY`` and ``HOGLAB_PROJECT_ID``: ``hoglab.connect()`` in any
+notebook, a tour or a new one, talks to the demo. Ctrl-C stops JupyterLab, then the service (when started here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from .common import CommandError, port, server_config
+
+if TYPE_CHECKING:
+    from hoglab.local import LocalService
+
+__all__ = ["DemoService", "add_parser", "kernel_env", "run", "running_demo"]
+
+
+@dataclass(frozen=True)
+class DemoService:
+    """Where the kernels find the demo: its URL, the ``*`` key and the demo project's id."""
+
+    url: str
+    api_key: str
+    project_id: int
+
+
+def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+    lab = commands.add_parser(
+        "lab", parents=[common],
+        help="JupyterLab on the notebooks, its kernels pointed at the demo service (started, or reused); until Ctrl-C",
+    )  # fmt: skip
+    lab.add_argument("--host", default="127.0.0.1", help="the demo service's address")
+    lab.add_argument("--port", type=port, default=8000, help="the demo service's port (reused if it runs there)")
+    lab.add_argument(
+        "--notebooks", type=Path, default=None, metavar="DIR", help="JupyterLab's folder (default: ./notebooks)"
+    )
+    lab.add_argument("jupyter", nargs=argparse.REMAINDER, help="after --: arguments for jupyter lab")
+
+
+def kernel_env(demo: DemoService, base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` (this process's environment) with the ``HOGLAB_*`` variables that point a client at ``demo``.
+
+    >>> kernel_env(DemoService("http://127.0.0.1:8000", "phx_k", 1), {})["HOGLAB_HOST"]
+    'http://127.0.0.1:8000'
+    """
+    env = dict(os.environ if base is None else base)
+    env.update(HOGLAB_HOST=demo.url, HOGLAB_API_KEY=demo.api_key, HOGLAB_PROJECT_ID=str(demo.project_id))
+    return env
+
+
+def running_demo(url: str, data_dir: Path) -> DemoService | None:
+    """The demo service answering at ``url`` with ``data_dir``'s key, or ``None`` when nothing listens there.
+
+    Something else on the port (another service, a hoglab on another data dir) is a :class:`CommandError`: the
+    kernels would talk to the wrong place, and a second service cannot take the port.
+    """
+    import httpx
+
+    from hoglab.server.store.bootstrap import DEMO_PROJECT_NAME, KEY_FILENAME
+
+    try:
+        key = (data_dir / KEY_FILENAME).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeError):
+        key = ""
+    try:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}  # no key file yet: nothing of ours runs there
+        answer = httpx.get(f"{url}/api/projects/", headers=headers, timeout=5)
+    except httpx.ConnectError:
+        return None
+    except httpx.HTTPError as exc:
+        raise CommandError(f"something on {url} does not answer like hoglab ({type(exc).__name__}); "
+                           "stop it or choose another port (make lab PORT=8001)") from None  # fmt: skip
+    body = answer.json() if answer.headers.get("content-type", "").startswith("application/json") else {}
+    demo = [p for p in body.get("results", []) if p.get("name") == DEMO_PROJECT_NAME] if answer.is_success else []
+    if not demo:
+        raise CommandError(
+            f"{url} answers, but not as the demo service of {data_dir} (HTTP {answer.status_code}); stop what runs "
+            "there or choose another port (make lab PORT=8001)"
+        )
+    return DemoService(url, key, int(demo[0]["id"]))
+
+
+def run(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from hoglab.errors import HoglabError
+    from hoglab.server.engine import EngineError
+
+    if importlib.util.find_spec("jupyterlab") is None:
+        raise CommandError("JupyterLab is not installed here: `make lab` installs it (pip install 'hoglab[lab]')")
+    config = server_config(args.data_dir)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    service: LocalService | None = None
+    try:
+        demo = running_demo(f"http://{host}:{args.port}", config.data_dir) if args.port else None
+        if demo is not None:
+            print(f"hoglab lab: reusing the demo service already at {demo.url}", flush=True)
+        else:
+            from hoglab.local import start_local_service
+
+            print(f"hoglab lab: starting the demo service on {config.data_dir} (the first start loads the demo "
+                  "data, about 20 s)", flush=True)  # fmt: skip
+            service = start_local_service(config.data_dir, demo=True, host=args.host, port=args.port)
+            demo = DemoService(service.url, service.api_key, service.project_id)
+        return _lab(args, demo)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    except (EngineError, HoglabError, RuntimeError) as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        if service is not None:
+            service.stop()
+
+
+def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # `kill` ends the lab as Ctrl-C does: JupyterLab first, then the service
+
+
+def _lab(args: argparse.Namespace, demo: DemoService) -> int:
+    folder = args.notebooks or (Path("notebooks") if Path("notebooks").is_dir() else Path.cwd())
+    extra = list(args.jupyter)
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    # answer_yes: one Ctrl-C stops JupyterLab, without its "Shut down this Jupyter server (y/[n])?" question.
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}", "--ServerApp.answer_yes=True",
+               *extra]  # fmt: skip
+    env = kernel_env(demo)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # `!pip` is this venv's
+    print(
+        f"hoglab lab: JupyterLab on {folder}/, every kernel pointed at the demo: HOGLAB_HOST={demo.url} "
+        f"HOGLAB_API_KEY={demo.api_key} HOGLAB_PROJECT_ID={demo.project_id}; hoglab.connect() uses them",
+        flush=True,
+    )
+    print("hoglab lab: JupyterLab prints its address below; Ctrl-C stops it and the service", flush=True)
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    lab = subprocess.Popen(command, env=env)
+    try:
+        return lab.wait()
+    except KeyboardInterrupt:
+        lab.terminate()  # JupyterLab shuts its kernels down on SIGTERM
+        try:
+            lab.wait(30)
+        except subprocess.TimeoutExpired:
+            lab.kill()
+            lab.wait()
+        print("hoglab lab: stopped", flush=True)
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
