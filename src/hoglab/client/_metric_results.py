@@ -11,9 +11,12 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from ..stats import Recommendation
 
 __all__ = ["METRIC_COLUMNS", "MetricAnswer", "MetricExperimentResult", "metric_label"]
 
@@ -289,12 +292,28 @@ class MetricExperimentResult:
         chosen = [a for a in self.metrics if a.role == "primary"] or list(self.metrics)
         return " ".join(self.metric_verdict(a) for a in chosen) or "This experiment has no metrics."
 
+    @property
+    def recommendation(self) -> Recommendation | None:
+        """One reconciled verdict for the first primary metric (:func:`hoglab.stats.recommend`): ship, keep
+        running, stop or investigate, with its reason; None when that metric has no usable answer."""
+        from ._verdict import metric_recommendation
+
+        return metric_recommendation(self)
+
+    def summary(self) -> str:
+        """The primary metrics' verdicts and the reconciled recommendation, in words."""
+        recommendation = self.recommendation
+        advice = recommendation.summary() if recommendation is not None else "none (no usable primary metric)."
+        return f"Verdict: {self.verdict}\nRecommendation: {advice}"
+
     def _repr_html_(self) -> str:
         title = f"Experiment {self.experiment_id} ({self.method})"
+        recommendation = self.recommendation
+        advice = recommendation._repr_html_() if recommendation is not None else ""
         lines = "".join(f"<li>{html.escape(self.metric_verdict(a))}</li>" for a in self.metrics)
         table = (
             self.to_frame()
             .drop(columns=["metric_uuid"])
             .to_html(index=False, float_format=lambda x: f"{x:.4g}", na_rep="–", border=0)
         )
-        return f"<div><strong>{html.escape(title)}</strong><ul>{lines}</ul>{table}</div>"
+        return f"<div><strong>{html.escape(title)}</strong>{advice}<ul>{lines}</ul>{table}</div>"
