@@ -67,5 +67,9 @@ def test_names_resolve_and_frames_say_what_they_count(client) -> None:
     assert table.columns.tolist() == ["group_name", "key", "properties.seats"]
     assert table["key"].tolist() == ["c0", "c1", "c2"]
     assert isinstance(table, pd.DataFrame)
+    # 120 companies: one GroupsQuery answer holds 100 (PostHog's default limit); all_rows pages through offset.
+    assert len(client.query(hoglab.groups("company"))) == 100
+    every = client.query(hoglab.groups("company", select=["properties.seats"]), all_rows=True)
+    assert sorted(every["key"]) == sorted(f"c{i}" for i in range(120)) and every["key"].is_unique
     with pytest.raises(InvalidArgument, match="not one of the project's"):
         client.query(hoglab.funnel(["view", "view"], aggregate_by="team"))

@@ -493,9 +493,9 @@ class Client:
     ) -> Any:
         """Run any query model (``hoglab.trends(...)``, ``hoglab.funnel(...)``, a :mod:`hoglab.schema` model or its
         dict) and return its tidy frame: trends in long form, funnels one row per step, events/actors as tables.
-        ``all_rows`` pages EventsQuery/ActorsQuery through ``offset``; ``flatten`` spreads their dict columns
-        (``True``, or the columns' names). By default (``None``) an EventsQuery's ``*`` is spread: one column per
-        field of the event and per property (``properties.$browser``); ``flatten=False`` keeps it one dict column.
+        ``all_rows`` pages EventsQuery/ActorsQuery/GroupsQuery through ``offset``; ``flatten`` spreads their dict
+        columns (``True``, or the columns' names). By default (``None``) an EventsQuery's ``*`` is spread: one column
+        per field of the event and per property (``properties.$browser``); ``flatten=False`` keeps it one dict column.
         """
         from ._query import run_query
 

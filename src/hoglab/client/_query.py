@@ -368,8 +368,8 @@ def run_query(
         flatten = [STAR] if isinstance(q, EventsQuery) and STAR in q.select else False
     if isinstance(q, HogQLQuery | EventsQuery | ActorsQuery | GroupsQuery):
         options = {"parse_json": parse_json, "flatten": flatten}
-    if all_rows and isinstance(q, EventsQuery | ActorsQuery):
-        df = _concat(list(_offset_pages(client, q, options)))
+    if all_rows and isinstance(q, EventsQuery | ActorsQuery | GroupsQuery):
+        df = label_units(client, q, _concat(list(_offset_pages(client, q, options))))
     elif all_rows and isinstance(q, HogQLQuery):
         df = all_hogql_rows(client, _strip(q.query), q.values, parse_json=parse_json)
     else:
@@ -377,8 +377,11 @@ def run_query(
     return convert_output(df, output)
 
 
-def _offset_pages(client: Client, q: EventsQuery | ActorsQuery, options: dict[str, Any]) -> Iterator[pd.DataFrame]:
-    # EventsQuery/ActorsQuery page with their own limit/offset fields and say hasMore (limit+1 on the server).
+def _offset_pages(
+    client: Client, q: EventsQuery | ActorsQuery | GroupsQuery, options: dict[str, Any]
+) -> Iterator[pd.DataFrame]:
+    # EventsQuery/ActorsQuery/GroupsQuery page with their own limit/offset fields and say hasMore (limit+1 on the
+    # server).
     size = q.limit or MAX_SELECT_RETURNED_ROWS
     offset = q.offset or 0
     bar = client.progress_bar("hoglab rows", "rows")
