@@ -254,7 +254,7 @@ def breakdown_warning(query: FunnelsQuery, ctx: RunContext, rng: QueryDateRange)
     exposure lack). First- and last-touch attribution give each person one value, and are not warned."""
     items = breakdown_items(query.breakdownFilter)
     attribution = _filter(query).breakdownAttributionType or "first_touch"
-    if not items or items[0][0] != "event" or attribution not in ("all_events", "step"):
+    if not items or items[0].kind != "event" or attribution not in ("all_events", "step"):
         return None
     p = Params()
     names = [get(series, "event") for series in query.series]
@@ -270,7 +270,7 @@ def breakdown_warning(query: FunnelsQuery, ctx: RunContext, rng: QueryDateRange)
     if not people or split / people <= SPLIT_WARNING_SHARE:
         return None
     return (f"{split:,} of {people:,} people ({split / people:.0%}) have step events with different values of the "
-            f"event property {items[0][1]!r} (or without it): with {attribution} attribution a value keeps only "
+            f"event property {items[0].prop!r} (or without it): with {attribution} attribution a value keeps only "
             "its own events, so their later steps without it are not counted. Use first-touch attribution, a "
             "person property, or an experiment's variant with hoglab.by_variant(query, experiment).")
 

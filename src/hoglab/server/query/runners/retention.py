@@ -225,7 +225,7 @@ def breakdown_warning(query: RetentionQuery, rr: RetentionRange, ctx: RunContext
     return (a breakdown by ``$feature/<flag>``, which events before the exposure lack, halves the retention).
     ``None`` for person or HogQL breakdowns and when fewer than :data:`SPLIT_WARNING_SHARE` of people are split."""
     items = breakdown_items(query.breakdownFilter)
-    if not items or items[0][0] != "event":
+    if not items or items[0].kind != "event":
         return None
     p = Params()
     row = ctx.execute(ctx.compile(retention_actor_rows_sql(query, rr, p, project=ctx.project, actions=ctx.actions,
@@ -234,7 +234,7 @@ def breakdown_warning(query: RetentionQuery, rr: RetentionRange, ctx: RunContext
     people, split = (int(row[0]["people"]), int(row[0]["split"])) if row else (0, 0)
     if not people or split / people <= SPLIT_WARNING_SHARE:
         return None
-    prop = items[0][1]
+    prop = items[0].prop
     return (f"{split:,} of {people:,} people ({split / people:.0%}) have events with different values of the event "
             f"property {prop!r} (or without it): retention counts each event under its own value, so their "
             "returns on events without their cohort's value are lost. Break down by a person property, or by an "
