@@ -91,6 +91,7 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         exposure_query as exposure_query,
         funnel as funnel,
         funnel_metric as funnel_metric,
+        groups as groups,
         lifecycle as lifecycle,
         mean_metric as mean_metric,
         paths as paths,

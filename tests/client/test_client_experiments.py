@@ -13,6 +13,7 @@ from clienttesting import Remote
 
 import hoglab
 from hoglab.client import Client, ExperimentResult
+from hoglab.stats import Proportion, recommend
 
 BASE = "/api/projects/2/experiments/"
 
@@ -160,6 +161,23 @@ def test_results_object(client: Client, remote: Remote) -> None:
     html = result._repr_html_()
     assert "Significant" in html and "expected loss 0.0021" in html and "<table" in html
     assert result.raw == FUNNEL_RESULT  # kept whole, for hoglab.stats to build on
+
+
+def test_results_carry_the_experiment_and_one_reconciled_recommendation(client: Client, remote: Remote) -> None:
+    body = _experiment(4, filters={"insight": "FUNNELS"}, end_date="2025-06-15T00:00:00Z",
+                       parameters={"minimum_detectable_effect": 20})  # fmt: skip
+    remote.add("GET", f"{BASE}4/", httpx.Response(200, json=body))
+    remote.add("GET", f"{BASE}4/results/", httpx.Response(200, json=FUNNEL_RESULT))
+    result = client.experiments.results(4)
+    assert isinstance(result, ExperimentResult) and result.experiment is not None
+    # The counts, the experiment's MDE (20%) and its 14 days, through hoglab.stats directly.
+    direct = recommend({"control": Proportion(500, 60), "test": Proportion(500, 85)}, mde=0.20, days_running=14,
+                       name="primary")
+    recommendation = result.recommendation
+    assert recommendation == direct
+    assert recommendation.recommendation == "keep_running" and recommendation.days_running == 14
+    assert result.summary().splitlines() == [f"Verdict: {result.verdict}", f"Recommendation: {direct.summary()}"]
+    assert direct.headline in result._repr_html_()
 
 
 def test_secondary_results_pass_the_index(client: Client, remote: Remote) -> None:

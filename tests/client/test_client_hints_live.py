@@ -53,6 +53,8 @@ def test_a_property_never_seen_warns_and_the_frame_keeps_it(client: Client) -> N
     # the same through client.query, and an async job's frame
     with pytest.warns(hoglab.QueryWarning, match="Event 'signupp' has never been seen"):
         assert client.query("select count() as n from events where event = 'signupp'")["n"].tolist() == [0]
+    with pytest.warns(hoglab.QueryWarning, match=r"did you mean 'price'"):  # every row, one Arrow answer
+        assert client.hogql("select properties.prise from events", all_rows=True).attrs["warnings"]
     job = client.hogql("select properties.plna from events", run_async=True)
     with pytest.warns(hoglab.QueryWarning, match="did you mean 'plan'"):
         assert job.result(timeout=30).attrs["warnings"]

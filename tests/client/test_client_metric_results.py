@@ -22,6 +22,7 @@ import hoglab
 from experiment_metrics_cloud import EXPOSURES, FUNNEL, MEAN, STATS, Cloud, experiment_body, metric_answer
 from hoglab.client import Client, ExperimentResult
 from hoglab.client._metric_results import METRIC_COLUMNS, MetricExperimentResult
+from hoglab.stats import Proportion, recommend
 from hoglab.stats.posthog import experiment_results
 from posthog_openapi import assert_valid, assert_valid_experiment
 
@@ -211,3 +212,20 @@ def test_a_posthog_experiment_with_blank_type_and_conclusion_is_read(client: Cli
     experiment = client.experiments.get(9)
     assert experiment.type in ("", None) and experiment.conclusion in ("", None)
     assert [m["uuid"] for m in experiment.metrics or []] == ["m-mean", "m-funnel"]
+
+
+def test_the_recommendation_reads_the_first_primary_metric(client: Client, remote: Remote) -> None:
+    cloud = Cloud("frequentist")
+    body = experiment_body("frequentist", end_date="2025-06-08T00:00:00Z")
+    remote.add("GET", f"{BASE}9/", httpx.Response(200, json=body))
+    remote.add("POST", QUERY, cloud)
+    result = client.experiments.results(9)
+    assert isinstance(result, MetricExperimentResult)
+    control, test = STATS["m-funnel"]  # the first primary metric in the experiment's order
+    direct = recommend({"control": Proportion(control.number_of_samples, control.sum),
+                       "test": Proportion(test.number_of_samples, test.sum)},
+                       mde=0.05, days_running=7, expected_split={"control": 0.5, "test": 0.5},
+                       name="signup → purchase")  # fmt: skip
+    assert result.recommendation == direct
+    assert result.summary().endswith(f"Recommendation: {direct.summary()}")
+    assert direct.headline in result._repr_html_()

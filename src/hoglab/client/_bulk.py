@@ -40,6 +40,7 @@ def bulk_frame(
 
     from ..frames.arrow import arrow_frame
     from ..schema import HogQLQuery, QueryRequest
+    from ._query import warn_about
 
     if client._bulk_rows is False:
         return None
@@ -56,6 +57,7 @@ def bulk_frame(
         return None
     client._bulk_rows = True
     df = arrow_frame(pa.ipc.open_stream(response.content).read_all())
+    warn_about({"metadata": df.attrs.get("metadata")})  # the answer's warnings, as a JSON answer's (QueryWarning)
     if parse_json:
         from ..frames.tables import parse_json_columns
 

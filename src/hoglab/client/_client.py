@@ -23,6 +23,7 @@ from ._retry import IDEMPOTENT_METHODS, Clock, RetryPolicy, SystemClock
 if TYPE_CHECKING:
     from ._actions import Actions
     from ._experiments import Experiments
+    from ._groups import Groups
     from ._jobs import QueryJob
 
 __all__ = ["Client"]
@@ -169,6 +170,7 @@ class Client:
             event_hooks={"request": [self._same_host]},  # runs for every hop of a redirect, before it is sent
         )
         self._experiments: Experiments | None = None
+        self._groups: Groups | None = None
         self._actions: Actions | None = None
         self._bulk_rows: bool | None = None  # does the server answer POST /query/arrow/ (hoglab)? None: not yet known
 
@@ -375,6 +377,15 @@ class Client:
     # -- resources --------------------------------------------------------------------------------------------------
 
     @property
+    def groups(self) -> Groups:
+        """The project's group types and groups: ``types()``, ``list(type)``, ``find(type, key)``."""
+        if self._groups is None:
+            from ._groups import Groups
+
+            self._groups = Groups(self)
+        return self._groups
+
+    @property
     def experiments(self) -> Experiments:
         """The project's experiments: list, create, results... (see :class:`~hoglab.client.Experiments`)."""
         if self._experiments is None:
@@ -482,9 +493,9 @@ class Client:
     ) -> Any:
         """Run any query model (``hoglab.trends(...)``, ``hoglab.funnel(...)``, a :mod:`hoglab.schema` model or its
         dict) and return its tidy frame: trends in long form, funnels one row per step, events/actors as tables.
-        ``all_rows`` pages EventsQuery/ActorsQuery through ``offset``; ``flatten`` spreads their dict columns
-        (``True``, or the columns' names). By default (``None``) an EventsQuery's ``*`` is spread: one column per
-        field of the event and per property (``properties.$browser``); ``flatten=False`` keeps it one dict column.
+        ``all_rows`` pages EventsQuery/ActorsQuery/GroupsQuery through ``offset``; ``flatten`` spreads their dict
+        columns (``True``, or the columns' names). By default (``None``) an EventsQuery's ``*`` is spread: one column
+        per field of the event and per property (``properties.$browser``); ``flatten=False`` keeps it one dict column.
         """
         from ._query import run_query
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -313,7 +314,8 @@ class Experiments:
         body = self._json(experiment if experiment is not None else experiment_id)
         if is_metric_experiment(body):
             return metric_experiment_results(self._client, body, refresh=refresh, holdout=holdout)
-        return self.legacy_results(experiment_id, refresh)
+        # The experiment rides along: its planned MDE, dates and split feed the result's recommendation.
+        return replace(self.legacy_results(experiment_id, refresh), experiment=body)
 
     def metric_results(
         self, experiment: int | Experiment, refresh: bool = False, *, exposures: bool = True,

@@ -15,7 +15,7 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
@@ -27,6 +27,9 @@ from ..frames.experiments import (
     metric_rows,
 )
 from ..stats.posthog import TeamDefaults, resolve_stats_settings
+
+if TYPE_CHECKING:
+    from ..stats import Recommendation
 
 __all__ = ["METRIC_COLUMNS", "MetricAnswer", "MetricExperimentResult", "metric_frame", "metric_label", "team_defaults"]
 
@@ -278,8 +281,24 @@ class MetricExperimentResult:
         chosen = [a for a in self.metrics if a.role == "primary"] or list(self.metrics)
         return " ".join(self.metric_verdict(a) for a in chosen) or "This experiment has no metrics."
 
+    @property
+    def recommendation(self) -> Recommendation | None:
+        """One reconciled verdict for the first primary metric (:func:`hoglab.stats.recommend`): ship, keep
+        running, stop or investigate, with its reason; None when that metric has no usable answer."""
+        from ._verdict import metric_recommendation
+
+        return metric_recommendation(self)
+
+    def summary(self) -> str:
+        """The primary metrics' verdicts and the reconciled recommendation, in words."""
+        recommendation = self.recommendation
+        advice = recommendation.summary() if recommendation is not None else "none (no usable primary metric)."
+        return f"Verdict: {self.verdict}\nRecommendation: {advice}"
+
     def _repr_html_(self) -> str:
         title = f"Experiment {self.experiment_id} ({self.settings_line})"
+        recommendation = self.recommendation
+        advice = recommendation._repr_html_() if recommendation is not None else ""
         lines = "".join(f"<li>{html.escape(self.metric_verdict(a))}</li>" for a in self.metrics)
 
         def table(df: pd.DataFrame) -> str:
@@ -291,4 +310,5 @@ class MetricExperimentResult:
             title_held = f"Against the holdout {self.holdout_key} (hoglab's compare_to_holdout)"
             verdicts = "".join(f"<li>{html.escape(self.metric_verdict(a))}</li>" for a in self.holdout_metrics)
             held = f"<strong>{html.escape(title_held)}</strong><ul>{verdicts}</ul>{table(self.holdout_frame())}"
-        return f"<div><strong>{html.escape(title)}</strong><ul>{lines}</ul>{table(self.to_frame())}{held}</div>"
+        return (f"<div><strong>{html.escape(title)}</strong>{advice}<ul>{lines}</ul>{table(self.to_frame())}"
+                f"{held}</div>")  # fmt: skip

@@ -25,6 +25,8 @@ from ..schema import (
     ExperimentExposureQueryResponse,
     ExperimentQueryResponse,
     FunnelsQueryResponse,
+    GroupsQuery,
+    GroupsQueryResponse,
     HogQLQuery,
     HogQLQueryResponse,
     LifecycleQueryResponse,
@@ -68,6 +70,7 @@ RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "LifecycleQuery": LifecycleQueryResponse,
     "StickinessQuery": StickinessQueryResponse,
     "PathsQuery": PathsQueryResponse,
+    "GroupsQuery": GroupsQueryResponse,
 }
 CURSOR = "_hoglab_cursor"
 # Row caps servers are known to apply silently (the contract's 10,000, PostHog Cloud's 50,000): a page that
@@ -126,10 +129,14 @@ def complete_answer(status_code: int, data: Mapping[str, Any]) -> dict[str, Any]
 def execute(client: Client, query: AnyQueryModel | Mapping[str, Any], *,
             refresh: str | bool | None = None) -> dict[str, Any]:  # fmt: skip
     """POST the query (a model, or a query dict sent exactly as given) and return the answer as parsed JSON; a
-    202 (the server chose async) is waited for. The answer's warnings (``metadata.warnings``) are issued as
+    202 (the server chose async) is waited for. Group types a builder named are looked up first
+    (``_groups.resolve_group_types``, for a model). The answer's warnings (``metadata.warnings``) are issued as
     :class:`~hoglab.errors.QueryWarning`."""
+    from ._groups import resolve_group_types
     from ._jobs import QueryJob, new_query_id
 
+    if not isinstance(query, Mapping):
+        query = resolve_group_types(client, query)
     query_id = new_query_id()
     if isinstance(query, Mapping):
         mode = "force_blocking" if refresh is True else (refresh or "blocking")
@@ -353,23 +360,28 @@ def run_query(
     flatten: bool | Sequence[str] | None,
     output: str,
 ) -> Any:
-    q = as_query(query)
+    from ._groups import label_units, resolve_group_types
+
+    q = resolve_group_types(client, as_query(query))
     options: dict[str, Any] = {}
     if flatten is None:  # an EventsQuery's whole event ("*") as analysts read it: a column per property
         flatten = [STAR] if isinstance(q, EventsQuery) and STAR in q.select else False
-    if isinstance(q, HogQLQuery | EventsQuery | ActorsQuery):
+    if isinstance(q, HogQLQuery | EventsQuery | ActorsQuery | GroupsQuery):
         options = {"parse_json": parse_json, "flatten": flatten}
-    if all_rows and isinstance(q, EventsQuery | ActorsQuery):
-        df = _concat(list(_offset_pages(client, q, options)))
+    if all_rows and isinstance(q, EventsQuery | ActorsQuery | GroupsQuery):
+        df = label_units(client, q, _concat(list(_offset_pages(client, q, options))))
     elif all_rows and isinstance(q, HogQLQuery):
         df = all_hogql_rows(client, _strip(q.query), q.values, parse_json=parse_json)
     else:
-        df = to_frame(execute(client, q), q.kind, **options)
+        df = label_units(client, q, to_frame(execute(client, q), q.kind, **options))
     return convert_output(df, output)
 
 
-def _offset_pages(client: Client, q: EventsQuery | ActorsQuery, options: dict[str, Any]) -> Iterator[pd.DataFrame]:
-    # EventsQuery/ActorsQuery page with their own limit/offset fields and say hasMore (limit+1 on the server).
+def _offset_pages(
+    client: Client, q: EventsQuery | ActorsQuery | GroupsQuery, options: dict[str, Any]
+) -> Iterator[pd.DataFrame]:
+    # EventsQuery/ActorsQuery/GroupsQuery page with their own limit/offset fields and say hasMore (limit+1 on the
+    # server).
     size = q.limit or MAX_SELECT_RETURNED_ROWS
     offset = q.offset or 0
     bar = client.progress_bar("hoglab rows", "rows")

@@ -5,10 +5,13 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from ..stats import Recommendation
 
 __all__ = ["SIGNIFICANCE_EXPLAINED", "ExperimentResult", "explain_no_results"]
 
@@ -66,6 +69,8 @@ class ExperimentResult:
     experiment_id: int
     raw: Mapping[str, Any] = field(repr=False)
     metric: str = "primary"
+    experiment: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    """The experiment as JSON when known (``results()`` passes it): its plan feeds :attr:`recommendation`."""
 
     @property
     def result(self) -> Mapping[str, Any]:
@@ -99,6 +104,20 @@ class ExperimentResult:
         if code == "significant":
             return explained
         return f"Not significant. {explained}"
+
+    @property
+    def recommendation(self) -> Recommendation | None:
+        """One reconciled verdict (:func:`hoglab.stats.recommend`): ship, keep running, stop or investigate, with
+        its reason, from these counts and the experiment's planned MDE and days running; None without counts."""
+        from ._verdict import legacy_recommendation
+
+        return legacy_recommendation(self)
+
+    def summary(self) -> str:
+        """The answer's verdict and the reconciled recommendation, in words."""
+        recommendation = self.recommendation
+        advice = recommendation.summary() if recommendation is not None else "none (no counts per variant)."
+        return f"Verdict: {self.verdict}\nRecommendation: {advice}"
 
     def _values(self) -> dict[str, Any]:
         # Secondary results put a value per variant in result.result (count, or a conversion rate).
@@ -168,10 +187,12 @@ class ExperimentResult:
         if self.expected_loss is not None:
             extra.append(f"expected loss {float(self.expected_loss):.4g}")
         details = f" <small>({html.escape(', '.join(extra))})</small>" if extra else ""
+        recommendation = self.recommendation
+        advice = recommendation._repr_html_() if recommendation is not None else ""
         table = self.to_frame().to_html(index=False, float_format=lambda x: f"{x:.4g}", na_rep="–", border=0)
         return (
             f"<div><strong>{html.escape(title)}</strong>"
-            f'<p style="color:{colour}">{html.escape(self.verdict)}{details}</p>{table}</div>'
+            f'<p style="color:{colour}">{html.escape(self.verdict)}{details}</p>{advice}{table}</div>'
         )
 
 

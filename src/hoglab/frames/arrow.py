@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .columns import column_kind, convert, json_loads, parse_type
+from .tables import frame_metadata
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -99,6 +100,8 @@ def arrow_frame(table: pa.Table) -> pd.DataFrame:
     df = pd.DataFrame(arrays, copy=False)
     df.columns = pd.Index(table.column_names, dtype=object)
     df.attrs.update({"columns": list(table.column_names), "types": types, "hasMore": False, "pages": 1})
+    if b"hoglab.warnings" in metadata:  # as a JSON answer's metadata.warnings (frame_metadata keeps the messages)
+        df.attrs.update(frame_metadata({"metadata": {"warnings": json.loads(metadata[b"hoglab.warnings"])}}))
     return df
 
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from ..client._results import SIGNIFICANCE_EXPLAINED, ExperimentResult
+from ..client._verdict import planned_split, variant_statistics as client_variant_statistics
 from ..schema import Experiment
 from ..stats import (
     Comparison,
@@ -66,15 +67,7 @@ def verdict_words(code: str) -> tuple[str, str]:
 
 def variant_rollout(experiment: Experiment) -> dict[str, float]:
     """Planned share of each variant (0–1), from the flag's variants, else the experiment's parameters."""
-    flag_filters = experiment.feature_flag.filters if experiment.feature_flag is not None else {}
-    variants = (flag_filters.get("multivariate") or {}).get("variants") or []
-    if not variants:
-        variants = (experiment.parameters or {}).get("feature_flag_variants") or []
-    return {
-        str(v["key"]): float(v.get("rollout_percentage") or 0) / 100
-        for v in variants
-        if isinstance(v, Mapping) and "key" in v
-    }
+    return planned_split(experiment.model_dump(mode="json", by_alias=True))
 
 
 def analyse(result: ExperimentResult, rollout: Mapping[str, float] | None = None) -> Analysis:
@@ -147,17 +140,5 @@ def variant_statistics(result: ExperimentResult) -> tuple[dict[str, Proportion |
     ``compare(method="bayesian")`` uses); trends: ``Count(count, absolute_exposure)`` (PostHog's per-unit
     credible intervals come from the same Gamma(count + 1, absolute_exposure)).
     """
-    if result.kind == "values":
-        raise ValueError(
-            "this experiment result has a value per variant but no counts (success_count/failure_count or "
-            "count/absolute_exposure), so there is no interval to compute"
-        )
-    frame = result.to_frame()
-    keys = [str(k) for k in frame["key"]]
-    if result.kind == "funnel":
-        success = frame["success_count"].to_numpy(dtype=float)
-        failure = frame["failure_count"].to_numpy(dtype=float)
-        return {k: Proportion(s + f, s) for k, s, f in zip(keys, success, failure, strict=True)}, "conversion"
-    counts = frame["count"].to_numpy(dtype=float)
-    exposures = frame["absolute_exposure"].to_numpy(dtype=float)
-    return {k: Count(c, e) for k, c, e in zip(keys, counts, exposures, strict=True)}, "count"
+    statistics, kind = client_variant_statistics(result)
+    return statistics, "conversion" if kind == "conversion" else "count"

@@ -48,6 +48,8 @@ __all__ = [
     "EVENT",
     "EXPERIMENT",
     "FLAG",
+    "GROUP",
+    "GROUP_TYPE",
     "HOLDOUT",
     "PERSON",
     "PROJECT",
@@ -228,6 +230,13 @@ def json_object(value: Any) -> Any:
     raise _refuse("a JSON object or its text", value)
 
 
+def group_index(value: Any) -> int:
+    """A group type index: a whole number from 0 to 4 (a project has at most five group types)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 4:
+        raise _refuse("a group type index (a whole number from 0 to 4)", value)
+    return value
+
+
 def object_of(value: Any) -> dict[str, Any]:
     """A JSON object (``null`` as ``{}``)."""
     if value is None:
@@ -392,3 +401,11 @@ SAVED_METRIC = Shape(
      "tags": nullable(list_of)},
     optional=frozenset({"name", "description", "tags"}),
 )  # fmt: skip
+GROUP_TYPE = Shape(
+    "group type",
+    {"group_type_index": group_index, "group_type": name_text, "name_singular": nullable(text),
+     "name_plural": nullable(text), "created_at": nullable(moment), "default_columns": nullable(list_of)},
+    optional=frozenset({"name_singular", "name_plural", "created_at", "default_columns"}),
+)  # fmt: skip
+GROUP = Shape("group", {"k": name_text, "index": group_index, "key": name_text, "created_at": nullable(moment),
+                        "properties": json_object}, optional=frozenset({"created_at"}))  # fmt: skip

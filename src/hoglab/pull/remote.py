@@ -1,8 +1,9 @@
 """Reading the remote project through the API a notebook uses (:class:`hoglab.Client`: retries, 429 and
 ``Retry-After``), paced under its query rate, every answer read through :mod:`hoglab.pull.answers`, and copying
 what it reads into the local mirror: events by keyset pages on ``(timestamp, uuid)`` under the 10,000-row cap
-(PostHog refuses OFFSET for personal keys), persons and their distinct ids, then experiment holdouts, saved metrics,
-actions, feature flags, cohorts and experiments through the REST endpoints.
+(PostHog refuses OFFSET for personal keys), persons and their distinct ids, the group types (``/groups_types/``)
+and groups (HogQL keyset pages over ``groups``), then experiment holdouts, saved metrics, actions, feature flags,
+cohorts and experiments through the REST endpoints.
 
 A page is checked whole before any of it is stored, and it must move the keyset forward (rows in the order asked,
 after the previous page's last): a remote that ignores the keyset would otherwise be read forever.
@@ -42,8 +43,20 @@ from .report import PullPlan, PullReport
 if TYPE_CHECKING:
     from ..server.mirror import CheckedObjects, Mirror
 
-__all__ = ["PAGE_ROWS", "Pacer", "Remote", "RemoteObjects", "action_ids", "mirror_events", "mirror_persons",
-           "read_objects", "seconds_per_query"]  # fmt: skip
+__all__ = [
+    "PAGE_ROWS",
+    "Pacer",
+    "Remote",
+    "RemoteGroups",
+    "RemoteObjects",
+    "action_ids",
+    "mirror_events",
+    "mirror_groups",
+    "mirror_persons",
+    "read_groups",
+    "read_objects",
+    "seconds_per_query",
+]
 
 PAGE_ROWS = 10_000
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(second|minute|hour|day)\s*$")
@@ -60,6 +73,8 @@ _EVENTS_PAGE = (
 )
 _PERSONS = ("SELECT toString(id) AS id, created_at, properties, is_identified FROM persons"
             " WHERE toString(id) > {after} ORDER BY toString(id)")  # fmt: skip
+_GROUPS = ("SELECT concat(toString(index), ':', key) AS k, index, key, created_at, properties FROM groups"
+           " WHERE concat(toString(index), ':', key) > {after} ORDER BY k")  # fmt: skip
 _DISTINCT_IDS = ("SELECT distinct_id, toString(person_id) AS person_id FROM person_distinct_ids"
                  " WHERE distinct_id > {after} ORDER BY distinct_id")  # fmt: skip
 
@@ -290,15 +305,25 @@ def _read_actions(remote: Remote, wanted: set[int], warnings: list[str]) -> list
     return list(listed.values())
 
 
+def _read_optional(remote: Remote, resource: str, shape: answers.Shape, warnings: list[str]) -> list[dict[str, Any]]:
+    """A listing a remote may not have (an older hoglab without holdouts or saved metrics): none, said in a
+    warning, instead of a failed pull."""
+    try:
+        return remote.rest(resource, shape)
+    except NotFound:
+        warnings.append(f"{resource.replace('_', ' ')} not copied: the remote has no /{resource}/ endpoint")
+        return []
+
+
 def read_objects(remote: Remote) -> RemoteObjects:
     """Read the experiment holdouts and saved metrics, the experiments (archived too), the actions (those an
     experiment or a saved metric names included), feature flags and cohorts; deleted flags and cohorts are left
     out."""
-    holdouts = remote.rest("experiment_holdouts", answers.HOLDOUT)
-    saved_metrics = remote.rest("experiment_saved_metrics", answers.SAVED_METRIC)
+    warnings: list[str] = []
+    holdouts = _read_optional(remote, "experiment_holdouts", answers.HOLDOUT, warnings)
+    saved_metrics = _read_optional(remote, "experiment_saved_metrics", answers.SAVED_METRIC, warnings)
     experiments = {e["id"]: e for archived in ("false", "true")
                    for e in remote.rest("experiments", answers.EXPERIMENT, archived=archived)}  # fmt: skip
-    warnings: list[str] = []
     actions = _read_actions(remote, action_ids([*experiments.values(), *saved_metrics]), warnings)
     flags = [f for f in remote.rest("feature_flags", answers.FLAG) if not f.get("deleted")]
     cohorts = [c for c in remote.rest("cohorts", answers.COHORT) if not c.get("deleted")]
@@ -344,3 +369,42 @@ def mirror_persons(
     """Store every person and distinct id read (:func:`read_persons`)."""
     # Persons change (properties, merges), so each pull copies them whole, as the newest version of each.
     report.persons, report.distinct_ids = mirror.write_persons(persons, ids)
+
+
+@dataclass
+class RemoteGroups:
+    """The remote's group types and groups as read and checked, or why none were read (``skipped``)."""
+
+    types: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    skipped: str | None = None
+
+
+def read_groups(remote: Remote) -> RemoteGroups:
+    """The group types (``/groups_types/``, their indexes kept) and every group (HogQL keyset pages over ``groups``),
+    checked; a key without ``group:read`` (or a remote without groups) reads none and says why."""
+    from ..errors import NotFound, PermissionDenied
+
+    try:
+        types = remote.rest("groups_types", answers.GROUP_TYPE)
+    except (PermissionDenied, NotFound) as exc:
+        return RemoteGroups(skipped=f"group types and groups not copied: {exc.detail or exc}")
+    indexes = [t["group_type_index"] for t in types]
+    if len(set(indexes)) != len(indexes):
+        raise RemoteAnswerError("group_type_index", "each group type index once", Description(repr(indexes)),
+                                endpoint=f"GET {remote.client.path('groups_types/')}")  # fmt: skip
+    if not types:
+        return RemoteGroups()
+    # The key alone can't page across types: (index, key) as one text, in that order.
+    groups = remote.keyset(_GROUPS, "k", answers.GROUP, ("k", "index", "key", "created_at", "properties"), "groups")
+    return RemoteGroups(types, groups)
+
+
+def mirror_groups(mirror: Mirror, report: PullReport, groups: RemoteGroups) -> None:
+    """Store the group types and groups read (:func:`read_groups`), or say in the report why there are none."""
+    if groups.skipped:
+        report.errors.append(groups.skipped)
+        return
+    report.group_types = mirror.write_group_types(groups.types)
+    for start in range(0, len(groups.groups), PAGE_ROWS):
+        report.groups += mirror.write_groups(groups.groups[start : start + PAGE_ROWS])

@@ -24,7 +24,17 @@ import httpx
 
 from ..client import Client
 from ..errors import ConfigurationError, InvalidArgument
-from .remote import Pacer, Remote, mirror_events, mirror_persons, read_objects, read_persons, seconds_per_query
+from .remote import (
+    Pacer,
+    Remote,
+    mirror_events,
+    mirror_groups,
+    mirror_persons,
+    read_groups,
+    read_objects,
+    read_persons,
+    seconds_per_query,
+)
 from .report import PullReport
 
 if TYPE_CHECKING:
@@ -114,9 +124,9 @@ def pull(
     """Copy a remote project (PostHog or hoglab at ``host``, project id ``project``) into a local data dir.
 
     The key comes from ``key`` or the ``key_env`` variable (a personal API key with ``query:read``,
-    ``experiment:read``, ``feature_flag:read``, ``cohort:read`` and ``action:read``). The copy goes into
-    ``data_dir`` (default: ``$HOGLAB_DATA_DIR``) or into a ``service`` started in this process
-    (``hoglab.local.start_local_service``);
+    ``experiment:read``, ``feature_flag:read``, ``cohort:read``, ``action:read`` and ``group:read``; without the
+    last, groups are skipped and the report says so). The copy goes into ``data_dir`` (default:
+    ``$HOGLAB_DATA_DIR``) or into a ``service`` started in this process (``hoglab.local.start_local_service``);
     ``into`` names an existing local project, else the mirror's own project is made (and found again next time).
     ``since``: the earliest events to copy (a date or ISO text; default: everything). ``rate``: queries the pull
     allows itself. ``from_export``: a folder of batch-export files read first. ``say`` receives progress lines.
@@ -178,6 +188,7 @@ def pull(
                 info = remote.project()
                 objects = read_objects(remote).check()
                 people = read_persons(remote) if persons else None
+                groups = read_groups(remote)
                 mirror = Mirror.open(store, engine, host=origin, remote_project_id=int(project or 0),
                                      name=info["name"] or f"Mirror of {project}", timezone=info["timezone"],
                                      into=into)  # fmt: skip
@@ -189,6 +200,7 @@ def pull(
                 mirror_events(remote, mirror, report, start, window, progress, say)
                 if people is not None:
                     mirror_persons(mirror, report, *people)
+                mirror_groups(mirror, report, groups)
                 mirror.write_objects(objects)
             report.flags, report.cohorts = len(objects.flags), len(objects.cohorts)
             report.experiments, report.actions = len(objects.experiments), len(objects.actions)

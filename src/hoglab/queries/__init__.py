@@ -32,6 +32,7 @@ from __future__ import annotations
 from ._actors import actors
 from ._events import events
 from ._funnels import funnel
+from ._groups import groups
 from ._lifecycle import lifecycle
 from ._metrics import experiment_query, exposure_query, funnel_metric, mean_metric, ratio_metric, retention_metric
 from ._paths import paths
@@ -48,6 +49,7 @@ __all__ = [
     "exposure_query",
     "funnel",
     "funnel_metric",
+    "groups",
     "lifecycle",
     "mean_metric",
     "paths",

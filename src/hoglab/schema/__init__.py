@@ -80,6 +80,7 @@ from .filters import (
     ElementPropertyFilter,
     EventPropertyFilter,
     FeaturePropertyFilter,
+    GroupPropertyFilter,
     HogQLPropertyFilter,
     PersonPropertyFilter,
     PropertyFilters,
@@ -88,6 +89,7 @@ from .filters import (
     PropertyOperator,
     PropertyValue,
 )
+from .groups import CreateGroup, Group, GroupsQuery, GroupsQueryResponse, GroupType, GroupTypeMetadata
 from .insights import (
     LifecycleFilter,
     LifecycleQuery,
@@ -203,6 +205,7 @@ __all__ = [
     "CohortPropertyFilter",
     "CompareFilter",
     "CountPerActorMathType",
+    "CreateGroup",
     "DateRange",
     "ElementPropertyFilter",
     "ErrorBody",
@@ -253,6 +256,12 @@ __all__ = [
     "FunnelsFilter",
     "FunnelsQuery",
     "FunnelsQueryResponse",
+    "Group",
+    "GroupPropertyFilter",
+    "GroupType",
+    "GroupTypeMetadata",
+    "GroupsQuery",
+    "GroupsQueryResponse",
     "HogQLFilters",
     "HogQLPropertyFilter",
     "HogQLQuery",

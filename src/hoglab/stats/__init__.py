@@ -26,6 +26,7 @@ from ._counts import poisson_rate_ratio_interval, poisson_rate_test
 from ._cuped import cuped_effect, cuped_theta
 from ._data import Count, Proportion, Ratio, SampleMean
 from ._errors import PostHogStatsError, StatsComputationError, StatsError, StatsInputError
+from ._heterogeneity import HeterogeneityScan, heterogeneity_scan
 from ._means import Effect, delta_method_lift, mean_difference_interval, welch_ttest
 from ._posteriors import BetaPosterior, GammaPosterior, NormalPosterior, StudentTPosterior
 from ._posthog import funnel_verdict, trend_verdict
@@ -46,8 +47,11 @@ from ._proportions import (
     two_proportion_ztest,
     wilson_interval,
 )
+from ._quantiles import Quantile, QuantileEffect, quantile_difference, quantile_effects
 from ._ratio_cuped import JointMoments, RatioCovariate, RatioCupedAdjustment, ratio_cuped
+from ._recommend import Decision, Recommendation, recommend
 from ._results import ArmSummary, Comparison, VariantComparison, Verdict
+from ._segments import SegmentEffects, segments
 from ._sequential import confidence_sequence, sequential_p_value
 from ._srm import SRMResult, srm
 from ._types import TestResult
@@ -59,20 +63,26 @@ __all__ = [
     "ChiSquareResult",
     "Comparison",
     "Count",
+    "Decision",
     "Effect",
     "FunnelVariant",
     "GammaPosterior",
+    "HeterogeneityScan",
     "JointMoments",
     "NormalPosterior",
     "PostHogFunnelVerdict",
     "PostHogStatsError",
     "PostHogTrendVerdict",
     "Proportion",
+    "Quantile",
+    "QuantileEffect",
     "Ratio",
     "RatioCovariate",
     "RatioCupedAdjustment",
+    "Recommendation",
     "SRMResult",
     "SampleMean",
+    "SegmentEffects",
     "SignificanceCode",
     "StatsComputationError",
     "StatsError",
@@ -98,6 +108,7 @@ __all__ = [
     "difference_interval",
     "expected_loss",
     "funnel_verdict",
+    "heterogeneity_scan",
     "lift_interval",
     "mean_difference_interval",
     "minimum_detectable_effect",
@@ -108,10 +119,14 @@ __all__ = [
     "posthog_monte_carlo_funnel",
     "posthog_monte_carlo_trend",
     "power",
+    "quantile_difference",
+    "quantile_effects",
     "ratio_cuped",
+    "recommend",
     "risk_ratio_interval",
     "running_time",
     "sample_size",
+    "segments",
     "sequential_p_value",
     "srm",
     "trend_verdict",

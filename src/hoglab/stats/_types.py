@@ -91,6 +91,14 @@ def normal_p_value(z: float, alternative: Alternative = "two-sided") -> float:
     return min(1.0, 2.0 * norm_sf(abs(z)))
 
 
+def difference_p_value(difference: float, se: float) -> float:
+    """Two-sided normal p-value of an estimated difference: 1 when it is exactly 0 with SE 0, NaN when
+    the SE is 0 (or NaN) otherwise."""
+    if se == 0.0:
+        return 1.0 if difference == 0.0 else math.nan
+    return normal_p_value(difference / se) if math.isfinite(se) else math.nan
+
+
 def t_p_value(t: float, dof: float, alternative: Alternative = "two-sided") -> float:
     """p-value of a Student-t statistic with ``dof`` degrees of freedom, via ``sf``."""
     if math.isnan(t) or math.isnan(dof):

@@ -28,7 +28,7 @@ from hoglab.client import SIGNIFICANCE_EXPLAINED, Client
 from hoglab.client._results import explain_no_results
 from hoglab.notebook import ExperimentPicker, pick_experiment
 from hoglab.notebook.picker.widget import DRAFT_MESSAGE
-from hoglab.stats import Proportion, compare, funnel_verdict
+from hoglab.stats import Proportion, compare, funnel_verdict, recommend
 
 FUNNEL_METRIC = {"insight": "FUNNELS", "events": [{"id": "$pageview"}, {"id": "purchase"}]}
 TREND_METRIC = {"insight": "TRENDS", "events": [{"id": "purchase"}]}
@@ -186,6 +186,11 @@ def test_funnel_results_table_against_closed_forms(client: Client, remote: PostH
     # SRM against the flag's 50/50 rollout: 500 and 500 is exactly as planned.
     assert picker.srm is not None and picker.srm.p_value == pytest.approx(stats.chisquare([500, 500]).pvalue)
     assert "Traffic split as planned (50%/50%)" in picker.results.value
+    # One reconciled verdict above the results, from the same counts (hoglab.stats.recommend).
+    direct = recommend({"control": Proportion(500, 60), "test": Proportion(500, 85)})
+    assert picker.recommendation is not None and picker.recommendation.variant == "test"
+    assert picker.recommendation.sequential_p_value == direct.sequential_p_value
+    assert picker.results.value.startswith('<div style="margin:4px 0"><b>Recommendation: ')
     # The plot: the forest plot of the Bayesian comparison, and the SRM bars; shown as a PNG.
     assert picker.figure is not None and len(picker.figure.axes) == 2
     forest = picker.figure.axes[0]

@@ -92,6 +92,11 @@ def test_the_picker_shows_every_metric_its_settings_and_the_split(client: Client
     shown = picker.results.value
     for text in ("Method:", method, "revenue per pageview", "window 7 days", "SRM check p", "2,507"):
         assert text in shown, text
+    again = picker.result.recommendation  # the same verdict (its days so far move with the clock)
+    assert picker.recommendation is not None and again is not None
+    shown_now = picker.recommendation
+    assert (shown_now.recommendation, shown_now.p_value) == (again.recommendation, again.p_value)
+    assert "Recommendation: <span" in shown and picker.recommendation.metric == "signup → purchase"
     decided = "p-value" if method == "frequentist" else "chance to win"
     assert decided in shown and "[–, –]" not in shown  # the baseline has no interval of its own
     assert "signup → purchase; secondary: revenue per pageview" not in picker.summary.value  # order by uuid list

@@ -18,7 +18,7 @@ from notebooktesting import Demo
 
 from hoglab.notebook.report import experiment_report
 from hoglab.server.demo import DEMO_EXPERIMENT
-from hoglab.stats import minimum_detectable_effect, power, sample_size
+from hoglab.stats import Proportion, minimum_detectable_effect, power, recommend, sample_size
 
 
 def _expected_daily(events: pd.DataFrame) -> pd.DataFrame:
@@ -135,3 +135,21 @@ def test_a_running_experiment_without_events_says_what_is_missing(demo: Demo) ->
     # Nobody was exposed to this flag: PostHog's no-data flags, in words, not as the JSON text they arrive in.
     assert error.startswith("No results yet: ") and "{" not in error and "control variant" in error
     assert report.verdict is None and report.figures == {} and report.over_time is None
+
+
+def test_the_recommendation_reconciles_the_report_signals(demo: Demo) -> None:
+    report = experiment_report(demo.experiment_id, demo.client, figures=False)
+    recommendation, plan = report.recommendation, report.planning
+    assert recommendation is not None and plan is not None
+    table = report.primary.analysis.table.set_index("variant")  # type: ignore[union-attr]
+    arms = {v: Proportion(table.loc[v, "units"], table.loc[v, "conversions"]) for v in table.index}
+    # The same inputs as the report's planning (its MDE and days so far) give the same verdict called directly.
+    direct = recommend(arms, mde=plan.mde, days_running=plan.days_running, expected_split=[0.5, 0.5])
+    assert recommendation.recommendation == direct.recommendation and recommendation.reason == direct.reason
+    assert recommendation.needed_per_variant == plan.needed_per_variant
+    assert recommendation.power == pytest.approx(plan.power, rel=1e-12)
+    assert recommendation.p_value == pytest.approx(table.loc["test", "p_value"], rel=1e-12)
+    if plan.days_needed is not None:
+        assert recommendation.days_needed == plan.days_needed
+    assert f"Recommendation: {recommendation.summary()}" in report.summary()
+    assert recommendation.headline in report.to_html()

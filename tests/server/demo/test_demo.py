@@ -16,7 +16,14 @@ import pytest
 from scipy import stats
 
 from hoglab.schema import ExperimentCreate
-from hoglab.server.demo import DEMO_EXPERIMENT, DEMO_USERS, default_end, generate_events, seed_events
+from hoglab.server.demo import (
+    DEMO_COMPANIES,
+    DEMO_EXPERIMENT,
+    DEMO_USERS,
+    default_end,
+    generate_events,
+    seed_events,
+)
 from hoglab.server.engine.chdb import ChdbEngine
 from hoglab.server.flags.hashing import variant_for
 
@@ -54,7 +61,8 @@ def test_same_seed_same_events_other_seed_other_events() -> None:
 def test_shape(demo: pa.Table, frame: pd.DataFrame) -> None:
     assert demo.column_names == ["uuid", "event", "distinct_id", "timestamp", "properties", "elements_chain"]
     assert 100_000 < demo.num_rows < 500_000 and frame["uuid"].is_unique
-    assert set(frame["event"]) == {"$pageview", "signup", "$identify", "$feature_flag_called", "purchase"}
+    assert set(frame["event"]) == {"$pageview", "signup", "$identify", "$feature_flag_called", "purchase",
+                                   "$groupidentify"}  # fmt: skip
     ts = frame["timestamp"]
     assert ts.is_monotonic_increasing and ts.min() >= END - timedelta(days=60) and ts.max() < END
     assert ts.max() > END - timedelta(days=1)  # data right up to the end, so "-1d" and "-30d" ranges have some
@@ -65,6 +73,34 @@ def test_shape(demo: pa.Table, frame: pd.DataFrame) -> None:
     assert purchases["props"].map(lambda p: 0 < p["price"] < 1000).all()
     first_views = frame[frame["props"].map(lambda p: "$set_once" in p)]
     assert {"$initial_country", "$initial_browser"} <= set(first_views["props"].iloc[0]["$set_once"])
+
+
+def test_companies(frame: pd.DataFrame) -> None:
+    """300 companies with a plan each; a signed-up user's events after their ``$identify`` carry their company,
+    whose plan is the user's; each company is identified before its first event."""
+    identify = frame[frame["event"] == "$groupidentify"]
+    companies = pd.DataFrame([{"key": p["$group_key"], **p["$group_set"]} for p in identify["props"]])
+    assert len(companies) == DEMO_COMPANIES and companies["key"].is_unique and companies["name"].is_unique
+    assert (identify["props"].map(lambda p: p["$group_type"]) == "company").all()
+    assert set(companies["plan"]) == {"free", "pro", "enterprise"} and set(companies["industry"]) <= {
+        "Software", "Finance", "Retail", "Healthcare", "Education", "Media"}  # fmt: skip
+    assert (companies["employees"] >= 2).all()
+    grouped = frame[frame["props"].map(lambda p: "$groups" in p)]
+    key = grouped["props"].map(lambda p: p["$groups"]["company"])
+    assert (key == grouped["props"].map(lambda p: p["$group_0"])).all() and set(key) == set(companies["key"])
+    # Only identified users' events, never the $identify itself, and all of them after it.
+    identified = frame[frame["event"] == "$identify"].groupby("distinct_id")["timestamp"].min()
+    assert grouped["distinct_id"].isin(identified.index).all() and "$identify" not in set(grouped["event"])
+    assert (grouped["timestamp"].to_numpy() > identified.loc[grouped["distinct_id"]].to_numpy()).all()
+    ungrouped = frame[(frame["distinct_id"].isin(identified.index)) & ~frame.index.isin(grouped.index)]
+    assert set(ungrouped["event"]) <= {"$identify", "$groupidentify", "$pageview"}
+    # A member's plan ($set at $identify) is their company's; each company exists before its first event.
+    plan = frame[frame["event"] == "$identify"].groupby("distinct_id")["props"].first().map(lambda p: p["$set"]["plan"])
+    members = pd.DataFrame({"user": grouped["distinct_id"], "key": key}).drop_duplicates()
+    assert members["user"].is_unique
+    assert (members["user"].map(plan) == members["key"].map(companies.set_index("key")["plan"])).all()
+    created = identify.set_index(identify["props"].map(lambda p: p["$group_key"]))["timestamp"]
+    assert (grouped.groupby(key)["timestamp"].min() > created.loc[sorted(set(key))].sort_index()).all()
 
 
 def test_devices_are_consistent(frame: pd.DataFrame) -> None:
@@ -174,6 +210,20 @@ def test_seeding_an_engine(engine: ChdbEngine, demo: pa.Table, tmp_path: Path) -
             HAVING argMax(is_deleted, version) = 0 AND argMax(is_identified, version) = 1)
         GROUP BY plan ORDER BY plan""").to_pylist()
     assert [r["plan"] for r in identified] == ["enterprise", "free", "pro"]
+    # The companies: one group type, index 0; a group per $groupidentify with its properties; events' $group_0.
+    group_set = {orjson.loads(p)["$group_key"]: orjson.loads(p)["$group_set"]
+                 for e, p in zip(demo["event"].to_pylist(), demo["properties"].to_pylist(), strict=True)
+                 if e == "$groupidentify"}  # fmt: skip
+    types = engine.execute(f"SELECT group_type, group_type_index FROM group_type_mapping WHERE team_id = {team}")
+    assert types.to_pylist() == [{"group_type": "company", "group_type_index": 0}]
+    groups = engine.execute(f"""
+        SELECT group_key, argMax(group_properties, version) AS p FROM groups
+        WHERE team_id = {team} AND group_type_index = 0 GROUP BY group_key""").to_pylist()
+    assert {g["group_key"]: orjson.loads(g["p"]) for g in groups} == group_set
+    keyed = engine.execute(f"""
+        SELECT countIf(`$group_0` != '') AS n, uniqExactIf(`$group_0`, `$group_0` != '') AS k
+        FROM events WHERE team_id = {team}""").to_pylist()[0]
+    assert keyed == {"n": sum('"$groups"' in p for p in demo["properties"].to_pylist()), "k": len(group_set)}
 
 
 def test_the_demo_experiment_through_results(make_project) -> None:

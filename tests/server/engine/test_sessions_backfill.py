@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,9 +50,9 @@ def _sessions(conn: Any) -> list[list[Any]]:
 
 
 def test_old_events_are_backfilled_once(conn: Any) -> None:
-    # the data dir as an older hoglab left it: the events table only
+    # the data dir as an older hoglab left it: the events table only (and before groups: no $group_N columns)
     conn.query(f"CREATE DATABASE {DATABASE}")
-    conn.query(" ".join(TABLES["events"].split()).format(db=DATABASE))
+    conn.query(" ".join(re.sub(r",\s*\{group_columns\}", "", TABLES["events"]).split()).format(db=DATABASE))
     _insert_events(conn, [("$pageview", "a", "2025-01-01 10:00:00"), ("$pageview", "a", "2025-01-01 10:01:00"),
                           ("click", "b", "2025-01-01 11:00:00"), ("$pageview", "", "2025-01-01 12:00:00")])  # fmt: skip
     for statement in create_statements(DATABASE):

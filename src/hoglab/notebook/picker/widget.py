@@ -4,13 +4,14 @@ Its state is plain attributes, so code and tests drive it without a browser::
 
     picker = hoglab.ExperimentPicker(client)     # shown as a widget; the newest running experiment already chosen
     picker.value = 7                             # as if experiment 7 was chosen in the box
-    picker.experiment.status, picker.result.verdict, picker.table, picker.figure, picker.error
+    picker.experiment.status, picker.result.verdict, picker.recommendation, picker.table, picker.figure
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -21,7 +22,7 @@ from ...client._metric_queries import is_metric_experiment
 from ...client._metric_results import MetricExperimentResult
 from ...client._results import explain_no_results
 from ...errors import APIError, HoglabError, InvalidArgumentType
-from ...stats import Comparison, PostHogFunnelVerdict, PostHogTrendVerdict, SRMResult, StatsError
+from ...stats import Comparison, PostHogFunnelVerdict, PostHogTrendVerdict, Recommendation, SRMResult, StatsError
 from ..analysis import Analysis, analyse, variant_rollout
 from ..plots.common import keep_inside
 from ..plots.experiment import plot_experiment
@@ -59,7 +60,8 @@ class ExperimentPicker:
     :class:`~hoglab.schema.Experiment`), ``result`` (:class:`~hoglab.ExperimentResult`), ``comparison`` (the
     Bayesian :class:`~hoglab.stats.Comparison` recomputed from the counts), ``frequentist``, ``verdict``
     (PostHog's rules by :mod:`hoglab.stats`), ``srm``, ``table`` (one row per variant, both methods side by
-    side), ``figure`` (matplotlib) and ``error`` (the message shown instead of results, or ``None``).
+    side), ``recommendation`` (one reconciled verdict, :class:`~hoglab.stats.Recommendation`, shown above the
+    results), ``figure`` (matplotlib) and ``error`` (the message shown instead of results, or ``None``).
     ``experiments`` is the listing (a DataFrame); ``widget`` the ipywidgets container.
     """
 
@@ -136,6 +138,7 @@ class ExperimentPicker:
         self.verdict: PostHogFunnelVerdict | PostHogTrendVerdict | None = None
         self.srm: SRMResult | None = None
         self.table: pd.DataFrame | None = None
+        self.recommendation: Recommendation | None = None
         self.figure: Figure | None = None
         self.error: str | None = None
         self._analysis: Analysis | None = None
@@ -256,7 +259,7 @@ class ExperimentPicker:
             reason = _reason(exc)
             self.error = reason if reason.lower().startswith("no results") else f"No results: {reason}"
             return
-        self.result = result
+        self.result = result = replace(result, experiment=self.experiment.model_dump(mode="json", by_alias=True))
         try:
             analysis = analyse(result, variant_rollout(self.experiment))
         except (StatsError, ValueError) as exc:
@@ -265,6 +268,7 @@ class ExperimentPicker:
         self._analysis = analysis
         self.comparison, self.frequentist = analysis.comparison, analysis.frequentist
         self.verdict, self.srm, self.table = analysis.verdict, analysis.srm, analysis.table
+        self.recommendation = result.recommendation
         self.figure = self._draw(result, self.srm)
 
     def _load_metrics(self, refresh: bool) -> None:
@@ -279,6 +283,7 @@ class ExperimentPicker:
         self.srm = exposure_srm(result, variant_rollout(self.experiment))
         self.table = result.to_frame()
         self.metrics = metric_summary(result)
+        self.recommendation = result.recommendation
         self.figure = draw_metric_figure(result, self.srm)
 
     @staticmethod
@@ -306,6 +311,8 @@ class ExperimentPicker:
             self.results.value = results_html(self.result, self._analysis)
         else:
             self.results.value = ""
+        if self.error is None and self.recommendation is not None:
+            self.results.value = self.recommendation._repr_html_() + self.results.value
         if self.figure is None:
             self.plot.layout.display = "none"
             self.plot.value = b""

@@ -112,7 +112,7 @@ def summary_text(report: ExperimentReport) -> str:
     if report.metrics is not None:
         from .metrics import metric_summary_lines
 
-        return "\n".join(lines + metric_summary_lines(report))
+        return "\n".join(lines + metric_summary_lines(report) + _recommendation_lines(report))
     primary = report.primary
     if primary.analysis is None:
         lines.append(primary.error or "No results.")
@@ -124,6 +124,7 @@ def summary_text(report: ExperimentReport) -> str:
         lines.append(srm.summary("line"))
     if report.planning is not None:
         lines.append(_planning_text(report.planning))
+    lines += _recommendation_lines(report)
     if report.over_time_note:
         lines.append(report.over_time_note)
     for outcome in report.secondary:
@@ -133,6 +134,10 @@ def summary_text(report: ExperimentReport) -> str:
             lines.append(f"  Another test than the primary's, so another p-value on the same counts: {outcome.name} "
                          f"counts {mine[1]}, the primary {theirs[1]} ({theirs[0]}).")  # fmt: skip
     return "\n".join(lines)
+
+
+def _recommendation_lines(report: ExperimentReport) -> list[str]:
+    return [f"Recommendation: {report.recommendation.summary()}"] if report.recommendation is not None else []
 
 
 def _secondary_text(outcome: MetricOutcome) -> str:
@@ -186,6 +191,8 @@ def report_html(report: ExperimentReport, *, page: bool = True, pngs: Mapping[st
         parts[1:] = ["<h2>Metrics</h2>", metric_results_html(report.metrics, report.exposure_srm)]
     if report.planning is not None:
         parts.append(f"<p>{html.escape(_planning_text(report.planning))}</p>")
+    if report.recommendation is not None:
+        parts.append(report.recommendation._repr_html_())
     if report.over_time_note:
         parts.append(message_html(report.over_time_note))
     parts += [_figure_html(name, png) for name, png in pngs.items()]

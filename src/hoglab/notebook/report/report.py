@@ -26,9 +26,18 @@ import pandas as pd
 from ...client._metric_queries import is_metric_experiment
 from ...client._metric_results import MetricExperimentResult
 from ...client._results import ExperimentResult, explain_no_results
+from ...client._verdict import legacy_recommendation
 from ...errors import APIError, HoglabError
 from ...schema import Experiment, funnel_window_seconds
-from ...stats import SRMResult, StatsError, minimum_detectable_effect, power, running_time, sample_size
+from ...stats import (
+    Recommendation,
+    SRMResult,
+    StatsError,
+    minimum_detectable_effect,
+    power,
+    running_time,
+    sample_size,
+)
 from ..analysis import Analysis, analyse, variant_rollout
 from ..picker.metric_view import exposure_srm
 
@@ -113,6 +122,9 @@ class ExperimentReport:
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     metrics: MetricExperimentResult | None = None
     exposure_srm: SRMResult | None = None
+    recommendation: Recommendation | None = None
+    """One reconciled verdict (ship, keep running, stop, investigate) from the results, the always-valid bound,
+    power for the planned MDE and SRM (:func:`hoglab.stats.recommend`)."""
 
     @property
     def verdict(self) -> str | None:
@@ -180,6 +192,10 @@ def experiment_report(
         for index, metric in enumerate(experiment.secondary_metrics or [])
     )
     over_time, note = _over_time(client, experiment, primary)
+    body = experiment.model_dump(mode="json", by_alias=True)
+    recommendation = None
+    if primary.result is not None and primary.analysis is not None:
+        recommendation = legacy_recommendation(replace(primary.result, experiment=body))
     report = ExperimentReport(
         experiment=experiment,
         primary=primary,
@@ -187,6 +203,7 @@ def experiment_report(
         planning=_planning(experiment, primary),
         over_time=over_time,
         over_time_note=note,
+        recommendation=recommendation,
     )
     if figures:
         from .figures import draw_figures
@@ -238,6 +255,7 @@ def _metric_report(
         primary=MetricOutcome(name),
         metrics=result,
         exposure_srm=exposure_srm(result, rollout),
+        recommendation=result.recommendation,
     )
     if figures:
         from .metrics import draw_metric_figures

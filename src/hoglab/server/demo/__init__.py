@@ -4,7 +4,8 @@ real and significant (``hoglab serve --demo``, ``hoglab demo``, the tour noteboo
 * :mod:`.experiment`: :data:`DEMO_EXPERIMENT` (flag ``new-checkout``, the legacy funnel metric, the API body),
   the variants' conversions and the window's end (:func:`default_end`: today, 00:00 UTC);
 * :mod:`.events`: :func:`generate_events`, the events as an Arrow table in PostHog's export shape (same seed and
-  end, the same bytes); exposures use the flags' own hashing (``flags/hashing.py``);
+  end, the same bytes); exposures use the flags' own hashing (``flags/hashing.py``); signed-up users work at
+  :data:`DEMO_COMPANIES` companies (group type ``company``, with plans), set by ``$groupidentify``;
 * :mod:`.seeding`: :func:`seed`, what the service's startup hook runs: the events through the file loader and the
   experiment with its flag through the experiments' rules, each once.
 
@@ -12,11 +13,12 @@ real and significant (``hoglab serve --demo``, ``hoglab demo``, the tour noteboo
 ('new-checkout', 20260101)
 """
 
-from .events import DEMO_DAYS, DEMO_SEED, DEMO_USERS, generate_events
+from .events import DEMO_COMPANIES, DEMO_DAYS, DEMO_SEED, DEMO_USERS, generate_events
 from .experiment import DEMO_EXPERIMENT, DemoExperiment, default_end
 from .seeding import seed, seed_events
 
 __all__ = [
+    "DEMO_COMPANIES",
     "DEMO_DAYS",
     "DEMO_EXPERIMENT",
     "DEMO_SEED",

@@ -10,6 +10,13 @@ Every event carries ``$browser``/``$os``/``$device_type``; a user's first pagevi
 ``$set_once``s ``$initial_country``/``$initial_browser``. Signed-up users visit ``/checkout`` in 45% of their later
 sessions and may ``purchase`` (with a ``price``). About 220,000 events at the default size (20,000 users).
 
+Companies (PostHog's group analytics, group type ``company``): 300 at the default size (one per ~67 users), each
+with a ``plan`` (free/pro/enterprise), an ``industry``, a headcount (``employees``) and a ``name``; sizes are
+skewed (a few big customers, many small ones). A signed-up user works at a company on their own plan. When a
+company's first member signs up, a ``$groupidentify`` (right after their ``$identify``) sets its properties; every
+later event of a signed-up user carries ``$groups`` (and ``$group_0``, as PostHog's exports do). Companies come
+from a side stream of the seed, so every other event and figure is what it was without them.
+
 The experiment (:data:`DEMO_EXPERIMENT`, flag ``new-checkout``, control/test 50/50) runs for the last 30 days.
 A signed-up user's first checkout visit in that window is their exposure: ``$feature_flag_called`` with the
 variant PostHog's hashing gives their distinct id (``flags.hashing.variant_for``), and their later events carry
@@ -29,6 +36,7 @@ True
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
@@ -41,11 +49,13 @@ from .experiment import CONVERSION, DEMO_EXPERIMENT, FLAG_KEY, MOBILE_CONVERSION
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["DEMO_DAYS", "DEMO_SEED", "DEMO_USERS", "generate_events"]
+__all__ = ["DEMO_COMPANIES", "DEMO_DAYS", "DEMO_SEED", "DEMO_USERS", "generate_events"]
 
 DEMO_SEED = 20260101
 DEMO_USERS = 20_000
 DEMO_DAYS = 60
+DEMO_COMPANIES = 300
+"""Companies at the default size; a demo of another size keeps one company per ~67 users (at least 3)."""
 
 _OS = np.array(["Windows", "Mac OS X", "iOS", "Android", "Linux"])
 _OS_P = [0.38, 0.22, 0.18, 0.17, 0.05]
@@ -66,6 +76,19 @@ _COUNTRIES = np.array(["US", "GB", "DE", "FR", "IN", "BR", "CA", "NL"])
 _COUNTRY_P = [0.36, 0.12, 0.1, 0.08, 0.12, 0.08, 0.08, 0.06]
 _PLANS = np.array(["free", "pro", "enterprise"])
 _PLAN_P = [0.7, 0.25, 0.05]
+_COMPANY_PLAN_P = [0.5, 0.35, 0.15]  # of companies; a company's members share its plan
+_INDUSTRIES = np.array(["Software", "Finance", "Retail", "Healthcare", "Education", "Media"])
+_INDUSTRY_P = [0.35, 0.15, 0.15, 0.12, 0.13, 0.1]
+# Company names: first x last words (360 pairs, shuffled); a bigger demo numbers the repeats.
+_NAME_FIRST = np.array([
+    "Acme", "Blue", "North", "Bright", "Swift", "Iron", "Silver", "Green", "Red", "Cloud", "Stone", "River", "Peak",
+    "Star", "Maple", "Oak", "Pine", "Cedar", "Harbor", "Summit", "Atlas", "Nova", "Orbit", "Pixel", "Vector",
+    "Quantum", "Lumen", "Terra", "Delta", "Echo",
+])  # fmt: skip
+_NAME_LAST = np.array([
+    "Labs", "Systems", "Works", "Analytics", "Logistics", "Health", "Media", "Foods", "Bank", "Studio", "Robotics",
+    "Energy",
+])  # fmt: skip
 _PAGES = np.array(["/", "/pricing", "/docs", "/blog", "/features", "/about"])
 _SITE = "https://hoglab.example"
 
@@ -135,6 +158,87 @@ class _Rows:
         return {name: col[order] for name, col in cols.items()}
 
 
+@dataclass(frozen=True)
+class _Companies:
+    """The demo's companies (group type ``company``, index 0) and the company each user works at.
+
+    Drawn from a side stream of the seed (``[seed, 25]``), so the main stream, and with it every other event,
+    is the same with or without them.
+    """
+
+    keys: list[str]
+    names: list[str]
+    plans: np.ndarray  # index into _PLANS
+    industries: np.ndarray  # index into _INDUSTRIES
+    employees: np.ndarray
+    of_user: np.ndarray  # company index per user
+
+    @classmethod
+    def draw(cls, seed: int, plan: np.ndarray) -> _Companies:
+        side = np.random.default_rng([seed, 25])
+        n = max(3, round(DEMO_COMPANIES * len(plan) / DEMO_USERS))
+        plans = side.choice(len(_PLANS), size=n, p=_COMPANY_PLAN_P)
+        plans[: len(_PLANS)] = np.arange(len(_PLANS))  # every plan has a company, whatever the size
+        industries = side.choice(len(_INDUSTRIES), size=n, p=_INDUSTRY_P)
+        # Headcount by plan (log-normal around 12, 80 and 1,500 people), and how many of the users work there:
+        # skewed, bigger companies bringing more users.
+        centre = np.array([12.0, 80.0, 1500.0])[plans]
+        employees = np.maximum(2, np.round(centre * side.lognormal(0.0, 0.8, size=n))).astype(np.int64)
+        weight = np.sqrt(employees) * side.lognormal(0.0, 0.6, size=n)
+        of_user = np.zeros(len(plan), np.int64)
+        for code in range(len(_PLANS)):
+            members, pool = np.flatnonzero(plan == code), np.flatnonzero(plans == code)
+            of_user[members] = side.choice(pool, size=len(members), p=weight[pool] / weight[pool].sum())
+        combos = len(_NAME_FIRST) * len(_NAME_LAST)
+        picks = side.permutation(combos)
+        names = []
+        for i in range(n):
+            j = int(picks[i % combos])
+            name = f"{_NAME_FIRST[j // len(_NAME_LAST)]} {_NAME_LAST[j % len(_NAME_LAST)]}"
+            names.append(name if i < combos else f"{name} {i // combos + 1}")
+        keys = [name.lower().replace(" ", "-") for name in names]
+        return cls(keys, names, plans, industries, employees, of_user)
+
+    def key_of(self, user: np.ndarray) -> pa.Array:
+        """The group key of each user's company."""
+        import pyarrow as pa
+
+        return pa.array(self.keys).take(pa.array(self.of_user[user]))
+
+    def identify_events(self, seed: int, events: pa.Table, signup_user: np.ndarray, signup_ts: np.ndarray,
+                        devices: tuple[np.ndarray, np.ndarray, np.ndarray]) -> pa.Table:  # fmt: skip
+        """``events`` with one ``$groupidentify`` per company that has members, half a second after its first
+        member's ``$identify`` (their signup), sent by that member from their device (``devices``: each user's
+        ``$browser``, ``$os``, ``$device_type``); sorted by time again."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        order = np.argsort(signup_ts, kind="stable")
+        company = self.of_user[signup_user[order]]
+        found, first = np.unique(company, return_index=True)
+        user, ts = signup_user[order][first], signup_ts[order][first] + _US // 2
+        properties = [
+            json.dumps({
+                "$group_type": "company", "$group_key": self.keys[c],
+                "$group_set": {"name": self.names[c], "plan": str(_PLANS[self.plans[c]]),
+                               "industry": str(_INDUSTRIES[self.industries[c]]), "employees": int(self.employees[c])},
+                "$browser": str(devices[0][u]), "$os": str(devices[1][u]), "$device_type": str(devices[2][u]),
+                "$lib": "web",
+            }, separators=(",", ":"))
+            for c, u in zip(found.tolist(), user.tolist(), strict=True)
+        ]  # fmt: skip
+        extra = pa.table({
+            "uuid": _uuids(np.random.default_rng([seed, 25, 1]), len(found)),
+            "event": pa.array(["$groupidentify"] * len(found)),
+            "distinct_id": pa.array([_email(int(u)) for u in user]),
+            "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC")),
+            "properties": pa.array(properties),
+            "elements_chain": pa.array([""] * len(found)),
+        })  # fmt: skip
+        merged = pa.concat_tables([events, extra.cast(events.schema)])
+        return merged.take(pc.sort_indices(merged, sort_keys=[("timestamp", "ascending")]))
+
+
 PAGEVIEW, SIGNUP, IDENTIFY, CHECKOUT, EXPOSURE, PURCHASE = range(6)
 _EVENT_NAMES = np.array(["$pageview", "signup", "$identify", "$pageview", "$feature_flag_called", "purchase"])
 _US = 1_000_000
@@ -159,6 +263,7 @@ def generate_events(
     country = rng.choice(len(_COUNTRIES), size=users, p=_COUNTRY_P)
     plan = rng.choice(len(_PLANS), size=users, p=_PLAN_P)
     signs_up = rng.random(users) < 0.45
+    companies = _Companies.draw(seed, plan)
     second_device = signs_up & (rng.random(users) < 0.03)
 
     # Sessions: 1 + Poisson(2.5) per user, a few days apart, inside the window.
@@ -234,7 +339,9 @@ def generate_events(
     rows.add(b_ts, c_user[buys], PURCHASE, c_session[buys], variant=c_variant[buys])
 
     cols = rows.columns()
-    return _table(cols, rng, browser, os_, device, country, plan)
+    events = _table(cols, rng, browser, os_, device, country, plan, companies)
+    devices = (_BROWSERS[browser], _OS[os_], _DEVICE_TYPES[device])
+    return companies.identify_events(seed, events, s_user[su_session], su_ts, devices)
 
 
 def _devices(seed: int, os_: np.ndarray, browser_draw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -291,7 +398,7 @@ def _anon(user: int, second: bool = False) -> str:
 
 
 def _table(cols: dict[str, np.ndarray], rng: np.random.Generator, browser: np.ndarray, os_: np.ndarray,
-           device: np.ndarray, country: np.ndarray, plan: np.ndarray) -> pa.Table:  # fmt: skip
+           device: np.ndarray, country: np.ndarray, plan: np.ndarray, companies: _Companies) -> pa.Table:  # fmt: skip
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -323,10 +430,14 @@ def _table(cols: dict[str, np.ndarray], rng: np.random.Generator, browser: np.nd
     # merges it into the user's (the demo's person merges, with their overrides).
     first_view |= cols["device2"] & (kind == PAGEVIEW)
     price = _text(np.round(rng.gamma(4.0, 12.5, size=n), 2))
+    # A signed-up user's events after their $identify carry their company (posthog-js's group() registers it).
+    company = companies.key_of(user)
+    grouped = cols["identified"] & (kind != IDENTIFY)
     identify_anon = pc.if_else(pa.array(cols["device2"]), d2.take(user_idx), anons.take(user_idx))
     props = _concat(
         '{"$browser":"', b, '","$os":"', o, '","$device_type":"', dt, '","$current_url":"', url, '","$session_id":"',
         _text(cols["session"]), '","$lib":"web"',
+        _where(grouped, _concat(',"$groups":{"company":"', company, '"},"$group_0":"', company, '"'), n),
         _where(variant > 0, _concat(',"$feature/new-checkout":"', variant_name, '"'), n),
         _where(kind == EXPOSURE, _concat(',"$feature_flag":"new-checkout","$feature_flag_response":"',
                                          variant_name, '"'), n),

@@ -8,7 +8,9 @@ as they are (no JSON, no Python objects), and the client builds the DataFrame fr
 The statement goes through the same compiler as ``/query`` (the team guard, the allow-lists, the project's time
 zone, ``values`` and ``{filters}``), under the same key, scope and query rate limit. The ClickHouse type of each
 column travels in the schema metadata (``hoglab.types``, JSON ``[[name, type], ...]``, the ``types`` of a JSON
-answer), so the client gives each column the dtype it gives the same column of a JSON answer.
+answer), so the client gives each column the dtype it gives the same column of a JSON answer; the warnings a JSON
+answer has in ``metadata.warnings`` (names the project has never seen, ``taxonomy.py``) travel as
+``hoglab.warnings``.
 
 Every step (compiling, describing, running) happens inside the project's share of the engine
 (``fairness.py``), and the statement runs once: the types come from ``DESCRIBE``, which ClickHouse analyses by
@@ -45,15 +47,20 @@ from .query_log import is_refusal, log_run
 from .request import prepare, project_actions, project_catalog
 from .runners import BULK_STATEMENTS, RunContext, has_person_overrides, load_runners
 from .runners.hogql import MODIFIERS
+from .taxonomy import unseen_names
 
 if TYPE_CHECKING:
     from ..store import ProjectRecord
     from .service import QueryService
 
-__all__ = ["ARROW_STREAM", "BULK_MAX_ROWS", "DESCRIBE_SETTINGS", "TYPES_METADATA", "bulk_arrow"]
+__all__ = [
+    "ARROW_STREAM", "BULK_MAX_ROWS", "DESCRIBE_SETTINGS", "TYPES_METADATA", "WARNINGS_METADATA", "bulk_arrow",
+]
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 TYPES_METADATA = b"hoglab.types"
+WARNINGS_METADATA = b"hoglab.warnings"
+"""Schema metadata key of the answer's warnings (JSON, PostHog's ``HogQLNotice`` list), when there are any."""
 # Far past what fits a notebook's memory: the statement's LIMIT and the memory limit are what bound an answer.
 BULK_MAX_ROWS = 1_000_000_000
 _NO_ROW_CAP = {"max_result_rows": 0}
@@ -182,11 +189,14 @@ def bulk_arrow(
                     filters=query.filters.model_dump(mode="json") if query.filters else None,
                 )
                 settings = {**compiled.settings, **_NO_ROW_CAP}
+                warnings = unseen_names(view, project.id, compiled.reads)
                 types = _describe(ctx, compiled.sql, settings)
                 with ctx.timings.measure("execute"):
                     table = view.execute(_wrapped(compiled.sql, types), settings=settings, tag=tag)
                 metadata = {TYPES_METADATA: json.dumps(types).encode(),
                             b"hoglab.modifiers": json.dumps(MODIFIERS).encode()}  # fmt: skip
+                if warnings:  # names the project has never seen, as /query's metadata.warnings (taxonomy.py)
+                    metadata[WARNINGS_METADATA] = json.dumps(warnings).encode()
                 view.hold(table.nbytes)  # the stream written from it is as large again
                 body = _ipc(table.replace_schema_metadata(metadata))
                 del table

@@ -1,6 +1,8 @@
 """The HogQL of an experiment metric: per-variant sufficient statistics, as PostHog's experiment query builder.
 
-Every statement starts from the **exposures**, one row per person:
+Every statement starts from the **exposures**, one row per person (per group for an experiment whose flag has an
+``aggregation_group_type_index`` N: the exposure event's ``$group_N``, exposures without one left out; each metric
+event then counts for its own ``$group_N``, as PostHog's entity key):
 
 * the exposure events are ``$feature_flag_called`` with ``$feature_flag`` = the flag's key (variant from
   ``$feature_flag_response``), or the custom ``exposure_config`` event with its property filters, or the events of
@@ -223,8 +225,12 @@ def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: 
                      for (kind, prop), column in zip(shape.breakdowns, shape.columns, strict=True))  # fmt: skip
     if first_uuid:
         values += ", argMin(uuid, timestamp) AS first_exposure_uuid"
+    entity = experiment.entity
+    if experiment.group_type_index is not None:
+        # An exposure without the group has no unit to count (PostHog's query would pool them under '').
+        parts = [*parts, f"{entity} != ''"]
     return f"""
-        SELECT person_id AS entity_id, {chosen} AS variant,
+        SELECT {entity} AS entity_id, {chosen} AS variant,
                min(timestamp) AS first_exposure_time, max(timestamp) AS last_exposure_time{values}
         FROM events
         WHERE timestamp >= {p.add(experiment.start)} AND timestamp <= {p.add(end)} AND {" AND ".join(parts)}
@@ -308,11 +314,11 @@ def _per_person(node: SeriesFields, inside: str) -> str:
 
 
 def _events_of(node: SeriesFields, p: Params, project: Any, attr: str, start: datetime, stop: str,
-               actions: Actions | None) -> str:  # fmt: skip
+               actions: Actions | None, entity: str = "person_id") -> str:  # fmt: skip
     conditions = series_conditions(None, node, p, project=project, attr=attr, actions=actions)
     where = " AND ".join([f"timestamp >= {p.add(start)}", f"timestamp < {stop}", *conditions])
     value = _value_expr(node, attr)
-    return (f"SELECT person_id AS entity_id, timestamp, {value} AS value, `$session_id` AS session_id "
+    return (f"SELECT {entity} AS entity_id, timestamp, {value} AS value, `$session_id` AS session_id "
             f"FROM events WHERE {where}")  # fmt: skip
 
 
@@ -322,8 +328,9 @@ def _stop(p: Params, end: datetime, window: int) -> str:
 
 def _entity_values(node: SeriesFields, p: Params, project: Any, attr: str, experiment: ResolvedExperiment,
                    end: datetime, window: int, shape: Shape, actions: Actions | None) -> str:  # fmt: skip
-    """Per exposed person: ``entity_id, variant, b..``, ``value`` and with CUPED ``covariate`` (one scan)."""
-    events = _events_of(node, p, project, attr, shape.since(experiment.start), _stop(p, end, window), actions)
+    """Per exposed unit: ``entity_id, variant, b..``, ``value`` and with CUPED ``covariate`` (one scan)."""
+    events = _events_of(node, p, project, attr, shape.since(experiment.start), _stop(p, end, window), actions,
+                        experiment.entity)  # fmt: skip
     covariate = ""
     if shape.lookback_days:
         covariate = f", {_per_person(node, _pre_window(shape.lookback_days))} AS covariate"
@@ -463,7 +470,7 @@ def funnel_units(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment,
     # replay still only sees events from the start, the earlier ones feed the covariate alone.
     scan_from = shape.since(experiment.start) if lookback else experiment.start
     relevant = f"""
-        SELECT person_id AS entity_id, timestamp, toInt64({mask}) AS m0 FROM events
+        SELECT {experiment.entity} AS entity_id, timestamp, toInt64({mask}) AS m0 FROM events
         WHERE timestamp >= {p.add(scan_from)} AND timestamp <= {_stop(p, end, window)} AND m0 != 0
     """
     if since:

@@ -69,6 +69,8 @@ class ResolvedExperiment(_Frozen):
     holdout_key: str | None = None
     # hoglab's compare_to_holdout sets it to the holdout arm; otherwise PostHog's choice (``baseline``).
     baseline_override: str | None = None
+    # The flag's aggregation_group_type_index: the experiment randomises groups of that type, not persons.
+    group_type_index: int | None = None
 
     @property
     def baseline(self) -> str:
@@ -80,6 +82,12 @@ class ResolvedExperiment(_Frozen):
     def team_defaults(self) -> TeamDefaults:
         """The project's CUPED and sequential defaults, as the stats resolve them."""
         return team_defaults(self.team_config)
+
+    @property
+    def entity(self) -> str:
+        """HogQL of an event's unit: ``person_id``, or ``$group_N`` for an experiment by group (PostHog's entity
+        key: the exposure event's group, and each metric event's own group)."""
+        return "person_id" if self.group_type_index is None else f"`$group_{self.group_type_index}`"
 
 
 def team_defaults(config: dict[str, Any]) -> TeamDefaults:
@@ -144,6 +152,12 @@ def resolve_experiment(
     stop = end or record.end_date
     criteria = exposure_criteria or ExperimentExposureCriteria.model_validate(record.exposure_criteria or {})
     stats = ExperimentStatsConfig.model_validate(record.stats_config or {}).model_dump(mode="json", exclude_none=True)
+    group = (flag.filters or {}).get("aggregation_group_type_index")
+    if group is not None and (isinstance(group, bool) or not isinstance(group, int) or not 0 <= group <= 4):
+        raise ValidationFailed(
+            f"Experiment {experiment_id}'s flag has aggregation_group_type_index {group!r}: a group type index is 0-4.",
+            attr="query__experiment_id",
+        )
     baseline = baseline_variant_key(stats, variants)
     if baseline not in variants:
         # PostHog's wording; a flag without control and no configured baseline compares with its first variant.
@@ -156,7 +170,7 @@ def resolve_experiment(
     return ResolvedExperiment(
         experiment_id=experiment_id, flag_key=flag.key, variants=variants, start=start.astimezone(UTC),
         end=None if stop is None else stop.astimezone(UTC),
-        exposure_criteria=criteria, stats_config=stats, team_config=team,
+        exposure_criteria=criteria, stats_config=stats, team_config=team, group_type_index=group,
         only_count_matured_users=bool(team.get("default_only_count_matured_users") if matured is None else matured),
         holdout_key=None if holdout is None else holdout_variant_key(holdout.id, holdout.filters),
     )  # fmt: skip

@@ -75,7 +75,7 @@ def retention_units(metric: ExperimentRetentionMetric, experiment: ResolvedExper
             having = f"HAVING start_timestamp + toIntervalSecond({window_end}) <= {p.add(matured_before)}"
         starts = f"""
             SELECT x.entity_id AS entity_id, {pick} AS start_timestamp, {pick_uuid} AS start_uuid
-            FROM (SELECT person_id AS entity_id, timestamp, uuid FROM events WHERE {where}) AS e
+            FROM (SELECT {experiment.entity} AS entity_id, timestamp, uuid FROM events WHERE {where}) AS e
             INNER JOIN exposures AS x ON e.entity_id = x.entity_id
             WHERE {after}
             GROUP BY x.entity_id {having}
@@ -101,7 +101,8 @@ def retention_units(metric: ExperimentRetentionMetric, experiment: ResolvedExper
         INNER JOIN start_events AS s ON x.entity_id = s.entity_id
         LEFT JOIN completion_events AS c ON x.entity_id = c.entity_id
         GROUP BY x.entity_id, x.variant{shape.lead("x.")}"""
-    completion_events = f"""SELECT person_id AS entity_id, uuid AS completion_uuid, timestamp AS completion_timestamp
+    completion_events = f"""SELECT {experiment.entity} AS entity_id, uuid AS completion_uuid,
+                                   timestamp AS completion_timestamp
                             FROM events WHERE {completion_where}"""
     ctes = (("exposures", exposures), ("start_events", starts), ("completion_events", completion_events))
     return PerUnit(ctes, entity_metrics, ("value",))

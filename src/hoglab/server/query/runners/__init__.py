@@ -52,6 +52,7 @@ RUNNER_MODULES = (
     "lifecycle",
     "stickiness",
     "paths",
+    "groups",
 )
 
 

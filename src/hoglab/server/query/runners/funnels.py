@@ -1,4 +1,5 @@
-"""``FunnelsQuery``: how many persons go through 2 to 20 steps within a window, in PostHog's shapes.
+"""``FunnelsQuery``: how many persons (or groups, ``aggregation_group_type_index``) go through 2 to 20 steps within
+a window, in PostHog's shapes.
 
 For example (a sketch of a call and its answer, not run)::
 
@@ -23,7 +24,7 @@ from hoglab.schema import FunnelsQuery
 
 from ...errors import ValidationFailed
 from ...filters.dates import QueryDateRange, bucket_key_sql, resolve_date_range
-from ...filters.properties import Params, hogql_expression, property_access
+from ...filters.properties import Params, group_type_index, hogql_expression
 from .base import RunContext, register
 from .breakdowns import breakdown_items, breakdown_limit
 from .common import Actions, first_event_time, get, is_action, require_action, series_label
@@ -46,13 +47,12 @@ def _bv_expr(query: FunnelsQuery, p: Params) -> str | None:
         return None
     if len(items) > 1:
         raise ValidationFailed("Funnels break down by one property.", attr="breakdownFilter.breakdowns")
-    kind, prop = items[0]
-    if kind == "hogql":  # PostHog's HogQL breakdown: any expression of the event (hoglab.by_variant writes one)
-        return f"ifNull(toString({hogql_expression(prop, 'breakdownFilter.breakdown')}), {p.add('')})"
-    if kind not in ("event", "person"):
-        raise ValidationFailed("Funnels break down by an event or person property, or a HogQL expression.",
+    if items[0].kind == "hogql":  # PostHog's HogQL breakdown: any expression of the event (hoglab.by_variant's)
+        return f"ifNull(toString({hogql_expression(items[0].prop, 'breakdownFilter.breakdown')}), {p.add('')})"
+    if items[0].kind not in ("event", "person", "group"):
+        raise ValidationFailed("Funnels break down by an event, person or group property, or a HogQL expression.",
                                attr="breakdownFilter")  # fmt: skip
-    return f"ifNull(toString({property_access(prop, kind)}), {p.add('')})"
+    return f"ifNull(toString({items[0].expr()}), {p.add('')})"
 
 
 def funnel_person_rows(query: FunnelsQuery, ctx: RunContext, p: Params) -> tuple[str, QueryDateRange]:
@@ -84,11 +84,18 @@ def funnel_person_rows(query: FunnelsQuery, ctx: RunContext, p: Params) -> tuple
         require_action(ex, ctx.actions, f"funnelsFilter.exclusions.{j}")
     aggregate_by = ff.funnelAggregateByHogQL
     actor = hogql_expression(aggregate_by, "funnelsFilter.funnelAggregateByHogQL") if aggregate_by else "person_id"
+    actor_condition = "true"
+    if query.aggregation_group_type_index is not None:
+        # Groups go through the funnel instead of persons (PostHog's aggregation target); events without a group of
+        # that type take no part.
+        column = f"`$group_{group_type_index(query.aggregation_group_type_index, 'aggregation_group_type_index')}`"
+        actor, actor_condition = column, f"{column} != ''"
     start, end = rng.bounds_utc()
     sql = person_rows_sql(
         query, list(query.series), p, project=ctx.project, time_from=p.add(rng.date_from), time_to=p.add(end),
         bv_expr=_bv_expr(query, p), attribution=attribution, attribution_step=attribution_step, order=order,
         window=window_micros(ff), exclusions=exclusions if order != "unordered" else [], actor=actor,
+        actor_condition=actor_condition,
         actions=ctx.actions,
     )  # fmt: skip
     del start
@@ -247,7 +254,7 @@ def breakdown_warning(query: FunnelsQuery, ctx: RunContext, rng: QueryDateRange)
     exposure lack). First- and last-touch attribution give each person one value, and are not warned."""
     items = breakdown_items(query.breakdownFilter)
     attribution = _filter(query).breakdownAttributionType or "first_touch"
-    if not items or items[0][0] != "event" or attribution not in ("all_events", "step"):
+    if not items or items[0].kind != "event" or attribution not in ("all_events", "step"):
         return None
     p = Params()
     names = [get(series, "event") for series in query.series]
@@ -263,7 +270,7 @@ def breakdown_warning(query: FunnelsQuery, ctx: RunContext, rng: QueryDateRange)
     if not people or split / people <= SPLIT_WARNING_SHARE:
         return None
     return (f"{split:,} of {people:,} people ({split / people:.0%}) have step events with different values of the "
-            f"event property {items[0][1]!r} (or without it): with {attribution} attribution a value keeps only "
+            f"event property {items[0].prop!r} (or without it): with {attribution} attribution a value keeps only "
             "its own events, so their later steps without it are not counted. Use first-touch attribution, a "
             "person property, or an experiment's variant with hoglab.by_variant(query, experiment).")
 

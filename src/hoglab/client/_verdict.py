@@ -1,0 +1,175 @@
+"""The reconciled verdict of an experiment's results: what :func:`hoglab.stats.recommend` needs, read from the
+experiment (its planned minimum detectable effect, days running, planned split) and from either kind of result.
+
+``results(...).summary()``, the picker, the report and ``hoglab demo`` all say the recommendation through here,
+so they agree.
+
+>>> planning_inputs({"parameters": {"minimum_detectable_effect": 10}, "start_date": "2025-01-01T00:00:00Z",
+...                  "end_date": "2025-01-31T00:00:00Z"})
+(0.1, 30.0)
+>>> planned_split({"parameters": {"feature_flag_variants": [{"key": "control", "rollout_percentage": 50},
+...                                                          {"key": "test", "rollout_percentage": 50}]}})
+{'control': 0.5, 'test': 0.5}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..stats import Count, Proportion, Recommendation, SampleMean
+    from ._metric_results import MetricExperimentResult
+    from ._results import ExperimentResult
+
+__all__ = ["DEFAULT_MDE", "legacy_recommendation", "metric_recommendation", "planned_split", "planning_inputs",
+           "variant_statistics"]  # fmt: skip
+
+DEFAULT_MDE = 0.05
+"""PostHog's default minimum detectable effect (5%), used when the experiment names none."""
+
+
+def _moment(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, str) and value:
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return None
+
+
+def planning_inputs(experiment: Mapping[str, Any] | None) -> tuple[float, float | None]:
+    """The relative MDE (``parameters.minimum_detectable_effect`` is in percent; 5% when unset) and the days
+    from ``start_date`` to ``end_date`` (or now), None before the start."""
+    experiment = experiment or {}
+    parameters = experiment.get("parameters") or {}
+    try:
+        mde = float(parameters.get("minimum_detectable_effect") or DEFAULT_MDE * 100) / 100
+    except (TypeError, ValueError):
+        mde = DEFAULT_MDE
+    if not mde > 0 or not math.isfinite(mde):
+        mde = DEFAULT_MDE
+    start = _moment(experiment.get("start_date"))
+    if start is None:
+        return mde, None
+    end = _moment(experiment.get("end_date")) or datetime.now(UTC)
+    return mde, max((end - start).total_seconds() / 86_400, 0.0)
+
+
+def planned_split(experiment: Mapping[str, Any] | None) -> dict[str, float]:
+    """Planned share of each variant (0–1), from the flag's variants, else the experiment's parameters."""
+    experiment = experiment or {}
+    flag = experiment.get("feature_flag") or {}
+    flag_filters = (flag.get("filters") if isinstance(flag, Mapping) else None) or {}
+    variants = (flag_filters.get("multivariate") or {}).get("variants") or []
+    if not variants:
+        variants = (experiment.get("parameters") or {}).get("feature_flag_variants") or []
+    return {
+        str(v["key"]): float(v.get("rollout_percentage") or 0) / 100
+        for v in variants
+        if isinstance(v, Mapping) and "key" in v
+    }
+
+
+def _split_for(statistics: Mapping[str, Any], experiment: Mapping[str, Any] | None) -> dict[str, float] | None:
+    planned = planned_split(experiment)
+    return planned if planned and set(planned) == set(statistics) and sum(planned.values()) > 0 else None
+
+
+def variant_statistics(result: ExperimentResult) -> tuple[dict[str, Proportion | Count], str]:
+    """Per-variant sufficient statistics of a legacy result, and the metric kind for ``compare``.
+
+    Funnels: ``Proportion(success + failure, success)``; trends: ``Count(count, absolute_exposure)``. A result
+    with a value per variant but no counts raises ``ValueError``.
+    """
+    from ..stats import Count, Proportion
+
+    if result.kind == "values":
+        raise ValueError(
+            "this experiment result has a value per variant but no counts (success_count/failure_count or "
+            "count/absolute_exposure), so there is no interval to compute"
+        )
+    frame = result.to_frame()
+    keys = [str(k) for k in frame["key"]]
+    if result.kind == "funnel":
+        success = frame["success_count"].to_numpy(dtype=float)
+        failure = frame["failure_count"].to_numpy(dtype=float)
+        return {k: Proportion(s + f, s) for k, s, f in zip(keys, success, failure, strict=True)}, "conversion"
+    counts = frame["count"].to_numpy(dtype=float)
+    exposures = frame["absolute_exposure"].to_numpy(dtype=float)
+    return {k: Count(c, e) for k, c, e in zip(keys, counts, exposures, strict=True)}, "count"
+
+
+def legacy_recommendation(result: ExperimentResult) -> Recommendation | None:
+    """The recommendation for a legacy result's counts, with its experiment's plan when the result carries
+    the experiment (as :meth:`~hoglab.client.Experiments.results` gives it); None without usable counts."""
+    from ..stats import StatsError, recommend
+
+    try:
+        statistics, kind = variant_statistics(result)
+    except (StatsError, ValueError):
+        return None
+    mde, days = planning_inputs(result.experiment)
+    try:
+        return recommend(statistics, metric=kind, mde=mde, days_running=days,  # type: ignore[arg-type]
+                         expected_split=_split_for(statistics, result.experiment), name=result.metric)  # fmt: skip
+    except (StatsError, ValueError):
+        return None
+
+
+def _arm_statistic(metric_type: str, arm: Mapping[str, Any]) -> Proportion | SampleMean | None:
+    from ..stats import Proportion, SampleMean
+
+    n = arm.get("number_of_samples")
+    total, squares = arm.get("sum"), arm.get("sum_squares")
+    if n is None or total is None:
+        return None
+    if metric_type == "funnel":
+        return Proportion(float(n), float(total))
+    return SampleMean(float(n), float(total), float(squares)) if squares is not None else None
+
+
+def metric_recommendation(result: MetricExperimentResult) -> Recommendation | None:
+    """The recommendation for a metric experiment's first primary metric (funnel and mean metrics; a ratio
+    metric goes through its sums as ``compare`` reads them); None when it has no usable answer."""
+    from ..stats import StatsError, recommend
+
+    answers = [a for a in result.metrics if a.role == "primary" and a.answer is not None] or [
+        a for a in result.metrics if a.answer is not None
+    ]
+    if not answers:
+        return None
+    answer = answers[0]
+    assert answer.answer is not None
+    baseline = answer.answer.get("baseline")
+    arms = [baseline, *(answer.answer.get("variant_results") or [])]
+    data: dict[str, Any] = {}
+    for arm in arms:
+        if not isinstance(arm, Mapping) or arm.get("key") is None:
+            return None
+        if answer.metric_type == "ratio":
+            data[str(arm["key"])] = {k: v for k, v in arm.items() if isinstance(v, int | float)}
+        else:
+            statistic = _arm_statistic(answer.metric_type, arm)
+            if statistic is None:
+                return None
+            data[str(arm["key"])] = statistic
+    mde, days = planning_inputs(result.experiment)
+    try:
+        return recommend(
+            data,
+            control=str(baseline["key"]) if isinstance(baseline, Mapping) else "control",
+            metric="ratio" if answer.metric_type == "ratio" else None,
+            mde=mde,
+            days_running=days,
+            higher_is_better=answer.metric.get("goal") != "decrease",
+            expected_split=_split_for(data, result.experiment),
+            name=answer.label,
+        )
+    except (StatsError, ValueError):
+        return None
