@@ -96,6 +96,29 @@ def test_retention_curve_draws_a_line_per_breakdown_value() -> None:
     assert ax.get_legend() is not None
 
 
+def test_retention_curve_names_the_people_without_the_value_and_keeps_the_others_colours() -> None:
+    none, a = _retention([[8, 4], [4]], ""), _retention([[4, 2], [2]], "control")
+    plain = plot_retention_curve(retention_frame(a))
+    ax = plot_retention_curve(retention_frame({"results": none["results"] + a["results"]}))
+    assert [line.get_label() for line in ax.get_lines()] == ["control", "(none)"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["control", "(none)"]
+    assert ax.get_lines()[0].get_color() == plain.get_lines()[0].get_color()
+    assert all(float(tick).is_integer() for tick in ax.get_xticks())  # periods are whole
+
+
+def test_a_warning_under_one_panel_is_wrapped_to_that_panel() -> None:
+    df = retention_frame(_retention())
+    df.attrs["warnings"] = ["returning events lack the breakdown's property " * 6]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4), layout="constrained")
+    plot_retention_curve(df, ax=left)
+    plot_retention_curve(retention_frame(_retention()), ax=right)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    note, left_box, right_box = (part.get_window_extent(renderer) for part in (left.texts[-1], left, right))
+    assert note.x1 <= left_box.x1 + 20  # the note stays under its own panel,
+    assert right_box.x0 - left_box.x1 < 120  # so the layout leaves no gap for it between the panels
+
+
 def test_lifecycle_stacks_active_statuses_and_hangs_dormant_below_zero(tmp_path: Path) -> None:
     days = [str(d.date()) for d in pd.date_range("2025-06-01", periods=5)]
     data = {"new": [3, 1, 0, 2, 1], "returning": [0, 2, 2, 1, 0], "resurrecting": [0, 0, 1, 0, 2],

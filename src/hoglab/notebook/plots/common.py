@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.ticker import PercentFormatter
 
 from ...errors import InvalidArgument, InvalidArgumentType
@@ -138,9 +139,15 @@ def show_warnings(ax: Axes, df: pd.DataFrame) -> None:
     notes = [str(w) for w in df.attrs.get("warnings") or []]
     if not notes:
         return
-    text = "\n".join(textwrap.fill(f"⚠ {note}", 110) for note in notes)
+    # Wrapped to the axes' own width (a small-font character is about half its size wide), so a warning under one
+    # panel of several does not widen that panel's column of the figure.
+    figure = ax.figure  # a SubFigure has no width of its own: matplotlib's default figure width then
+    inches = ax.get_position().width * (figure.get_figwidth() if isinstance(figure, Figure) else 6.4)
+    points = FontProperties(size="small").get_size_in_points()
+    width = max(40, int(inches * 72 / (0.5 * points)))
+    text = "\n".join(textwrap.fill(f"⚠ {note}", width) for note in notes)
     ax.text(0, -0.16, plain(text), transform=ax.transAxes, va="top", ha="left", fontsize="small",
-            color=WARNING_COLOUR, wrap=True)  # fmt: skip
+            color=WARNING_COLOUR)  # fmt: skip
 
 
 def plain(text: str) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
 from ...errors import InvalidArgument
 from .common import (
@@ -151,12 +152,15 @@ def plot_retention_curve(
         raise InvalidArgument(f"mean must be 'weighted' or 'simple', got {mean!r}", argument="mean")
     ax = new_axes(ax, figsize)
     groups: list[Any] = list(dict.fromkeys(frame["breakdown_value"])) if "breakdown_value" in frame else [None]
+    # People without the breakdown's value are a line of their own, named and drawn last, so the named values keep
+    # the colours they have in a frame without them.
+    groups.sort(key=lambda group: group is not None and not display_name(group))
     for i, group in enumerate(groups):
         colour = PALETTE[i % len(PALETTE)]
         counts = _retention_counts(frame, group)
         curve = _mean_curve(counts, mean)
-        ax.plot(curve.index.astype(int), curve.to_numpy(), marker="o", color=colour, lw=2,
-                label=plain(display_name(group)) if group is not None else "all cohorts")  # fmt: skip
+        label = "all cohorts" if group is None else plain(display_name(group)) or "(none)"
+        ax.plot(curve.index.astype(int), curve.to_numpy(), marker="o", color=colour, lw=2, label=label)
         if cohorts:
             for _, one in counts.groupby("cohort_date"):
                 size = one["count"].iloc[0]
@@ -166,6 +170,7 @@ def plot_retention_curve(
                             lw=0.8, alpha=0.3, label="_cohort")  # fmt: skip
     percent_axis(ax)
     ax.set_ylim(0, 1.05)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # periods are whole weeks (days, months)
     ax.set_xlabel(f"{_period_name(frame)}s after the cohort")
     ax.set_ylabel(f"{unit_of(df)} back (share of the cohort)")
     ax.set_title("Retention curve" if title is None else title)
