@@ -10,6 +10,7 @@ rendering of PostHog's definitions as the reference the tests and the benchmark 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import special
@@ -63,7 +64,9 @@ def funnel_verdict(variants: FunnelInput) -> PostHogFunnelVerdict:
     posterior = BetaPosterior.from_counts([v.success_count for v in arms], [v.failure_count for v in arms])
     probabilities = _posthog_probabilities(chance_to_be_best(posterior, Grid.for_posterior(posterior)))
 
-    code, loss = _funnel_significance(control, tests, probabilities, posterior)
+    code, loss = _funnel_significance(
+        control, tests, probabilities, lambda target, other: pairwise_loss(posterior, target=target, other=other)
+    )
     intervals = _intervals(posterior, arms)
     return PostHogFunnelVerdict(
         probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
@@ -79,8 +82,10 @@ def _funnel_significance(
     control: FunnelVariant,
     tests: tuple[FunnelVariant, ...],
     probabilities: list[float],
-    posterior: BetaPosterior,
+    expected_loss: Callable[[int, int], float],
 ) -> tuple[SignificanceCode, float]:
+    """PostHog's funnel decision order; ``expected_loss(target, other)`` is E[max(0, other − target)] of the
+    arms at those positions (control first), by quadrature here and by draws in :mod:`._posthog_mc`."""
     if any(v.total < FF_DISTRIBUTION_THRESHOLD for v in (*tests, control)):
         return SignificanceCode.NOT_ENOUGH_EXPOSURE, 1.0
     if _low_win_probability(probabilities):
@@ -88,10 +93,7 @@ def _funnel_significance(
     rates = [v.success_count / v.total for v in tests]
     best = int(np.argmax(rates)) + 1  # first maximum, like Python's max()
     control_rate = control.success_count / control.total
-    if rates[best - 1] > control_rate:
-        loss = pairwise_loss(posterior, target=best, other=0)
-    else:
-        loss = pairwise_loss(posterior, target=0, other=best)
+    loss = expected_loss(best, 0) if rates[best - 1] > control_rate else expected_loss(0, best)
     if loss >= EXPECTED_LOSS_SIGNIFICANCE_LEVEL:
         return SignificanceCode.HIGH_LOSS, loss
     return SignificanceCode.SIGNIFICANT, loss
@@ -123,16 +125,12 @@ def trend_verdict(variants: TrendInput) -> PostHogTrendVerdict:
     posterior = GammaPosterior(np.array([v.count + 1.0 for v in arms]), np.array([v.exposure for v in arms]))
     probabilities = _posthog_probabilities(chance_to_be_best(posterior))
     code, p_value = _trend_significance(control, tests, probabilities)
-    shape = np.array([v.count + 1.0 for v in arms])
-    scale = 1.0 / np.array([v.absolute_exposure for v in arms])
-    lo = special.gammaincinv(shape, 0.025) * scale
-    hi = special.gammaincinv(shape, 0.975) * scale
     return PostHogTrendVerdict(
         probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
         significant=code is SignificanceCode.SIGNIFICANT,
         significance_code=code,
         p_value=p_value,
-        credible_intervals={v.key: (float(a), float(b)) for v, a, b in zip(arms, lo, hi, strict=True)},
+        credible_intervals=_trend_intervals(arms),
         variants=arms,
     )
 
@@ -220,6 +218,15 @@ def _low_win_probability(probabilities: list[float]) -> bool:
         probabilities[0] < MIN_PROBABILITY_FOR_SIGNIFICANCE
         and sum(probabilities[1:]) < MIN_PROBABILITY_FOR_SIGNIFICANCE
     )
+
+
+def _trend_intervals(arms: tuple[TrendVariant, ...]) -> dict[str, tuple[float, float]]:
+    """95% credible intervals per exposed unit: Gamma(count + 1, scale = 1/absolute_exposure) quantiles."""
+    shape = np.array([v.count + 1.0 for v in arms])
+    scale = 1.0 / np.array([v.absolute_exposure for v in arms])
+    lo = special.gammaincinv(shape, 0.025) * scale
+    hi = special.gammaincinv(shape, 0.975) * scale
+    return {v.key: (float(a), float(b)) for v, a, b in zip(arms, lo, hi, strict=True)}
 
 
 def _intervals(posterior: BetaPosterior, arms: tuple[FunnelVariant, ...]) -> dict[str, tuple[float, float]]:
