@@ -64,16 +64,27 @@ def funnel_verdict(variants: FunnelInput) -> PostHogFunnelVerdict:
     posterior = BetaPosterior.from_counts([v.success_count for v in arms], [v.failure_count for v in arms])
     probabilities = _posthog_probabilities(chance_to_be_best(posterior, Grid.for_posterior(posterior)))
 
-    code, loss = _funnel_significance(
+    return _funnel_answer(
         control, tests, probabilities, lambda target, other: pairwise_loss(posterior, target=target, other=other)
     )
-    intervals = _intervals(posterior, arms)
+
+
+def _funnel_answer(
+    control: FunnelVariant,
+    tests: tuple[FunnelVariant, ...],
+    probabilities: list[float],
+    expected_loss: Callable[[int, int], float],
+) -> PostHogFunnelVerdict:
+    """The funnel verdict from the arms' probabilities (control first), whichever way they were computed: here and
+    in :mod:`._posthog_mc`."""
+    arms = (control, *tests)
+    code, loss = _funnel_significance(control, tests, probabilities, expected_loss)
     return PostHogFunnelVerdict(
         probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
         significant=code is SignificanceCode.SIGNIFICANT,
         significance_code=code,
         expected_loss=loss,
-        credible_intervals=intervals,
+        credible_intervals=_funnel_intervals(arms),
         variants=arms,
     )
 
@@ -123,7 +134,15 @@ def trend_verdict(variants: TrendInput) -> PostHogTrendVerdict:
     control, tests = _split(_trend_variants(variants))
     arms = (control, *tests)
     posterior = GammaPosterior(np.array([v.count + 1.0 for v in arms]), np.array([v.exposure for v in arms]))
-    probabilities = _posthog_probabilities(chance_to_be_best(posterior))
+    return _trend_answer(control, tests, _posthog_probabilities(chance_to_be_best(posterior)))
+
+
+def _trend_answer(
+    control: TrendVariant, tests: tuple[TrendVariant, ...], probabilities: list[float]
+) -> PostHogTrendVerdict:
+    """The trend verdict from the arms' probabilities (control first), whichever way they were computed: here and
+    in :mod:`._posthog_mc`."""
+    arms = (control, *tests)
     code, p_value = _trend_significance(control, tests, probabilities)
     return PostHogTrendVerdict(
         probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
@@ -229,7 +248,10 @@ def _trend_intervals(arms: tuple[TrendVariant, ...]) -> dict[str, tuple[float, f
     return {v.key: (float(a), float(b)) for v, a, b in zip(arms, lo, hi, strict=True)}
 
 
-def _intervals(posterior: BetaPosterior, arms: tuple[FunnelVariant, ...]) -> dict[str, tuple[float, float]]:
-    lo = special.betaincinv(posterior.alpha, posterior.beta, 0.025)
-    hi = special.betaincinv(posterior.alpha, posterior.beta, 0.975)
+def _funnel_intervals(arms: tuple[FunnelVariant, ...]) -> dict[str, tuple[float, float]]:
+    """95% credible intervals of the conversion rates: Beta(1 + successes, 1 + failures) quantiles."""
+    alpha = np.array([1.0 + v.success_count for v in arms])
+    beta = np.array([1.0 + v.failure_count for v in arms])
+    lo = special.betaincinv(alpha, beta, 0.025)
+    hi = special.betaincinv(alpha, beta, 0.975)
     return {v.key: (float(a), float(b)) for v, a, b in zip(arms, lo, hi, strict=True)}

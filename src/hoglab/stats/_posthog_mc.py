@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._posteriors import BetaPosterior
-from ._posthog import _funnel_significance, _intervals, _posthog_probabilities, _trend_intervals, _trend_significance
+from ._posthog import _funnel_answer, _posthog_probabilities, _trend_answer
 from ._posthog_types import (
     FunnelInput,
     FunnelVariant,
     PostHogFunnelVerdict,
     PostHogTrendVerdict,
-    SignificanceCode,
     TrendInput,
     TrendVariant,
     _funnel_variants,
@@ -67,15 +65,7 @@ def posthog_monte_carlo_funnel(
         target_draws = rng.beta(a[target], b[target], simulations)
         return float(np.maximum(0.0, other_draws - target_draws).mean())
 
-    code, loss = _funnel_significance(control, tests, probabilities, expected_loss)
-    return PostHogFunnelVerdict(
-        probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
-        significant=code is SignificanceCode.SIGNIFICANT,
-        significance_code=code,
-        expected_loss=loss,
-        credible_intervals=_intervals(BetaPosterior(a, b), arms),
-        variants=arms,
-    )
+    return _funnel_answer(control, tests, probabilities, expected_loss)
 
 
 def posthog_monte_carlo_trend(
@@ -99,12 +89,4 @@ def posthog_monte_carlo_trend(
         return draw.gamma(shape[:, None], scale[:, None], size=(len(arms), n))
 
     probabilities = _posthog_probabilities(_win_probabilities(rng, sample, len(arms), simulations))
-    code, p_value = _trend_significance(control, tests, probabilities)
-    return PostHogTrendVerdict(
-        probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
-        significant=code is SignificanceCode.SIGNIFICANT,
-        significance_code=code,
-        p_value=p_value,
-        credible_intervals=_trend_intervals(arms),
-        variants=arms,
-    )
+    return _trend_answer(control, tests, probabilities)
