@@ -18,16 +18,12 @@ import threading
 import time
 
 import httpx
+from bench_fairness import percentile, two_projects  # (this script runs from bench/)
 
 SCALAR = ("select (select count() from numbers(10000000) where sipHash64(number) % 7 = 3) as c, number "
           "from numbers(3)")  # fmt: skip
 HEAVY = "select count() as c from numbers(10000000) where sipHash64(number + {i}) % 7 = 3"
 SMALL = "select 1"
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _post(http: httpx.Client, project: int, sql: str, endpoint: str) -> float:
@@ -48,12 +44,7 @@ def main() -> None:
 
     data_dir = tempfile.mkdtemp(prefix="hoglab-arrow-")
     with start_local_service(data_dir, config_overrides={"rate_limits_enabled": False}) as service:
-        store = service.state.store
-        user = store.users.default()
-        projects = [store.projects.create(name) for name in ("A", "B")]
-        keys = [store.keys.create(user.id, ["*"], [p.id])[1] for p in projects]
-        a, b = (p.id for p in projects)
-        headers = [{"Authorization": f"Bearer {k}"} for k in keys]
+        a, b, headers = two_projects(service)
         with httpx.Client(base_url=service.url, headers=headers[0], timeout=900) as http:
             _post(http, a, SCALAR, ""), _post(http, a, SCALAR, "arrow/")  # warm-up
             scalar = {endpoint: [_post(http, a, SCALAR, endpoint) for _ in range(args.runs)]
@@ -89,8 +80,8 @@ def main() -> None:
     for endpoint, label in (("", "/query/"), ("arrow/", "/query/arrow/")):
         times = flood[endpoint]
         print(f"  through {label:<15} p50 {statistics.median(times) * 1000:7.1f} ms, "
-              f"p99 {_percentile(times, 0.99) * 1000:7.1f} ms")  # fmt: skip
-    ratio = _percentile(flood["arrow/"], 0.99) / _percentile(flood[""], 0.99)
+              f"p99 {percentile(times, 0.99) * 1000:7.1f} ms")  # fmt: skip
+    ratio = percentile(flood["arrow/"], 0.99) / percentile(flood[""], 0.99)
     print(f"  ratio Arrow / query, p99: {ratio:.2f}x")
 
 

@@ -32,11 +32,7 @@ from pathlib import Path
 
 import httpx
 import orjson
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+from bench_fairness import percentile  # (this script runs from bench/)
 
 
 class Served:
@@ -167,9 +163,9 @@ def main() -> None:
         base = statistics.median(alone)
         for label, values in (("alone", alone), ("while A sends", loaded)):
             ratios = "" if values is alone else (
-                f"   p50 {statistics.median(values) / base:.1f}x, p95 {_percentile(values, 0.95) / base:.1f}x, "
+                f"   p50 {statistics.median(values) / base:.1f}x, p95 {percentile(values, 0.95) / base:.1f}x, "
                 f"max {max(values) / base:.1f}x   {total / seconds:,.0f}")  # fmt: skip
-            p50, p95 = statistics.median(values) * 1000, _percentile(values, 0.95) * 1000
+            p50, p95 = statistics.median(values) * 1000, percentile(values, 0.95) * 1000
             print(f"{slice_events:>10} {label:<15}{p50:>8.1f}ms{p95:>8.1f}ms{max(values) * 1000:>8.1f}ms"
                   f"{len(values):>6}{ratios}")  # fmt: skip
 

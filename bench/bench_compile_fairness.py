@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 import httpx
+from bench_fairness import percentile, two_projects  # (this script runs from bench/)
 
 
 def attack_text(nonce: int) -> str:
@@ -36,11 +37,6 @@ def attack_text(nonce: int) -> str:
 
 
 SMALL = "select 1"
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _post(http: httpx.Client, project: int, sql: str) -> httpx.Response:
@@ -65,12 +61,7 @@ def run_once(small: int, attackers: int) -> dict[str, Any]:
 
     data_dir = tempfile.mkdtemp(prefix="hoglab-compile-")
     with start_local_service(data_dir, config_overrides={"rate_limits_enabled": False}) as service:
-        store = service.state.store
-        user = store.users.default()
-        projects = [store.projects.create(name) for name in ("A", "B")]
-        keys = [store.keys.create(user.id, ["*"], [p.id])[1] for p in projects]
-        a, b = (p.id for p in projects)
-        headers = [{"Authorization": f"Bearer {k}"} for k in keys]
+        a, b, headers = two_projects(service)
         with httpx.Client(base_url=service.url, headers=headers[1], timeout=900) as bystander:
             _time_small(bystander, b, 3)  # warm-up: compile, sessions
             idle = _time_small(bystander, b, small)
@@ -122,13 +113,13 @@ def main() -> None:
     for mode, r in results.items():
         seconds = [t for t, _, _ in r["attacks"]]
         status, text = r["attacks"][0][1], r["attacks"][0][2]
-        print(f"{mode:<8}{statistics.median(r['idle']) * 1000:>11.1f}ms{_percentile(r['idle'], 0.99) * 1000:>11.1f}ms"
-              f"{statistics.median(r['loaded']) * 1000:>12.1f}ms{_percentile(r['loaded'], 0.99) * 1000:>12.1f}ms"
+        print(f"{mode:<8}{statistics.median(r['idle']) * 1000:>11.1f}ms{percentile(r['idle'], 0.99) * 1000:>11.1f}ms"
+              f"{statistics.median(r['loaded']) * 1000:>12.1f}ms{percentile(r['loaded'], 0.99) * 1000:>12.1f}ms"
               f"{statistics.median(seconds):>15.1f}s  {status} {text[:70]}")  # fmt: skip
     before, after = results["before"]["loaded"], results["after"]["loaded"]
     print(
         f"ratio before/after, B loaded: p50 {statistics.median(before) / statistics.median(after):.1f}x, "
-        f"p99 {_percentile(before, 0.99) / _percentile(after, 0.99):.1f}x"
+        f"p99 {percentile(before, 0.99) / percentile(after, 0.99):.1f}x"
     )
 
 

@@ -23,7 +23,6 @@ HTTP side also computes the statistics and the verdict).
 from __future__ import annotations
 
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -33,7 +32,12 @@ from typing import Any
 
 import httpx
 import orjson
-from bench_insights import events_of, generate, timed  # the same data (this script runs from bench/)
+from bench_insights import (  # the same data (this script runs from bench/)
+    events_of,
+    generate,
+    query_asker,
+    time_against_hand,
+)
 from bench_query import bench_arguments, bench_service
 
 FLAG = "new-checkout"
@@ -128,32 +132,18 @@ def main() -> None:
 
         print("\n| metric | by hand ms | end to end ms | ratio | endpoint's execute ms |")
         print("|---|---:|---:|---:|---:|")
+        ask = query_asker(client, team)
         for name, metric in METRICS.items():
-            held: dict[str, Any] = {}
+            query = {"kind": "ExperimentQuery", "experiment_id": experiment.id, "metric": metric}
             sql = hand_sql(name, team, since, until)
-            body = {"query": {"kind": "ExperimentQuery", "experiment_id": experiment.id, "metric": metric},
-                    "refresh": "force_blocking"}  # fmt: skip
 
-            def http(body: dict[str, Any] = body, held: dict[str, Any] = held) -> None:
-                response = client.post(f"/api/projects/{team}/query/", json=body)
-                response.raise_for_status()
-                held["answer"] = response.json()
+            def raw(sql: str = sql) -> Any:
+                return orjson.loads(engine.execute_json(sql, settings={"join_use_nulls": 1}).data)
 
-            def raw(sql: str = sql, held: dict[str, Any] = held) -> None:
-                held["rows"] = orjson.loads(engine.execute_json(sql, settings={"join_use_nulls": 1}).data)
+            def check(answer: dict[str, Any], rows: Any, name: str = name) -> None:
+                same(answer, rows, name)
 
-            http()
-            raw()
-            same(held["answer"], held["rows"], name)
-            raw_ms, http_ms, execute_ms = [], [], []
-            for _ in range(args.runs):
-                raw_ms.append(timed(raw))
-                http_ms.append(timed(http))
-                execute_ms.append(sum(t["t"] for t in held["answer"]["timings"] if t["k"] == "./execute") * 1000)
-            same(held["answer"], held["rows"], name)
-            r, h = statistics.median(raw_ms), statistics.median(http_ms)
-            print(f"| {name} | {r:.0f} ({min(raw_ms):.0f}-{max(raw_ms):.0f}) | {h:.0f} ({min(http_ms):.0f}-"
-                  f"{max(http_ms):.0f}) | **{h / r:.2f}x** | {statistics.median(execute_ms):.0f} |")  # fmt: skip
+            time_against_hand(name, ask, query, raw, check, args.runs, None)
         client.close()
     finally:
         service.stop()

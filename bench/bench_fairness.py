@@ -29,9 +29,22 @@ HEAVY = "select count() from numbers(10000000) where sipHash64(number + {i}) % 7
 SMALL = "select 1"
 
 
-def _percentile(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values``, the nearest rank (no interpolation). Also used by the other fairness
+    benches and bench_arrow.py."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def two_projects(service: Any) -> tuple[int, int, list[dict[str, str]]]:
+    """Projects A (the heavy one) and B (the bystander) on ``service``, each with a key of its own: ``(a, b,
+    [A's auth headers, B's])``."""
+    store = service.state.store
+    user = store.users.default()
+    projects = [store.projects.create(name) for name in ("A", "B")]
+    keys = [store.keys.create(user.id, ["*"], [p.id])[1] for p in projects]
+    a, b = (p.id for p in projects)
+    return a, b, [{"Authorization": f"Bearer {k}"} for k in keys]
 
 
 def _time_small(http: httpx.Client, project: int, n: int) -> list[float]:
@@ -52,20 +65,15 @@ def run_once(small: int, heavy: int) -> dict[str, Any]:
     data_dir = tempfile.mkdtemp(prefix="hoglab-fairness-")
     overrides = {"rate_limits_enabled": False, "max_execution_time": 600}
     with start_local_service(data_dir, config_overrides=overrides) as service:
-        store = service.state.store
-        user = store.users.default()
-        projects = [store.projects.create(name) for name in ("A", "B")]
-        keys = [store.keys.create(user.id, ["*"], [p.id])[1] for p in projects]
-        a, b = (p.id for p in projects)
-        clients = [httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {k}"}, timeout=900)
-                   for k in keys]  # fmt: skip
+        a, b, headers = two_projects(service)
+        clients = [httpx.Client(base_url=service.url, headers=h, timeout=900) for h in headers]
         _time_small(clients[1], b, 3)  # warm-up: compile, sessions
         idle = _time_small(clients[1], b, small)
         stop = threading.Event()
         heavy_times: list[float] = []
 
         def keep_busy(i: int) -> None:
-            with httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=900) as h:
+            with httpx.Client(base_url=service.url, headers=headers[0], timeout=900) as h:
                 n = 0
                 while not stop.is_set():
                     start = time.perf_counter()
@@ -107,12 +115,12 @@ def main() -> None:
     print(f"{'fair share':<12}{'B alone p50':>14}{'B alone p99':>14}{'B loaded p50':>15}{'B loaded p99':>15}"
           f"{'A heavy p50':>14}")  # fmt: skip
     for mode, r in results.items():
-        print(f"{mode:<12}{statistics.median(r['idle']) * 1000:>12.1f}ms{_percentile(r['idle'], 0.99) * 1000:>12.1f}ms"
-              f"{statistics.median(r['loaded']) * 1000:>13.1f}ms{_percentile(r['loaded'], 0.99) * 1000:>13.1f}ms"
+        print(f"{mode:<12}{statistics.median(r['idle']) * 1000:>12.1f}ms{percentile(r['idle'], 0.99) * 1000:>12.1f}ms"
+              f"{statistics.median(r['loaded']) * 1000:>13.1f}ms{percentile(r['loaded'], 0.99) * 1000:>13.1f}ms"
               f"{statistics.median(r['heavy']):>13.1f}s")  # fmt: skip
     off, on = results["off"]["loaded"], results["on"]["loaded"]
     print(f"ratio before/after, B loaded: p50 {statistics.median(off) / statistics.median(on):.1f}x, "
-          f"p99 {_percentile(off, 0.99) / _percentile(on, 0.99):.1f}x")
+          f"p99 {percentile(off, 0.99) / percentile(on, 0.99):.1f}x")
 
 
 if __name__ == "__main__":

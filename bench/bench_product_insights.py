@@ -29,7 +29,12 @@ from typing import Any
 
 import httpx
 import orjson
-from bench_insights import events_of, generate, time_against_hand  # the same data set (this script runs from bench/)
+from bench_insights import (  # the same data set (this script runs from bench/)
+    events_of,
+    generate,
+    query_asker,
+    time_against_hand,
+)
 from bench_query import bench_arguments, bench_service
 
 from hoglab.server.engine.ddl import DATABASE
@@ -168,13 +173,7 @@ def main() -> None:
         generate(engine, team, other, args.events, datetime.now(UTC).replace(minute=0, second=0, microsecond=0))
         print(f"{args.events:,} events generated in {time.perf_counter() - start:.1f} s\n")
         client = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"}, timeout=600)
-
-        def ask(query: dict[str, Any]) -> dict[str, Any]:
-            response = client.post(f"/api/projects/{team}/query/", json={"query": query, "refresh": "force_blocking"})
-            response.raise_for_status()
-            answer: dict[str, Any] = response.json()
-            return answer
-
+        ask = query_asker(client, team)
         questions: list[tuple[str, dict[str, Any], Callable[[dict[str, Any]], str], Any]] = [
             ("retention: 8 daily cohorts", RETENTION, lambda a: hand_retention(team, a["resolved_date_range"]),
              check_retention),

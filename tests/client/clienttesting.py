@@ -1,12 +1,18 @@
-"""Helpers of the client tests: a scripted REMOTE PostHog (for httpx.MockTransport) and a fake clock."""
+"""Helpers of the client tests: a scripted REMOTE PostHog (for httpx.MockTransport), a fake clock, and projects
+with known events on the session's real service (``batch_client``, ``loaded_project``)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+from hoglab.client import Client
+from hoglab.server.ingest import load_file
 
 HOST = "https://eu.posthog.example"
 KEY = "phx_SECRET_key_never_shown_0123456789"
@@ -85,3 +91,30 @@ def hogql_answer(rows: list[list[Any]], types: list[tuple[str, str]], **extra: A
         "timezone": "UTC",
         **extra,
     }
+
+
+@contextmanager
+def batch_client(
+    service: Any, name: str, batch: list[dict[str, Any]], scopes: Sequence[str] = ("query:read",)
+) -> Iterator[Client]:
+    """A client of a new project on the session's ``service`` whose events were captured through ``/batch/``, as
+    an SDK sends them, with a key of ``scopes`` on that project."""
+    store = service.state.store
+    project = store.projects.create(name)
+    key = store.keys.create(store.users.default().id, list(scopes), [project.id])[1]
+    answer = httpx.post(f"{service.url}/batch/", json={"api_key": project.api_token, "batch": batch})
+    assert answer.status_code == 200, answer.text
+    with Client(service.url, key, project.id, progress=False) as client:
+        yield client
+
+
+def loaded_project(service: Any, name: str, lines: list[dict[str, Any]], folder: Path) -> tuple[int, str]:
+    """A new project on the session's ``service`` holding the events ``lines`` (loaded from a JSON-lines file
+    written in ``folder``, loaded straight into the engine) and a key for everything in it: ``(project id, key)``."""
+    store = service.state.store
+    record = store.projects.create(name)
+    _, key = store.keys.create(store.users.default().id, ["*"], [record.id], label=name)
+    path = folder / "events.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    load_file(service.state.engine, record.id, path)
+    return record.id, key

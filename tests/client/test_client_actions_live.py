@@ -12,6 +12,7 @@ import httpx
 import matplotlib
 import pandas as pd
 import pytest
+from clienttesting import batch_client
 
 import hoglab
 from hoglab.client import Client
@@ -40,15 +41,11 @@ def _events() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def captured(hoglab_service: Any) -> Iterator[tuple[Client, pd.DataFrame]]:
-    store = hoglab_service.state.store
-    project = store.projects.create("client actions")
-    key = store.keys.create(store.users.default().id, ["*"], [project.id])[1]
     events = _events()
     batch = [{"event": r.event, "distinct_id": r.distinct_id, "timestamp": r.timestamp.isoformat(),
               "properties": {k: v for k, v in (("$current_url", r.url), ("plan", r.plan)) if pd.notna(v)}}
              for r in events.itertuples()]  # fmt: skip
-    assert httpx.post(f"{hoglab_service.url}/batch/", json={"api_key": project.api_token, "batch": batch}).is_success
-    with Client(hoglab_service.url, key, project.id, progress=False) as client:
+    with batch_client(hoglab_service, "client actions", batch, scopes=["*"]) as client:
         client.actions.create("Viewed pricing", event="$pageview", url="/pricing")
         client.actions.create("Signed up pro", event="signed_up", where={"plan": "pro"}, description="paid plan")
         yield client, events

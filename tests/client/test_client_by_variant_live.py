@@ -9,18 +9,16 @@ before an exposure never do). A tenth of the persons are never exposed.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from clienttesting import loaded_project
 
 import hoglab
 from hoglab.client import Client
-from hoglab.server.ingest import load_file
 
 pytestmark = pytest.mark.xdist_group("client_live")
 
@@ -31,9 +29,6 @@ DAYS = 14  # cohorts: the first 14 days
 
 @pytest.fixture(scope="module")
 def setup(hoglab_service: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    store = hoglab_service.state.store
-    record = store.projects.create("by variant")
-    _, key = store.keys.create(store.users.default().id, ["*"], [record.id], label="by variant")
     rng = np.random.default_rng(2026)
     lines, rows = [], []
     for k in range(400):
@@ -57,10 +52,8 @@ def setup(hoglab_service: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
         if exposed and len(views) > 2:
             lines.append({"event": "purchase", "distinct_id": did,
                           "timestamp": (views[2][0] + timedelta(minutes=1)).isoformat(), "properties": {}})  # fmt: skip
-    path = Path(tmp_path_factory.mktemp("by-variant")) / "events.jsonl"
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    load_file(hoglab_service.state.engine, record.id, path)
-    client = Client(hoglab_service.url, key, record.id, progress=False)
+    project, key = loaded_project(hoglab_service, "by variant", lines, tmp_path_factory.mktemp("by-variant"))
+    client = Client(hoglab_service.url, key, project, progress=False)
     made = client.experiments.create("split", FLAG, start=START, end=START + timedelta(days=40))
     yield {"client": client, "id": made.id, "views": pd.DataFrame(rows), "lines": lines}
     client.close()

@@ -8,19 +8,17 @@ asynchronous and submitted; each answer has its frame.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from clienttesting import loaded_project
 
 import hoglab
 from hoglab.client import Client
 from hoglab.schema import ExperimentQuery, ExperimentQueryResponse
-from hoglab.server.ingest import load_file
 
 START = datetime(2025, 3, 3, 9, tzinfo=UTC)
 FLAG = "client-query-flag"
@@ -30,9 +28,6 @@ FLAG = "client-query-flag"
 def experiment(hoglab_service: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A project with 200 exposed persons (browser on the exposure, purchases before and after) and an
     experiment over them; the client and the events."""
-    store = hoglab_service.state.store
-    record = store.projects.create("client experiment queries")
-    _, key = store.keys.create(store.users.default().id, ["*"], [record.id], label="client experiment queries")
     rng = np.random.default_rng(5)
     lines, truth = [], []
     for k in range(200):
@@ -50,10 +45,9 @@ def experiment(hoglab_service: Any, tmp_path_factory: pytest.TempPathFactory) ->
             at = (seen + timedelta(hours=1)).isoformat()
             lines.append({"event": "purchase", "distinct_id": f"u{k}", "timestamp": at, "properties": {"amount": 10}})
         truth.append({"variant": variant, "browser": browser, "pre": 10.0 * pre, "post": 10.0 * post})
-    path = Path(tmp_path_factory.mktemp("client-queries")) / "events.jsonl"
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    load_file(hoglab_service.state.engine, record.id, path)
-    client = Client(hoglab_service.url, key, record.id, progress=False)
+    folder = tmp_path_factory.mktemp("client-queries")
+    project, key = loaded_project(hoglab_service, "client experiment queries", lines, folder)
+    client = Client(hoglab_service.url, key, project, progress=False)
     made = client.experiments.create("client queries", FLAG, start=START, end=START + timedelta(days=5),
                                      stats_config=hoglab.stats_config("frequentist", cuped=7))  # fmt: skip
     yield {"client": client, "id": made.id, "truth": pd.DataFrame(truth)}

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pandas as pd
 import pytest
+from clienttesting import batch_client
 
 import hoglab
 from hoglab.client import Client
@@ -33,12 +33,7 @@ def _batch() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def client(hoglab_service: Any) -> Iterator[Client]:
-    store = hoglab_service.state.store
-    project = store.projects.create("client hints")
-    key = store.keys.create(store.users.default().id, ["query:read", "experiment:read"], [project.id])[1]
-    answer = httpx.post(f"{hoglab_service.url}/batch/", json={"api_key": project.api_token, "batch": _batch()})
-    assert answer.status_code == 200, answer.text
-    with Client(hoglab_service.url, key, project.id, progress=False) as opened:
+    with batch_client(hoglab_service, "client hints", _batch(), scopes=["query:read", "experiment:read"]) as opened:
         yield opened
 
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pandas as pd
 import pytest
+from clienttesting import batch_client
 
 import hoglab
 from hoglab.client import Client
@@ -41,18 +41,13 @@ def _events() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def captured(hoglab_service: Any) -> Iterator[tuple[Client, pd.DataFrame]]:
-    store = hoglab_service.state.store
-    project = store.projects.create("client insights")
-    key = store.keys.create(store.users.default().id, ["query:read"], [project.id])[1]
     events = _events()
     batch = [
         {"event": r.event, "distinct_id": r.distinct_id, "timestamp": r.timestamp.isoformat(),
          "properties": {"$browser": r.browser}}
         for r in events.itertuples()
     ]  # fmt: skip
-    answer = httpx.post(f"{hoglab_service.url}/batch/", json={"api_key": project.api_token, "batch": batch})
-    assert answer.status_code == 200, answer.text
-    with Client(hoglab_service.url, key, project.id, progress=False) as client:
+    with batch_client(hoglab_service, "client insights", batch) as client:
         yield client, events
 
 

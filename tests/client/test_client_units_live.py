@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
 import pandas as pd
 import pytest
+from clienttesting import loaded_project
 
 import hoglab
 from hoglab.client import Client
-from hoglab.server.ingest import load_file
 
 pytestmark = pytest.mark.xdist_group("client_live")
 
@@ -39,9 +38,6 @@ PER_CART = hoglab.ratio_metric(hoglab.series("purchase", math="sum", math_proper
 
 @pytest.fixture(scope="module")
 def experiment(hoglab_service: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    store = hoglab_service.state.store
-    record = store.projects.create("client units")
-    _, key = store.keys.create(store.users.default().id, ["*"], [record.id], label="client units")
     rng = np.random.default_rng(26)
     lines, truth = [], []
     for k in range(240):
@@ -70,15 +66,13 @@ def experiment(hoglab_service: Any, tmp_path_factory: pytest.TempPathFactory) ->
             truth.append({"entity": did, "variant": variant, "first": seen, "spend": 10.0 * post, "carts": carts,
                           "bought": int(carts > 0 and post > 0), "plan": props["$set"]["plan"],
                           "seats": props["$set"]["seats"]})  # fmt: skip
-    path = Path(tmp_path_factory.mktemp("client-units")) / "events.jsonl"
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    load_file(hoglab_service.state.engine, record.id, path)
-    client = Client(hoglab_service.url, key, record.id, progress=False)
+    project, key = loaded_project(hoglab_service, "client units", lines, tmp_path_factory.mktemp("client-units"))
+    client = Client(hoglab_service.url, key, project, progress=False)
     made = client.experiments.create("units", FLAG, start=START, end=START + timedelta(days=6),
                                      metrics=[SPEND, BOUGHT], metrics_secondary=[PER_CART],
                                      stats_config=hoglab.stats_config("frequentist"))  # fmt: skip
     yield {"client": client, "id": made.id, "truth": pd.DataFrame(truth), "url": hoglab_service.url, "key": key,
-           "project": record.id}  # fmt: skip
+           "project": project}  # fmt: skip
     client.close()
 
 

@@ -1,12 +1,15 @@
 """Helpers of the notebook tests: known events (with names that would break SQL if pasted into it) and the
-same events as pandas frames, from which every expected number is computed."""
+same events as pandas frames, from which every expected number is computed; a transport that scripts some of
+PostHog Cloud's answers and sends the rest to the real service (``PartlyRemote``, ``project_client``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pandas as pd
 
 from hoglab.client import Client
@@ -84,3 +87,29 @@ def drawn_on_the_edge(png: bytes, border: int = 2) -> int:
     edges = np.concatenate([pixels[:border].reshape(-1, 4), pixels[-border:].reshape(-1, 4),
                             pixels[:, :border].reshape(-1, 4), pixels[:, -border:].reshape(-1, 4)])  # fmt: skip
     return int(((edges[:, :3] < 0.98).any(axis=1) & (edges[:, 3] > 0)).sum())
+
+
+class PartlyRemote(httpx.BaseTransport):
+    """Answers the requests ``remote_answer`` scripts as a REMOTE PostHog Cloud would (the one thing mocked); every
+    other request goes to the session's real hoglab service."""
+
+    def __init__(self) -> None:
+        self.real = httpx.HTTPTransport()
+
+    def remote_answer(self, request: httpx.Request) -> httpx.Response | None:
+        """The scripted answer to ``request``, or None to send it to the real service."""
+        raise NotImplementedError
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        answer = self.remote_answer(request)
+        return answer if answer is not None else self.real.handle_request(request)
+
+    def close(self) -> None:
+        self.real.close()
+
+
+def project_client(make_project: Callable[..., Any], transport: httpx.BaseTransport) -> Client:
+    """A client of a fresh project on the real service, through ``transport`` (no retries, no progress bars)."""
+    project = make_project()
+    return Client(str(project.http.base_url).rstrip("/"), project.key, project.id, transport=transport, max_retries=0,
+                  progress=False)  # fmt: skip

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..errors import InvalidArgument, InvalidArgumentType
-from ..queries._args import model_errors, where_filters
+from ..queries._args import call_errors, model_errors, where_filters
 from ..schema import Action, ActionStepJSON, ActionWrite
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class Actions:
             steps = [one]
         elif event is not None or url is not None or where is not None:
             raise InvalidArgument("create: give steps, or event/url/where for one step, not both.", argument="steps")
-        with model_errors("create", rename=lambda path: path.split(".")[0] or "create"):
+        with call_errors("create"):
             body = ActionWrite(name=name, steps=[_step(s) for s in steps], description=description,
                                tags=list(tags) if tags is not None else None)  # fmt: skip
         payload = body.model_dump(mode="json", exclude_unset=True, exclude_none=True)
@@ -172,7 +172,7 @@ class Actions:
             raise InvalidArgument(f"update: {unknown[0]!r} is not a field of an action.", argument=unknown[0])
         if fields.get("steps") is not None:
             fields["steps"] = [_step(s) for s in fields["steps"]]
-        with model_errors("update", rename=lambda path: path.split(".")[0] or "update"):
+        with call_errors("update"):
             body = ActionWrite(**fields)
         payload = body.model_dump(mode="json", exclude_unset=True)
         response = self._client.request("PATCH", self._path(f"{self._id(action)}/"), json=payload)

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+import pydantic
 
 from ..errors import InvalidArgument, InvalidArgumentType
-from ..queries._args import model_errors
+from ..queries._args import call_errors
 from ..schema import (
     ExperimentHoldout,
     ExperimentHoldoutCreate,
@@ -61,6 +62,16 @@ def _metric_json(metric: Any) -> dict[str, Any]:
         return dict(metric)
     raise InvalidArgumentType("metric: expected hoglab.mean_metric(...) and the like, or a metric dict.",
                               argument="metric")  # fmt: skip
+
+
+def _patch(client: Client, path: str, update: type[pydantic.BaseModel], fields: dict[str, Any]) -> Any:
+    """PATCH the ``fields`` given, checked by the ``update`` model first (a mistake is an InvalidArgument before
+    any request; only the fields named are sent), and return the answer's JSON."""
+    if not fields:
+        raise InvalidArgument("update: name at least one field to change.", argument="fields")
+    with call_errors("update"):
+        body = update(**fields)
+    return client.request("PATCH", path, json=body.model_dump(mode="json", exclude_unset=True)).json()
 
 
 def saved_metric_links(saved_metrics: Sequence[Any] | None) -> list[dict[str, Any]] | None:
@@ -138,7 +149,7 @@ class Holdouts:
             raise InvalidArgument("create: give exclusion_percentage or filters (one of them).",
                                   argument="exclusion_percentage")  # fmt: skip
         groups = [dict(f) for f in filters] if filters is not None else holdout_filters(exclusion_percentage or 0)
-        with model_errors("create", rename=lambda path: path.split(".")[0] or "create"):
+        with call_errors("create"):
             body = ExperimentHoldoutCreate(name=name, description=description, filters=groups)
         response = self._client.request("POST", self._path(), json=body.to_json_dict())
         return ExperimentHoldout.model_validate(response.json())
@@ -148,13 +159,8 @@ class Holdouts:
         experiments follow)."""
         if exclusion_percentage is not None:
             fields["filters"] = holdout_filters(exclusion_percentage)
-        if not fields:
-            raise InvalidArgument("update: name at least one field to change.", argument="fields")
-        with model_errors("update", rename=lambda path: path.split(".")[0] or "update"):
-            body = ExperimentHoldoutUpdate(**fields)
-        payload = body.model_dump(mode="json", exclude_unset=True)
-        response = self._client.request("PATCH", self._path(f"{int(holdout_id)}/"), json=payload)
-        return ExperimentHoldout.model_validate(response.json())
+        answer = _patch(self._client, self._path(f"{int(holdout_id)}/"), ExperimentHoldoutUpdate, fields)
+        return ExperimentHoldout.model_validate(answer)
 
     def delete(self, holdout_id: int) -> None:
         """Delete: its experiments no longer hold anyone out."""
@@ -195,7 +201,7 @@ class SavedMetrics:
     ) -> ExperimentSavedMetric:
         """Save ``metric`` (:func:`hoglab.mean_metric` and the like, or a metric dict) under ``name``, unique in
         the project; the server gives its query a fresh ``uuid``."""
-        with model_errors("create", rename=lambda path: path.split(".")[0] or "create"):
+        with call_errors("create"):
             body = ExperimentSavedMetricCreate(name=name, query=_metric_json(metric), description=description,
                                                tags=list(tags) if tags is not None else None)  # fmt: skip
         response = self._client.request("POST", self._path(), json=body.to_json_dict())
@@ -206,13 +212,8 @@ class SavedMetrics:
         if metric is not None:
             # The saved metric keeps its query's uuid (changing it is refused); a builder's own uuid is left out.
             fields["query"] = {k: v for k, v in _metric_json(metric).items() if k != "uuid"}
-        if not fields:
-            raise InvalidArgument("update: name at least one field to change.", argument="fields")
-        with model_errors("update", rename=lambda path: path.split(".")[0] or "update"):
-            body = ExperimentSavedMetricUpdate(**fields)
-        payload = body.model_dump(mode="json", exclude_unset=True)
-        response = self._client.request("PATCH", self._path(f"{int(saved_metric_id)}/"), json=payload)
-        return ExperimentSavedMetric.model_validate(response.json())
+        answer = _patch(self._client, self._path(f"{int(saved_metric_id)}/"), ExperimentSavedMetricUpdate, fields)
+        return ExperimentSavedMetric.model_validate(answer)
 
     def delete(self, saved_metric_id: int) -> None:
         """Delete: every experiment that used it no longer does."""

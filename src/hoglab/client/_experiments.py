@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import APIError, InvalidArgument, InvalidArgumentType
-from ..queries._args import model_errors
+from ..queries._args import call_errors
 from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentHoldout, ExperimentUpdate
 from ._actions import resolve_action_names
 from ._errors import json_or_none
@@ -240,7 +240,7 @@ class Experiments:
             params["feature_flag_variants"] = _variants(variants)
         if minimum_detectable_effect is not None:
             params["minimum_detectable_effect"] = minimum_detectable_effect
-        with model_errors("create", rename=lambda path: path.split(".")[0] or "create"):
+        with call_errors("create"):
             body = ExperimentCreate(
                 name=name,
                 feature_flag_key=feature_flag_key,
@@ -264,7 +264,7 @@ class Experiments:
         field is an :class:`~hoglab.InvalidArgument`."""
         if not fields:
             raise InvalidArgument("update: name at least one field to change.", argument="fields")
-        with model_errors("update", rename=lambda path: path.split(".")[0] or "update"):
+        with call_errors("update"):
             body = ExperimentUpdate(**fields)
         payload = resolve_action_names(self._client, body.model_dump(mode="json", by_alias=True, exclude_unset=True))
         response = self._client.request("PATCH", self._path(f"{int(experiment_id)}/"), json=payload)

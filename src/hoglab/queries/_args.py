@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import date, datetime, timedelta
 from typing import Any, TypeVar, cast, get_args
 
@@ -28,6 +28,7 @@ from ..schema import (
 )
 
 __all__ = [
+    "call_errors",
     "check_choice",
     "date_arg",
     "model_errors",
@@ -257,3 +258,9 @@ def model_errors(argument: str, rename: Callable[[str], str] | None = None) -> I
         name = rename(path) if rename else argument
         where = f" ({path})" if path and path != name else ""
         raise InvalidArgument(f"{name}: {message}{where}", argument=name) from None
+
+
+def call_errors(call: str) -> AbstractContextManager[None]:
+    """:func:`model_errors` for a client call taking a model's fields as keywords (``create``, ``update``): the
+    error names the top-level field at fault, or the call itself when the model as a whole is refused."""
+    return model_errors(call, rename=lambda path: path.split(".")[0] or call)

@@ -17,20 +17,12 @@ from ._inputs import Statistic
 from ._means import ArmEstimate, Effect, effect_from_arms, mean_arm, ratio_arm, t_interval
 from ._posteriors import BetaPosterior, GammaPosterior, NormalPosterior, Posterior
 from ._proportions import newcombe_interval, risk_ratio_interval, two_proportion_ztest, wilson_interval
+from ._results import ArmSummary
 from ._sequential import confidence_sequence, sequential_p_value
 from ._types import Interval, Method, MetricKind, normal_p_value, t_p_value, z_quantile
 from ._warnings import StatsWarning, WarningKind
 
-__all__ = ["ArmResult", "PairResult", "analyse_metric"]
-
-
-@dataclass(frozen=True)
-class ArmResult:
-    variant: str
-    units: float
-    estimate: float
-    ci: Interval
-    chance_to_be_best: float = math.nan
+__all__ = ["PairResult", "analyse_metric"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +50,7 @@ def analyse_metric(
     cuped: bool | None,
     tuning: float,
     min_units: float,
-) -> tuple[list[ArmResult], list[PairResult]]:
+) -> tuple[list[ArmSummary], list[PairResult]]:
     if control not in arms:
         raise StatsInputError(f"metric {name!r}: no control variant {control!r} among {list(arms)}")
     if len(arms) < 2:
@@ -90,8 +82,8 @@ def analyse_metric(
         best = bayes[0]
 
     arm_results = [
-        ArmResult(
-            key, u, est.estimate, _arm_interval(kind, s, est, alpha, method, posterior, i), float(best[i])
+        ArmSummary(
+            name, kind, key, u, est.estimate, _arm_interval(kind, s, est, alpha, method, posterior, i), float(best[i])
         )
         for i, (key, s, u, est) in enumerate(zip(keys, stats_, units, estimates, strict=True))
     ]

@@ -207,10 +207,7 @@ def _run(
         if split is not None:
             srm_results[metric_name] = split
         control_arm = arm_results[0]
-        arms_out.extend(
-            ArmSummary(metric_name, kind, a.variant, a.units, a.estimate, a.ci, a.chance_to_be_best)
-            for a in arm_results
-        )
+        arms_out.extend(arm_results)
         by_key = {a.variant: a for a in arm_results}
         for pair in pairs:
             if split is not None and split.mismatch:

@@ -8,14 +8,17 @@ overflow nor underflow; tail areas use the complementary special functions direc
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 from scipy import special, stats
 
 from ._errors import StatsInputError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["BetaPosterior", "GammaPosterior", "NormalPosterior", "Posterior", "StudentTPosterior"]
 
@@ -35,6 +38,28 @@ def _column(values: Any, name: str, *, positive: bool) -> FloatArray:
     if positive and np.any(array <= 0.0):
         raise StatsInputError(f"{name} must be positive")
     return array
+
+
+def _set_columns(posterior: object, **positive: bool) -> None:
+    """Check the named fields of a frozen posterior (``name=True``: must be positive) and store them as 1-D float
+    arrays of one length."""
+    columns = {name: _column(getattr(posterior, name), name, positive=flag) for name, flag in positive.items()}
+    if len({c.shape for c in columns.values()}) > 1:
+        names = list(columns)
+        raise StatsInputError(f"{', '.join(names[:-1])} and {names[-1]} must have the same length")
+    for name, column in columns.items():
+        object.__setattr__(posterior, name, column)
+
+
+_P = TypeVar("_P", bound="DataclassInstance")
+
+
+def _take(posterior: _P, index: Any) -> _P:
+    """The arms at ``index``, every field (cached ones too) sliced alike: nothing is recomputed or re-checked."""
+    out = object.__new__(type(posterior))
+    for f in fields(posterior):
+        object.__setattr__(out, f.name, np.atleast_1d(getattr(posterior, f.name)[index]))
+    return out
 
 
 class Posterior(Protocol):
@@ -82,12 +107,8 @@ class BetaPosterior:
     _log_pdf_at_mean: FloatArray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        a = _column(self.alpha, "alpha", positive=True)
-        b = _column(self.beta, "beta", positive=True)
-        if a.shape != b.shape:
-            raise StatsInputError("alpha and beta must have the same length")
-        object.__setattr__(self, "alpha", a)
-        object.__setattr__(self, "beta", b)
+        _set_columns(self, alpha=True, beta=True)
+        a, b = self.alpha, self.beta
         # log B(α, β) from lgamma differences loses ~1e-8 at α ~ 1e6 by cancellation; scipy's
         # (Boost) density at one point is accurate, and the density elsewhere is taken relative
         # to it (see ``pdf``).
@@ -106,10 +127,7 @@ class BetaPosterior:
         return int(self.alpha.size)
 
     def take(self, index: Any) -> BetaPosterior:
-        out = object.__new__(BetaPosterior)
-        for name in ("alpha", "beta", "_log_pdf_at_mean"):
-            object.__setattr__(out, name, np.atleast_1d(getattr(self, name)[index]))
-        return out
+        return _take(self, index)
 
     @property
     def mean(self) -> FloatArray:
@@ -172,22 +190,14 @@ class GammaPosterior:
     _log_pdf_at_mean: FloatArray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        k = _column(self.shape, "shape", positive=True)
-        r = _column(self.rate, "rate", positive=True)
-        if k.shape != r.shape:
-            raise StatsInputError("shape and rate must have the same length")
-        object.__setattr__(self, "shape", k)
-        object.__setattr__(self, "rate", r)
-        object.__setattr__(self, "_log_pdf_at_mean", _gamma_log_pdf_at_mean(k, r))
+        _set_columns(self, shape=True, rate=True)
+        object.__setattr__(self, "_log_pdf_at_mean", _gamma_log_pdf_at_mean(self.shape, self.rate))
 
     def __len__(self) -> int:
         return int(self.shape.size)
 
     def take(self, index: Any) -> GammaPosterior:
-        out = object.__new__(GammaPosterior)
-        for name in ("shape", "rate", "_log_pdf_at_mean"):
-            object.__setattr__(out, name, np.atleast_1d(getattr(self, name)[index]))
-        return out
+        return _take(self, index)
 
     @property
     def mean(self) -> FloatArray:
@@ -237,22 +247,18 @@ class NormalPosterior:
     _floored: FloatArray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        m = _column(self.loc, "loc", positive=False)
-        s = _column(self.scale, "scale", positive=False)
-        if m.shape != s.shape:
-            raise StatsInputError("loc and scale must have the same length")
+        _set_columns(self, loc=False, scale=False)
+        m, s = self.loc, self.scale
         if np.any(s < 0.0):
             raise StatsInputError("scale must be non-negative")
         floor = 1e-12 * np.maximum(np.abs(m), 1e-300)
-        object.__setattr__(self, "loc", m)
-        object.__setattr__(self, "scale", s)
         object.__setattr__(self, "_floored", np.maximum(s, floor))
 
     def __len__(self) -> int:
         return int(self.loc.size)
 
     def take(self, index: Any) -> NormalPosterior:
-        return NormalPosterior(np.atleast_1d(self.loc[index]), np.atleast_1d(self.scale[index]))
+        return _take(self, index)
 
     @property
     def mean(self) -> FloatArray:
@@ -305,23 +311,15 @@ class StudentTPosterior:
     df: FloatArray
 
     def __post_init__(self) -> None:
-        m = _column(self.loc, "loc", positive=False)
-        s = _column(self.scale, "scale", positive=True)
-        d = _column(self.df, "df", positive=True)
-        if not m.shape == s.shape == d.shape:
-            raise StatsInputError("loc, scale and df must have the same length")
-        if np.any(d <= 2.0):
+        _set_columns(self, loc=False, scale=True, df=True)
+        if np.any(self.df <= 2.0):
             raise StatsInputError("df must be above 2 (the variance must exist)")
-        object.__setattr__(self, "loc", m)
-        object.__setattr__(self, "scale", s)
-        object.__setattr__(self, "df", d)
 
     def __len__(self) -> int:
         return int(self.loc.size)
 
     def take(self, index: Any) -> StudentTPosterior:
-        pick = np.atleast_1d
-        return StudentTPosterior(pick(self.loc[index]), pick(self.scale[index]), pick(self.df[index]))
+        return _take(self, index)
 
     @property
     def mean(self) -> FloatArray:

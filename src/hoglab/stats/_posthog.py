@@ -10,6 +10,7 @@ rendering of PostHog's definitions as the reference the tests and the benchmark 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import special
@@ -63,14 +64,27 @@ def funnel_verdict(variants: FunnelInput) -> PostHogFunnelVerdict:
     posterior = BetaPosterior.from_counts([v.success_count for v in arms], [v.failure_count for v in arms])
     probabilities = _posthog_probabilities(chance_to_be_best(posterior, Grid.for_posterior(posterior)))
 
-    code, loss = _funnel_significance(control, tests, probabilities, posterior)
-    intervals = _intervals(posterior, arms)
+    return _funnel_answer(
+        control, tests, probabilities, lambda target, other: pairwise_loss(posterior, target=target, other=other)
+    )
+
+
+def _funnel_answer(
+    control: FunnelVariant,
+    tests: tuple[FunnelVariant, ...],
+    probabilities: list[float],
+    expected_loss: Callable[[int, int], float],
+) -> PostHogFunnelVerdict:
+    """The funnel verdict from the arms' probabilities (control first), whichever way they were computed: here and
+    in :mod:`._posthog_mc`."""
+    arms = (control, *tests)
+    code, loss = _funnel_significance(control, tests, probabilities, expected_loss)
     return PostHogFunnelVerdict(
         probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
         significant=code is SignificanceCode.SIGNIFICANT,
         significance_code=code,
         expected_loss=loss,
-        credible_intervals=intervals,
+        credible_intervals=_funnel_intervals(arms),
         variants=arms,
     )
 
@@ -79,8 +93,10 @@ def _funnel_significance(
     control: FunnelVariant,
     tests: tuple[FunnelVariant, ...],
     probabilities: list[float],
-    posterior: BetaPosterior,
+    expected_loss: Callable[[int, int], float],
 ) -> tuple[SignificanceCode, float]:
+    """PostHog's funnel decision order; ``expected_loss(target, other)`` is E[max(0, other − target)] of the
+    arms at those positions (control first), by quadrature here and by draws in :mod:`._posthog_mc`."""
     if any(v.total < FF_DISTRIBUTION_THRESHOLD for v in (*tests, control)):
         return SignificanceCode.NOT_ENOUGH_EXPOSURE, 1.0
     if _low_win_probability(probabilities):
@@ -88,10 +104,7 @@ def _funnel_significance(
     rates = [v.success_count / v.total for v in tests]
     best = int(np.argmax(rates)) + 1  # first maximum, like Python's max()
     control_rate = control.success_count / control.total
-    if rates[best - 1] > control_rate:
-        loss = pairwise_loss(posterior, target=best, other=0)
-    else:
-        loss = pairwise_loss(posterior, target=0, other=best)
+    loss = expected_loss(best, 0) if rates[best - 1] > control_rate else expected_loss(0, best)
     if loss >= EXPECTED_LOSS_SIGNIFICANCE_LEVEL:
         return SignificanceCode.HIGH_LOSS, loss
     return SignificanceCode.SIGNIFICANT, loss
@@ -121,18 +134,22 @@ def trend_verdict(variants: TrendInput) -> PostHogTrendVerdict:
     control, tests = _split(_trend_variants(variants))
     arms = (control, *tests)
     posterior = GammaPosterior(np.array([v.count + 1.0 for v in arms]), np.array([v.exposure for v in arms]))
-    probabilities = _posthog_probabilities(chance_to_be_best(posterior))
+    return _trend_answer(control, tests, _posthog_probabilities(chance_to_be_best(posterior)))
+
+
+def _trend_answer(
+    control: TrendVariant, tests: tuple[TrendVariant, ...], probabilities: list[float]
+) -> PostHogTrendVerdict:
+    """The trend verdict from the arms' probabilities (control first), whichever way they were computed: here and
+    in :mod:`._posthog_mc`."""
+    arms = (control, *tests)
     code, p_value = _trend_significance(control, tests, probabilities)
-    shape = np.array([v.count + 1.0 for v in arms])
-    scale = 1.0 / np.array([v.absolute_exposure for v in arms])
-    lo = special.gammaincinv(shape, 0.025) * scale
-    hi = special.gammaincinv(shape, 0.975) * scale
     return PostHogTrendVerdict(
         probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
         significant=code is SignificanceCode.SIGNIFICANT,
         significance_code=code,
         p_value=p_value,
-        credible_intervals={v.key: (float(a), float(b)) for v, a, b in zip(arms, lo, hi, strict=True)},
+        credible_intervals=_trend_intervals(arms),
         variants=arms,
     )
 
@@ -222,7 +239,19 @@ def _low_win_probability(probabilities: list[float]) -> bool:
     )
 
 
-def _intervals(posterior: BetaPosterior, arms: tuple[FunnelVariant, ...]) -> dict[str, tuple[float, float]]:
-    lo = special.betaincinv(posterior.alpha, posterior.beta, 0.025)
-    hi = special.betaincinv(posterior.alpha, posterior.beta, 0.975)
+def _trend_intervals(arms: tuple[TrendVariant, ...]) -> dict[str, tuple[float, float]]:
+    """95% credible intervals per exposed unit: Gamma(count + 1, scale = 1/absolute_exposure) quantiles."""
+    shape = np.array([v.count + 1.0 for v in arms])
+    scale = 1.0 / np.array([v.absolute_exposure for v in arms])
+    lo = special.gammaincinv(shape, 0.025) * scale
+    hi = special.gammaincinv(shape, 0.975) * scale
+    return {v.key: (float(a), float(b)) for v, a, b in zip(arms, lo, hi, strict=True)}
+
+
+def _funnel_intervals(arms: tuple[FunnelVariant, ...]) -> dict[str, tuple[float, float]]:
+    """95% credible intervals of the conversion rates: Beta(1 + successes, 1 + failures) quantiles."""
+    alpha = np.array([1.0 + v.success_count for v in arms])
+    beta = np.array([1.0 + v.failure_count for v in arms])
+    lo = special.betaincinv(alpha, beta, 0.025)
+    hi = special.betaincinv(alpha, beta, 0.975)
     return {v.key: (float(a), float(b)) for v, a, b in zip(arms, lo, hi, strict=True)}

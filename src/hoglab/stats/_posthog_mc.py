@@ -9,19 +9,13 @@ so tests can check the deterministic verdicts against them and the benchmark can
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
 
-from ._posteriors import BetaPosterior
-from ._posthog import _intervals, _low_win_probability, _posthog_probabilities, posthog_poisson_p_value
+from ._posthog import _funnel_answer, _posthog_probabilities, _trend_answer
 from ._posthog_types import (
-    EXPECTED_LOSS_SIGNIFICANCE_LEVEL,
-    FF_DISTRIBUTION_THRESHOLD,
-    P_VALUE_SIGNIFICANCE_LEVEL,
     FunnelInput,
     FunnelVariant,
     PostHogFunnelVerdict,
     PostHogTrendVerdict,
-    SignificanceCode,
     TrendInput,
     TrendVariant,
     _funnel_variants,
@@ -65,31 +59,13 @@ def posthog_monte_carlo_funnel(
         return draw.beta(a[:, None], b[:, None], size=(len(arms), n))
 
     probabilities = _posthog_probabilities(_win_probabilities(rng, sample, len(arms), simulations))
-    code, loss = SignificanceCode.SIGNIFICANT, 1.0
-    if any(v.total < FF_DISTRIBUTION_THRESHOLD for v in arms):
-        code = SignificanceCode.NOT_ENOUGH_EXPOSURE
-    elif _low_win_probability(probabilities):
-        code = SignificanceCode.LOW_WIN_PROBABILITY
-    else:
-        rates = [v.success_count / v.total for v in tests]
-        best = int(np.argmax(rates)) + 1
-        target, other = (best, 0) if rates[best - 1] > control.success_count / control.total else (0, best)
-        other_draws = rng.beta(a[other], b[other], simulations)
+
+    def expected_loss(target: int, other: int) -> float:
+        other_draws = rng.beta(a[other], b[other], simulations)  # this order fixes the seeded answer
         target_draws = rng.beta(a[target], b[target], simulations)
-        loss = float(np.maximum(0.0, other_draws - target_draws).mean())
-        code = (
-            SignificanceCode.HIGH_LOSS
-            if loss >= EXPECTED_LOSS_SIGNIFICANCE_LEVEL
-            else SignificanceCode.SIGNIFICANT
-        )
-    return PostHogFunnelVerdict(
-        probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
-        significant=code is SignificanceCode.SIGNIFICANT,
-        significance_code=code,
-        expected_loss=loss,
-        credible_intervals=_intervals(BetaPosterior(a, b), arms),
-        variants=arms,
-    )
+        return float(np.maximum(0.0, other_draws - target_draws).mean())
+
+    return _funnel_answer(control, tests, probabilities, expected_loss)
 
 
 def posthog_monte_carlo_trend(
@@ -113,27 +89,4 @@ def posthog_monte_carlo_trend(
         return draw.gamma(shape[:, None], scale[:, None], size=(len(arms), n))
 
     probabilities = _posthog_probabilities(_win_probabilities(rng, sample, len(arms), simulations))
-    p_value = 1.0
-    if any(v.absolute_exposure < FF_DISTRIBUTION_THRESHOLD for v in arms):
-        code = SignificanceCode.NOT_ENOUGH_EXPOSURE
-    elif _low_win_probability(probabilities):
-        code = SignificanceCode.LOW_WIN_PROBABILITY
-    else:
-        best = tests[int(np.argmax([v.count for v in tests]))]
-        p_value = posthog_poisson_p_value(control.count, control.exposure, best.count, best.exposure)
-        code = (
-            SignificanceCode.HIGH_P_VALUE
-            if p_value >= P_VALUE_SIGNIFICANCE_LEVEL
-            else SignificanceCode.SIGNIFICANT
-        )
-    absolute = np.array([v.absolute_exposure for v in arms])
-    lo = special.gammaincinv(shape, 0.025) / absolute
-    hi = special.gammaincinv(shape, 0.975) / absolute
-    return PostHogTrendVerdict(
-        probability={v.key: p for v, p in zip(arms, probabilities, strict=True)},
-        significant=code is SignificanceCode.SIGNIFICANT,
-        significance_code=code,
-        p_value=p_value,
-        credible_intervals={v.key: (float(x), float(y)) for v, x, y in zip(arms, lo, hi, strict=True)},
-        variants=arms,
-    )
+    return _trend_answer(control, tests, probabilities)

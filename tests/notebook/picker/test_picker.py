@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from notebooktesting import Demo, drawn_on_the_edge
+from notebooktesting import Demo, PartlyRemote, drawn_on_the_edge, project_client
 from scipy import integrate, stats
 
 import hoglab
@@ -72,28 +72,24 @@ POSTHOG_TREND_ANSWER: dict[str, Any] = {
 }
 
 
-class PostHogResults(httpx.BaseTransport):
+class PostHogResults(PartlyRemote):
     """Answers ``GET .../experiments/<id>/results/`` for the scripted ids like PostHog Cloud; the rest goes to
     the real hoglab service. A scripted exception is raised as the network would."""
 
     def __init__(self) -> None:
-        self.real = httpx.HTTPTransport()
+        super().__init__()
         self.answers: dict[int, dict[str, Any] | Exception] = {}
         self.results_calls: list[tuple[int, dict[str, str]]] = []
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def remote_answer(self, request: httpx.Request) -> httpx.Response | None:
         found = re.search(r"/experiments/(\d+)/results/$", request.url.path)
-        if found:
-            self.results_calls.append((int(found.group(1)), dict(request.url.params)))
-            answer = self.answers.get(int(found.group(1)))
-            if isinstance(answer, Exception):
-                raise answer
-            if answer is not None:
-                return httpx.Response(200, json=answer, request=request)
-        return self.real.handle_request(request)
-
-    def close(self) -> None:
-        self.real.close()
+        if not found:
+            return None
+        self.results_calls.append((int(found.group(1)), dict(request.url.params)))
+        answer = self.answers.get(int(found.group(1)))
+        if isinstance(answer, Exception):
+            raise answer
+        return None if answer is None else httpx.Response(200, json=answer, request=request)
 
 
 @pytest.fixture
@@ -106,9 +102,7 @@ def remote() -> Iterator[PostHogResults]:
 @pytest.fixture
 def client(make_project: Callable[..., Any], remote: PostHogResults) -> Iterator[Client]:
     """A client of a fresh project on the real service, through the results-scripting transport."""
-    project = make_project()
-    c = Client(str(project.http.base_url).rstrip("/"), project.key, project.id, transport=remote, max_retries=0,
-               progress=False)  # fmt: skip
+    c = project_client(make_project, remote)
     yield c
     c.close()
 

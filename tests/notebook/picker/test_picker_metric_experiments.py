@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from notebooktesting import PartlyRemote, project_client
 
 import hoglab
 from experiment_metrics_cloud import FUNNEL, MEAN, RATIO, STATS, Cloud
@@ -26,24 +27,21 @@ from hoglab.notebook import ExperimentPicker, experiment_report
 from hoglab.stats import srm
 
 
-class CloudQueries(httpx.BaseTransport):
+class CloudQueries(PartlyRemote):
     """Experiment queries to the scripted PostHog Cloud; everything else to the real service."""
 
     def __init__(self, method: str) -> None:
-        self.real = httpx.HTTPTransport()
+        super().__init__()
         self.cloud = Cloud(method)
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def remote_answer(self, request: httpx.Request) -> httpx.Response | None:
         if request.method == "POST" and re.search(r"/query/?$", request.url.path):
             kind = json.loads(request.content)["query"]["kind"]
             if kind in ("ExperimentQuery", "ExperimentExposureQuery"):
                 response = self.cloud(request)
                 return httpx.Response(response.status_code, content=response.content, request=request,
                                       headers={"content-type": "application/json"})  # fmt: skip
-        return self.real.handle_request(request)
-
-    def close(self) -> None:
-        self.real.close()
+        return None
 
 
 @pytest.fixture(params=["frequentist", "bayesian"])
@@ -55,9 +53,7 @@ def cloud(request: pytest.FixtureRequest) -> Iterator[CloudQueries]:
 
 @pytest.fixture
 def client(make_project: Callable[..., Any], cloud: CloudQueries) -> Iterator[Client]:
-    project = make_project()
-    c = Client(str(project.http.base_url).rstrip("/"), project.key, project.id, transport=cloud, max_retries=0,
-               progress=False)  # fmt: skip
+    c = project_client(make_project, cloud)
     yield c
     c.close()
 
