@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from .db import Database, to_db_time, utcnow
 from .records import ExperimentRecord, dump_json
+from .rows import delete_team_row, team_row, update_team_row
 
 __all__ = ["METRIC_COLUMNS", "ExperimentPage", "ExperimentRepository", "ExperimentStatus"]
 
@@ -113,9 +114,7 @@ class ExperimentRepository:
     def get(self, team_id: int, experiment_id: int) -> ExperimentRecord | None:
         """The project's experiment, or ``None`` (also for another project's experiment)."""
         with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT * FROM experiments WHERE id = ? AND team_id = ?", (experiment_id, team_id)
-            ).fetchone()
+            row = team_row(conn, "experiments", team_id, experiment_id)
         return None if row is None else ExperimentRecord.from_row(row)
 
     def with_holdout(self, team_id: int, holdout_id: int) -> list[ExperimentRecord]:
@@ -172,25 +171,12 @@ class ExperimentRepository:
         if unknown:
             raise ValueError(f"cannot update experiment fields {sorted(unknown)}")
         values = {column: _column_value(column, value) for column, value in fields.items()}
-        values["updated_at"] = to_db_time(utcnow())
-        assignments = ", ".join(f"{column} = ?" for column in values)
         with self._db.write() as conn:
-            conn.execute(
-                f"UPDATE experiments SET {assignments} WHERE id = ? AND team_id = ?",
-                (*values.values(), experiment_id, team_id),
-            )
-            row = conn.execute(
-                "SELECT * FROM experiments WHERE id = ? AND team_id = ?", (experiment_id, team_id)
-            ).fetchone()
+            row = update_team_row(conn, "experiments", team_id, experiment_id, values)
         return None if row is None else ExperimentRecord.from_row(row)
 
     def delete(self, team_id: int, experiment_id: int) -> ExperimentRecord | None:
         """Remove the experiment for good; returns what was removed, or ``None``."""
         with self._db.write() as conn:
-            row = conn.execute(
-                "SELECT * FROM experiments WHERE id = ? AND team_id = ?", (experiment_id, team_id)
-            ).fetchone()
-            if row is None:
-                return None
-            conn.execute("DELETE FROM experiments WHERE id = ?", (experiment_id,))
-        return ExperimentRecord.from_row(row)
+            row = delete_team_row(conn, "experiments", team_id, experiment_id)
+        return None if row is None else ExperimentRecord.from_row(row)

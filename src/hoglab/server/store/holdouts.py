@@ -12,6 +12,7 @@ from typing import Any
 
 from .db import Database, to_db_time, utcnow
 from .records import HoldoutRecord, dump_json
+from .rows import delete_team_row, team_row, update_team_row
 
 __all__ = ["HoldoutPage", "HoldoutRepository"]
 
@@ -53,9 +54,7 @@ class HoldoutRepository:
     def get(self, team_id: int, holdout_id: int) -> HoldoutRecord | None:
         """The project's holdout, or ``None`` (also for another project's)."""
         with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT * FROM experiment_holdouts WHERE id = ? AND team_id = ?", (holdout_id, team_id)
-            ).fetchone()
+            row = team_row(conn, "experiment_holdouts", team_id, holdout_id)
         return None if row is None else HoldoutRecord.from_row(row)
 
     def list(self, team_id: int, *, limit: int = 100, offset: int = 0) -> HoldoutPage:
@@ -75,25 +74,12 @@ class HoldoutRepository:
         if unknown:
             raise ValueError(f"cannot update holdout fields {sorted(unknown)}")
         values = {k: dump_json(list(v)) if k == "filters" else v for k, v in fields.items()}
-        values["updated_at"] = to_db_time(utcnow())
-        assignments = ", ".join(f"{column} = ?" for column in values)
         with self._db.write() as conn:
-            conn.execute(
-                f"UPDATE experiment_holdouts SET {assignments} WHERE id = ? AND team_id = ?",
-                (*values.values(), holdout_id, team_id),
-            )
-            row = conn.execute(
-                "SELECT * FROM experiment_holdouts WHERE id = ? AND team_id = ?", (holdout_id, team_id)
-            ).fetchone()
+            row = update_team_row(conn, "experiment_holdouts", team_id, holdout_id, values)
         return None if row is None else HoldoutRecord.from_row(row)
 
     def delete(self, team_id: int, holdout_id: int) -> HoldoutRecord | None:
         """Remove the holdout (its experiments' ``holdout_id`` becomes NULL); what was removed, or ``None``."""
         with self._db.write() as conn:
-            row = conn.execute(
-                "SELECT * FROM experiment_holdouts WHERE id = ? AND team_id = ?", (holdout_id, team_id)
-            ).fetchone()
-            if row is None:
-                return None
-            conn.execute("DELETE FROM experiment_holdouts WHERE id = ?", (holdout_id,))
-        return HoldoutRecord.from_row(row)
+            row = delete_team_row(conn, "experiment_holdouts", team_id, holdout_id)
+        return None if row is None else HoldoutRecord.from_row(row)
