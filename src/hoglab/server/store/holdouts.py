@@ -7,20 +7,13 @@ the same ``store.transaction()``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .db import Database, to_db_time, utcnow
-from .records import HoldoutRecord, dump_json
-from .rows import delete_team_row, team_row, update_team_row
+from .records import HoldoutRecord, Page, dump_json
+from .rows import delete_team_row, team_page, team_row, update_team_row
 
-__all__ = ["HoldoutPage", "HoldoutRepository"]
-
-
-@dataclass(frozen=True)
-class HoldoutPage:
-    total: int
-    results: list[HoldoutRecord]
+__all__ = ["HoldoutRepository"]
 
 
 class HoldoutRepository:
@@ -57,16 +50,12 @@ class HoldoutRepository:
             row = team_row(conn, "experiment_holdouts", team_id, holdout_id)
         return None if row is None else HoldoutRecord.from_row(row)
 
-    def list(self, team_id: int, *, limit: int = 100, offset: int = 0) -> HoldoutPage:
+    def list(self, team_id: int, *, limit: int = 100, offset: int = 0) -> Page[HoldoutRecord]:
         """A page of the project's holdouts, newest first (PostHog's ``-created_at``)."""
         with self._db.read() as conn:
-            total = conn.execute("SELECT count(*) FROM experiment_holdouts WHERE team_id = ?", (team_id,)).fetchone()
-            rows = conn.execute(
-                "SELECT * FROM experiment_holdouts WHERE team_id = ? ORDER BY created_at DESC, id DESC"
-                " LIMIT ? OFFSET ?",
-                (team_id, limit, offset),
-            ).fetchall()
-        return HoldoutPage(int(total[0]), [HoldoutRecord.from_row(row) for row in rows])
+            total, rows = team_page(conn, "experiment_holdouts", team_id, order_by="created_at DESC, id DESC",
+                                    limit=limit, offset=offset)  # fmt: skip
+        return Page(total, [HoldoutRecord.from_row(row) for row in rows])
 
     def update(self, team_id: int, holdout_id: int, **fields: Any) -> HoldoutRecord | None:
         """Change some of ``name, description, filters`` (``updated_at`` follows); ``None`` if there is none."""

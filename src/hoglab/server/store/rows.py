@@ -1,4 +1,4 @@
-"""The SQL every table of a project's objects shares: read one row, change some of its columns, delete it.
+"""The SQL every table of a project's objects shares: read one row, a page of rows, change a row's columns, delete one.
 
 Each takes the caller's connection (``Database.read()``/``write()``), so that it joins the caller's checks in one
 transaction. A row is the project's only when its ``team_id`` matches: another project's id reads as missing.
@@ -11,12 +11,12 @@ Table and column names come from the repositories' code, never from a request.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .db import to_db_time, utcnow
 
-__all__ = ["delete_team_row", "team_row", "update_team_row"]
+__all__ = ["delete_team_row", "team_page", "team_row", "update_team_row"]
 
 
 def team_row(conn: sqlite3.Connection, table: str, team_id: int, row_id: int) -> sqlite3.Row | None:
@@ -25,6 +25,28 @@ def team_row(conn: sqlite3.Connection, table: str, team_id: int, row_id: int) ->
         f"SELECT * FROM {table} WHERE id = ? AND team_id = ?", (row_id, team_id)
     ).fetchone()
     return row
+
+
+def team_page(
+    conn: sqlite3.Connection,
+    table: str,
+    team_id: int,
+    *,
+    order_by: str,
+    limit: int,
+    offset: int,
+    where: str = "",
+    params: Sequence[Any] = (),
+) -> tuple[int, list[sqlite3.Row]]:
+    """How many rows the project has in ``table`` and one page of them in ``order_by`` order; ``where`` adds
+    conditions (`` AND ...``, placeholders filled from ``params``)."""
+    condition = f"team_id = ?{where}"
+    total = conn.execute(f"SELECT count(*) FROM {table} WHERE {condition}", (team_id, *params)).fetchone()
+    rows = conn.execute(
+        f"SELECT * FROM {table} WHERE {condition} ORDER BY {order_by} LIMIT ? OFFSET ?",
+        (team_id, *params, limit, offset),
+    ).fetchall()
+    return int(total[0]), rows
 
 
 def update_team_row(

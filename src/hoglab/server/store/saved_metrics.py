@@ -10,26 +10,19 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from hoglab.errors import HoglabError
 
 from .db import Database, from_db_time, to_db_time, utcnow
-from .records import SavedMetricLinkRecord, SavedMetricRecord, dump_json, load_json
-from .rows import delete_team_row, team_row, update_team_row
+from .records import Page, SavedMetricLinkRecord, SavedMetricRecord, dump_json, load_json
+from .rows import delete_team_row, team_page, team_row, update_team_row
 
-__all__ = ["DuplicateSavedMetricName", "SavedMetricPage", "SavedMetricRepository"]
+__all__ = ["DuplicateSavedMetricName", "SavedMetricRepository"]
 
 
 class DuplicateSavedMetricName(HoglabError):
     """Another saved metric of the project has this name (compared without case)."""
-
-
-@dataclass(frozen=True)
-class SavedMetricPage:
-    total: int
-    results: list[SavedMetricRecord]
 
 
 def _link(row: sqlite3.Row, metric: SavedMetricRecord) -> SavedMetricLinkRecord:
@@ -173,14 +166,9 @@ class SavedMetricRepository:
             ).fetchall()
         return [int(row[0]) for row in rows]
 
-    def list(self, team_id: int, *, limit: int = 100, offset: int = 0) -> SavedMetricPage:
+    def list(self, team_id: int, *, limit: int = 100, offset: int = 0) -> Page[SavedMetricRecord]:
         """A page of the project's saved metrics by name, case ignored (PostHog's ``Lower("name")``)."""
         with self._db.read() as conn:
-            total = conn.execute(
-                "SELECT count(*) FROM experiment_saved_metrics WHERE team_id = ?", (team_id,)
-            ).fetchone()
-            rows = conn.execute(
-                "SELECT * FROM experiment_saved_metrics WHERE team_id = ? ORDER BY lower(name), id LIMIT ? OFFSET ?",
-                (team_id, limit, offset),
-            ).fetchall()
-        return SavedMetricPage(int(total[0]), [SavedMetricRecord.from_row(row) for row in rows])
+            total, rows = team_page(conn, "experiment_saved_metrics", team_id, order_by="lower(name), id",
+                                    limit=limit, offset=offset)  # fmt: skip
+        return Page(total, [SavedMetricRecord.from_row(row) for row in rows])
