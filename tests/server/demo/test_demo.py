@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -40,13 +39,6 @@ def frame(demo: pa.Table) -> pd.DataFrame:
     df = demo.to_pandas()
     df["props"] = [orjson.loads(p) for p in df["properties"]]
     return df
-
-
-@pytest.fixture(scope="module")
-def engine(chdb_dir: Path) -> Iterator[ChdbEngine]:
-    opened = ChdbEngine(ChdbEngine.current_path() or chdb_dir)
-    yield opened
-    opened.close()
 
 
 def test_same_seed_same_events_other_seed_other_events() -> None:

@@ -28,6 +28,7 @@ from fastapi import FastAPI
 from hoglab.server.engine import chdb_path
 from hoglab.server.engine.chdb import ChdbEngine
 from hoglab.server.store import Store
+from served import ServedProcess
 
 HERE = Path(__file__).parent
 TOKEN = "phc_capture_test"
@@ -242,43 +243,11 @@ def _stored_in(data_dir: Path, project: int) -> set[str]:
     return set(done.stdout.split())
 
 
-class _Served:
-    """``hoglab serve`` itself in a subprocess, on a data dir holding one project (made here through the store)."""
-
-    def __init__(self, data_dir: Path) -> None:
-        with Store.open_at(data_dir) as store:
-            self.project = store.projects.create("durability")
-        script = Path(sys.executable).with_name("hoglab")
-        command = [str(script)] if script.exists() else [sys.executable, "-m", "hoglab.cli"]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(HERE.parents[2] / "src")}
-        self.process = subprocess.Popen(
-            [*command, "serve", "--port", "0", "--data-dir", str(data_dir)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-        )  # fmt: skip
-        assert self.process.stdout is not None
-        first = self.process.stdout.readline()  # "hoglab 0.1.0 serving DIR at http://127.0.0.1:PORT  (...)"
-        assert " at http://" in first, first
-        self.url = first.split(" at ")[1].split()[0]
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(f"{self.url}/api/projects/", timeout=1)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        self.process.kill()
-        raise RuntimeError("hoglab serve did not start")
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)  # no shutdown, no flush
-        self.process.wait(30)
-        assert self.process.stdout is not None
-        self.process.stdout.close()
-
-
 def test_sigkill_loses_no_acknowledged_event(tmp_path: Path) -> None:
-    service = _Served(tmp_path)
-    token = service.project.api_token
+    service = ServedProcess(tmp_path)
+    with Store.open_at(tmp_path) as store:
+        project = store.projects.create("durability")
+    token = project.api_token
     acknowledged: set[str] = set()
     rejected: set[str] = set()
     kept_counts: list[bool] = []
@@ -317,7 +286,7 @@ def test_sigkill_loses_no_acknowledged_event(tmp_path: Path) -> None:
     stop.set()
     for t in threads:
         t.join()
-    stored = _stored_in(chdb_path(tmp_path), service.project.id)
+    stored = _stored_in(chdb_path(tmp_path), project.id)
     assert len(acknowledged) > 200 and rejected and all(kept_counts)
     assert acknowledged <= stored
     assert not rejected & stored

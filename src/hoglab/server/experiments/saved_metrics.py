@@ -39,6 +39,7 @@ __all__ = [
     "LEGACY_METRIC_KINDS",
     "check_metric",
     "create_saved_metric",
+    "delete_saved_metric",
     "link_bodies",
     "link_saved_metrics",
     "saved_metric_body",
@@ -157,6 +158,12 @@ def update_saved_metric(
         return store.saved_metrics.update(project_id, saved_metric_id, **fields)
     except DuplicateSavedMetricName:
         raise _duplicate_name() from None
+
+
+def delete_saved_metric(store: Store, project_id: int, saved_metric_id: int) -> bool:
+    """Delete the saved metric; ``False`` when there is no such one."""
+    # The links go with it (ON DELETE CASCADE): every experiment that used it no longer does.
+    return store.saved_metrics.delete(project_id, saved_metric_id) is not None
 
 
 def saved_metric_body(record: SavedMetricRecord, user: UserRecord | None) -> dict[str, Any]:

@@ -19,8 +19,9 @@ else the engine's shared :class:`~hoglab.server.ingest.Ingestor`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
@@ -29,12 +30,17 @@ from starlette.concurrency import run_in_threadpool
 from hoglab.schema import ErrorType
 
 from ..errors import APIError, AuthenticationFailed, NotAuthenticated, ValidationFailed
-from ..ingest import IngestError, Ingestor, Triage, decode_payload, triage_batch
+from ..ingest import IngestError, Ingestor, Payload, Triage, decode_payload, triage_batch
+from ..store import ProjectRecord, Store
 
-__all__ = ["CAPTURE_PATHS", "router"]
+__all__ = ["CAPTURE_PATHS", "KEY_HELP", "cors_headers", "decode_request", "preflight", "project_for_key", "router",
+           "run_with_cors"]  # fmt: skip
 
 CAPTURE_PATHS = ("/batch", "/capture", "/e", "/i/v0/e")
-_KEY_HELP = "You can find your project API key in PostHog project settings."
+KEY_HELP = "You can find your project API key in PostHog project settings."
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 router = APIRouter(tags=["capture"])
 
@@ -46,8 +52,8 @@ class PayloadTooLarge(APIError):
     default_detail = "Request body too large."
 
 
-def _cors(request: Request) -> dict[str, str]:
-    # Browser SDKs (posthog-js) post from the site's own origin.
+def cors_headers(request: Request) -> dict[str, str]:
+    """The CORS headers of an SDK answer (capture, flags): browser SDKs (posthog-js) post from the site's origin."""
     origin = request.headers.get("origin")
     headers = {"Access-Control-Allow-Origin": origin or "*"}
     if origin:
@@ -56,10 +62,14 @@ def _cors(request: Request) -> dict[str, str]:
     return headers
 
 
-def _prepare(request: Request, body: bytes, now: datetime) -> tuple[int, Triage]:
-    """Decode, authenticate, validate: everything but the write (runs in a worker thread)."""
+def decode_request(request: Request, body: bytes, *, malformed_code: str | None = None) -> Payload:
+    """The request's SDK payload (``ingest/payload.py``: JSON, gzip, form ``data=``, the key wherever it is sent).
+
+    A body over the limit is a 413; any other failure a 400 with the decoder's code and ``attr``, or
+    ``malformed_code`` (and no ``attr``) for an endpoint that answers one code for every unreadable body.
+    """
     try:
-        payload = decode_payload(
+        return decode_payload(
             body,
             content_encoding=request.headers.get("content-encoding"),
             content_type=request.headers.get("content-type"),
@@ -68,13 +78,38 @@ def _prepare(request: Request, body: bytes, now: datetime) -> tuple[int, Triage]
     except IngestError as exc:
         if exc.code == "payload_too_large":
             raise PayloadTooLarge(exc.detail) from None
+        if malformed_code is not None:
+            raise ValidationFailed(exc.detail, code=malformed_code) from None
         raise ValidationFailed(exc.detail, code=exc.code, attr=exc.attr) from None
-    if not payload.token:
-        raise NotAuthenticated(f"API key not provided. {_KEY_HELP}", code="missing_api_key")
-    hoglab = request.app.state.hoglab
-    project = hoglab.store.projects.get_by_token(payload.token)
+
+
+def project_for_key(store: Store, token: str) -> ProjectRecord:
+    """The project whose API key (``phc_...``) is ``token``; an unknown key is PostHog's 401 ``invalid_api_key``."""
+    project = store.projects.get_by_token(token)
     if project is None:
-        raise AuthenticationFailed(f"Project API key invalid. {_KEY_HELP}", code="invalid_api_key")
+        raise AuthenticationFailed(f"Project API key invalid. {KEY_HELP}", code="invalid_api_key")
+    return project
+
+
+async def run_with_cors(
+    request: Request, work: Callable[Concatenate[Request, bytes, P], T], *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """``work(request, body, ...)`` in a worker thread (decompression and SQLite reads block); its errors carry
+    the CORS headers, so that a browser SDK can read them."""
+    body = await request.body()
+    try:
+        return await run_in_threadpool(work, request, body, *args, **kwargs)
+    except APIError as exc:
+        exc.headers = {**cors_headers(request), **exc.headers}
+        raise
+
+
+def _prepare(request: Request, body: bytes, now: datetime) -> tuple[int, Triage]:
+    """Decode, authenticate, validate: everything but the write (runs in a worker thread)."""
+    payload = decode_request(request, body)
+    if not payload.token:
+        raise NotAuthenticated(f"API key not provided. {KEY_HELP}", code="missing_api_key")
+    project = project_for_key(request.app.state.hoglab.store, payload.token)
     triage = triage_batch(payload.events, sent_at=payload.sent_at, now=now, attr_prefix=payload.attr_prefix)
     return int(project.id), triage
 
@@ -88,20 +123,15 @@ def _ingestor(request: Request) -> Ingestor:
 async def capture(request: Request) -> Response:
     """Store the request's good events and the warnings of its bad ones; answer once they are on disk."""
     now = datetime.now(UTC)
-    body = await request.body()
-    try:
-        project_id, triage = await run_in_threadpool(_prepare, request, body, now)
-    except APIError as exc:
-        exc.headers = {**_cors(request), **exc.headers}
-        raise
+    project_id, triage = await run_with_cors(request, _prepare, now)
     await asyncio.wrap_future(_ingestor(request).submit(project_id, triage.events, triage.dropped))
     answer = {"status": 1, "kept": len(triage.events), "dropped": len(triage.dropped), "repaired": triage.repaired,
               "problems": triage.problems}  # fmt: skip
-    return JSONResponse(answer, headers=_cors(request))
+    return JSONResponse(answer, headers=cors_headers(request))
 
 
 async def preflight(request: Request) -> Response:
-    headers = _cors(request)
+    headers = cors_headers(request)
     headers["Access-Control-Allow-Methods"] = "POST, OPTIONS"
     headers["Access-Control-Allow-Headers"] = request.headers.get("access-control-request-headers", "content-type")
     headers["Access-Control-Max-Age"] = "86400"

@@ -18,27 +18,24 @@ flag definitions for SDK local evaluation).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 
-from ..errors import APIError, AuthenticationFailed, NotAuthenticated, ValidationFailed
+from ..errors import NotAuthenticated, ValidationFailed
 from ..flags import Evaluation, FlagsRequestError, decide_body, evaluate_request, flags_body, parse_flags_request
 from ..flags.request import FlagsRequest, process_bool
-from ..ingest import IngestError, decode_payload
 from ..state import ServiceState
 from ..store import ProjectRecord
 from . import flag_resources
-from .capture import PayloadTooLarge, _cors, preflight
+from .capture import KEY_HELP, cors_headers, decode_request, preflight, project_for_key, run_with_cors
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["flags"])
 router.include_router(flag_resources.router)
-
-_KEY_HELP = "You can find your project API key in PostHog project settings."
 
 
 def _version(request: Request, default: int) -> int:
@@ -49,26 +46,14 @@ def _version(request: Request, default: int) -> int:
 
 def _prepare(request: Request, body: bytes) -> tuple[ServiceState, ProjectRecord, FlagsRequest]:
     """Decode, authenticate, validate (in a worker thread: decompression and SQLite reads block)."""
-    try:
-        payload = decode_payload(
-            body,
-            content_encoding=request.headers.get("content-encoding"),
-            content_type=request.headers.get("content-type"),
-            query=request.query_params,
-        )
-    except IngestError as exc:
-        if exc.code == "payload_too_large":
-            raise PayloadTooLarge(exc.detail) from None
-        raise ValidationFailed(exc.detail, code="malformed_data") from None
+    payload = decode_request(request, body, malformed_code="malformed_data")
     data = payload.events[0] if payload.attr_prefix is None and payload.events else None
     if not isinstance(data, dict):
         raise ValidationFailed("Malformed request data: the body must be a JSON object.", code="malformed_data")
     if not payload.token:
-        raise NotAuthenticated(f"No project API key provided. {_KEY_HELP}", code="no_api_key")
+        raise NotAuthenticated(f"No project API key provided. {KEY_HELP}", code="no_api_key")
     state: ServiceState = request.app.state.hoglab
-    project = state.store.projects.get_by_token(payload.token)
-    if project is None:
-        raise AuthenticationFailed(f"Project API key invalid. {_KEY_HELP}", code="invalid_api_key")
+    project = project_for_key(state.store, payload.token)
     try:
         return state, project, parse_flags_request(data)
     except FlagsRequestError as exc:
@@ -88,14 +73,9 @@ def _answer_decide(request: Request, body: bytes) -> dict[str, Any]:
     return decide_body(evaluation, _version(request, 1), str(uuid.uuid4()))
 
 
-async def _respond(request: Request, answer: Any) -> Response:
-    body = await request.body()
-    try:
-        content = await run_in_threadpool(answer, request, body)
-    except APIError as exc:
-        exc.headers = {**_cors(request), **exc.headers}
-        raise
-    return JSONResponse(content, headers=_cors(request))
+async def _respond(request: Request, answer: Callable[[Request, bytes], dict[str, Any]]) -> Response:
+    content = await run_with_cors(request, answer)
+    return JSONResponse(content, headers=cors_headers(request))
 
 
 async def flags(request: Request) -> Response:
@@ -110,7 +90,7 @@ async def decide(request: Request) -> Response:
 
 async def decide_without_body(request: Request) -> Response:
     # PostHog answers a GET of /decide with the default config and no flags.
-    return JSONResponse(decide_body(Evaluation([]), 2, str(uuid.uuid4())), headers=_cors(request))
+    return JSONResponse(decide_body(Evaluation([]), 2, str(uuid.uuid4())), headers=cors_headers(request))
 
 
 _DOC = {

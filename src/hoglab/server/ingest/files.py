@@ -31,7 +31,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from os import PathLike
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -40,11 +39,11 @@ import pyarrow as pa
 from ..engine.base import Engine, EngineError, QueryError
 from ..engine.ddl import DATABASE, MAX_GROUP_TYPES
 from ..engine.settings import quote_string
-from .errors import MAX_LISTED_PROBLEMS, IngestError, LoadError
+from .errors import MAX_LISTED_PROBLEMS, LoadError
 from .file_persons import resolve_file_persons
 from .groups import GroupStore, group_key_text
 from .person_store import PersonStore
-from .sources import Source, describe_source, detect_format, exact_source, read_locally, row_filter, row_select
+from .sources import Source, describe_source, exact_source, file_and_format, read_locally, row_filter, row_select
 
 __all__ = ["LoadReport", "load_file"]
 
@@ -241,10 +240,8 @@ def load_file(
 ) -> LoadReport:
     """Load one file of events into project ``project_id``: all of it, or nothing and a :class:`LoadError`."""
     started = time.perf_counter()
-    file = Path(path).expanduser().resolve()
-    if not file.is_file():
-        raise IngestError(f"{path}: no such file.", code="invalid_file")
-    source = describe_source(file, detect_format(file, format))
+    file, fmt = file_and_format(path, format)
+    source = describe_source(file, fmt)
     team = int(project_id)
     store = PersonStore.for_engine(engine)
     staging = _Staging(engine, compress=_worth_compressing(source))

@@ -35,10 +35,10 @@ import orjson
 
 from ..engine.base import Engine
 from ..engine.ddl import MAX_GROUP_TYPES
-from .errors import MAX_LISTED_PROBLEMS, IngestError, LoadError
+from .errors import MAX_LISTED_PROBLEMS, LoadError
 from .events import parse_timestamp
 from .groups import GroupState, GroupStore, GroupType, group_key_text
-from .sources import detect_format
+from .sources import detect_format, file_and_format
 
 __all__ = ["GroupLoadReport", "file_kind", "load_group_types", "load_groups", "read_records"]
 
@@ -148,10 +148,7 @@ def load_group_types(engine: Engine, project_id: int, path: str | PathLike[str],
                      format: str | None = None) -> GroupLoadReport:  # fmt: skip
     """Load group types (their indexes kept) into project ``project_id``: all of them, or a ``LoadError``."""
     started = time.perf_counter()
-    file = Path(path).expanduser().resolve()
-    if not file.is_file():
-        raise IngestError(f"{path}: no such file.", code="invalid_file")
-    fmt = detect_format(file, format)
+    file, fmt = file_and_format(path, format)
     store = GroupStore.for_engine(engine)
     problems: list[tuple[int, str]] = []
     rows: list[GroupType] = []
@@ -188,10 +185,7 @@ def load_groups(engine: Engine, project_id: int, path: str | PathLike[str], *,
                 format: str | None = None) -> GroupLoadReport:  # fmt: skip
     """Load groups into project ``project_id``: all of them, or a ``LoadError`` naming the bad lines."""
     started = time.perf_counter()
-    file = Path(path).expanduser().resolve()
-    if not file.is_file():
-        raise IngestError(f"{path}: no such file.", code="invalid_file")
-    fmt = detect_format(file, format)
+    file, fmt = file_and_format(path, format)
     store = GroupStore.for_engine(engine)
     problems: list[tuple[int, str]] = []
     groups: list[tuple[int, int, str, dict[str, Any], datetime | None, datetime | None, str | None]] = []

@@ -18,14 +18,15 @@ import csv
 import gzip
 import io
 from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 
 import pyarrow as pa
 
 from .errors import IngestError
 
-__all__ = ["FIELDS", "REQUIRED", "Source", "describe_source", "detect_format", "exact_source", "read_locally",
-           "row_filter", "row_select"]
+__all__ = ["FIELDS", "REQUIRED", "Source", "describe_source", "detect_format", "exact_source", "file_and_format",
+           "read_locally", "row_filter", "row_select"]
 
 FIELDS = ("uuid", "event", "distinct_id", "timestamp", "properties", "person_id", "elements_chain")
 REQUIRED = ("event", "distinct_id", "timestamp")
@@ -49,6 +50,15 @@ def detect_format(path: Path, given: str | None = None) -> str:
         return _SUFFIXES[suffixes[-1]]
     raise IngestError(f"{path.name}: cannot tell the format from the name; give it: jsonl, csv or parquet "
                       "(hoglab load --format, load_file(format=...)).", code="invalid_file")  # fmt: skip
+
+
+def file_and_format(path: str | PathLike[str], given: str | None = None) -> tuple[Path, str]:
+    """The file a load reads (``~`` expanded, absolute) and its format (:func:`detect_format`); a missing file is
+    an ``invalid_file`` error before anything is read."""
+    file = Path(path).expanduser().resolve()
+    if not file.is_file():
+        raise IngestError(f"{path}: no such file.", code="invalid_file")
+    return file, detect_format(file, given)
 
 
 @dataclass

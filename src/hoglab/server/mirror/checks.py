@@ -21,7 +21,7 @@ flag 'beta' (remote id 1): filters.groups[0].rollout_percentage | a number from 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from hoglab.errors import HoglabError, RemoteAnswerError
@@ -79,15 +79,22 @@ def _percentage(value: Any) -> bool:
     )
 
 
-def _check_conditions(what: str, path: str, groups: Any) -> None:
-    if groups is None:
+def _objects(what: str, path: str, value: Any, list_of: str, one: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each object of the list ``value`` with its path; nothing when it is missing, an error when it is not a list
+    of objects (``list_of``, ``one``: what was expected, for the error)."""
+    if value is None:
         return
-    if not isinstance(groups, list):
-        raise _bad(what, path, "a list of condition groups", groups)
-    for i, group in enumerate(groups):
+    if not isinstance(value, list):
+        raise _bad(what, path, list_of, value)
+    for i, item in enumerate(value):
         where = _at(path, i)
-        if not isinstance(group, dict):
-            raise _bad(what, where, "a condition group (an object)", group)
+        if not isinstance(item, dict):
+            raise _bad(what, where, one, item)
+        yield where, item
+
+
+def _check_conditions(what: str, path: str, groups: Any) -> None:
+    for where, group in _objects(what, path, groups, "a list of condition groups", "a condition group (an object)"):
         rollout = group.get("rollout_percentage")
         if rollout is not None and not _percentage(rollout):
             raise _bad(what, _at(where, "rollout_percentage"), "a number from 0 to 100", rollout)
@@ -98,14 +105,7 @@ def _check_conditions(what: str, path: str, groups: Any) -> None:
 
 
 def _check_filters(what: str, path: str, filters: Any) -> None:
-    if filters is None:
-        return
-    if not isinstance(filters, list):
-        raise _bad(what, path, "a list of property filters", filters)
-    for i, flt in enumerate(filters):
-        where = _at(path, i)
-        if not isinstance(flt, dict):
-            raise _bad(what, where, "a property filter (an object)", flt)
+    for where, flt in _objects(what, path, filters, "a list of property filters", "a property filter (an object)"):
         key = flt.get("key")
         if isinstance(key, bool) or not isinstance(key, str | int):
             raise _bad(what, _at(where, "key"), "a property key (text)", key)

@@ -2,7 +2,7 @@
 ``IngestionWarningsViewSet``): per warning type, its count, its count per day and its most recent warnings.
 
 Read like a query: HogQL over the guarded ``ingestion_warnings`` table (so only the caller's project), with the
-statement limits, within the project's share of the engine (``fairness.py``). Capture writes the rows
+statement limits, within the project's share of the engine (``reads.py``). Capture writes the rows
 (``ingest/warnings.py``).
 
 >>> row = {"type": "missing_distinct_id", "day": "2026-01-02", "n": 2, "times": ["2026-01-02T10:00:00Z"],
@@ -13,19 +13,12 @@ statement limits, within the project's share of the engine (``fairness.py``). Ca
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..engine.limits import LimitedEngine, statement_limits
-from ..errors import ServerError
-from ..store.db import utcnow
-from .failures import api_error
-from .fairness import FairGate
-from .jobs import tag_for
-from .runners.base import RunContext
+from .reads import read_rows
 
 if TYPE_CHECKING:
     from ..state import ServiceState
@@ -90,18 +83,4 @@ def read_summaries(state: ServiceState, project: ProjectRecord, search: str = ""
     """The project's warnings of the last :data:`API_DAYS` days as PostHog's summaries (``search``: keep those
     whose type or details contain it). Read like a query: through the HogQL compiler (the team guard), with the
     statement limits, within the project's share of the engine (``query/fairness.py``)."""
-    engine = state.engine
-    if engine is None:
-        raise ServerError("The events engine is not running.")
-    ctx = RunContext(
-        project=project,
-        engine=LimitedEngine(engine, statement_limits(state.config)),
-        now=utcnow(),
-        tag=tag_for(project.id, f"ingestion-warnings-{uuid.uuid4().hex[:12]}"),
-    )
-    try:
-        with FairGate.for_engine(engine, state.config).hold(project_id=project.id, key_id=None):
-            rows = ctx.run(SUMMARY_HOGQL, values={"search": search}).to_pylist()
-    except Exception as exc:
-        raise api_error(exc) from None
-    return summarize(rows)
+    return summarize(read_rows(state, project, SUMMARY_HOGQL, values={"search": search}, label="ingestion-warnings"))

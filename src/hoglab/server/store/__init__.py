@@ -25,10 +25,10 @@ from .actions import ActionRepository, DuplicateActionName
 from .cohorts import CohortRepository
 from .db import DATABASE_FILENAME, Database, StoreError
 from .experiment_timeseries import DayResult, ExperimentTimeseriesRepository, RecalculationRecord
-from .experiments import ExperimentPage, ExperimentRepository, ExperimentStatus
+from .experiments import ExperimentRepository, ExperimentStatus
 from .experiments_config import ExperimentsConfigRepository
 from .flags import DuplicateFlagKey, FlagRepository
-from .holdouts import HoldoutPage, HoldoutRepository
+from .holdouts import HoldoutRepository
 from .keys import KEY_PREFIX, VALID_SCOPES, KeyRepository, hash_key, validate_scopes
 from .migrations import migrate
 from .projects import ProjectRepository
@@ -41,12 +41,13 @@ from .records import (
     FlagRecord,
     HoldoutRecord,
     KeyRecord,
+    Page,
     ProjectRecord,
     SavedMetricLinkRecord,
     SavedMetricRecord,
     UserRecord,
 )
-from .saved_metrics import DuplicateSavedMetricName, SavedMetricPage, SavedMetricRepository
+from .saved_metrics import DuplicateSavedMetricName, SavedMetricRepository
 from .users import DEFAULT_USER_EMAIL, UserRepository
 
 __all__ = [
@@ -63,19 +64,17 @@ __all__ = [
     "DuplicateActionName",
     "DuplicateFlagKey",
     "DuplicateSavedMetricName",
-    "ExperimentPage",
     "ExperimentRecord",
     "ExperimentStatus",
     "FlagRecord",
-    "HoldoutPage",
     "HoldoutRecord",
     "KeyRecord",
+    "Page",
     "ProjectRecord",
     "PullRepository",
     "PullSource",
     "RecalculationRecord",
     "SavedMetricLinkRecord",
-    "SavedMetricPage",
     "SavedMetricRecord",
     "Store",
     "StoreError",

@@ -13,6 +13,7 @@ from typing import Any
 
 from .db import Database, StoreError, to_db_time, utcnow
 from .records import ActionRecord, dump_json
+from .rows import team_row
 
 __all__ = ["ActionRepository", "DuplicateActionName"]
 
@@ -71,9 +72,7 @@ class ActionRepository:
     def get(self, team_id: int, action_id: int) -> ActionRecord | None:
         """The project's action (deleted ones too); ``None`` for an unknown id or another project's action."""
         with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT * FROM actions WHERE id = ? AND team_id = ?", (action_id, team_id)
-            ).fetchone()
+            row = team_row(conn, "actions", team_id, action_id)
         return None if row is None else ActionRecord.from_row(row)
 
     def list(self, team_id: int, *, include_deleted: bool = False) -> list[ActionRecord]:
@@ -89,9 +88,7 @@ class ActionRepository:
         if unknown:
             raise ValueError(f"unknown action columns: {sorted(unknown)}")
         with self._db.write() as conn:
-            row = conn.execute(
-                "SELECT * FROM actions WHERE id = ? AND team_id = ?", (action_id, team_id)
-            ).fetchone()
+            row = team_row(conn, "actions", team_id, action_id)
             if row is None:
                 return None
             current = ActionRecord.from_row(row)

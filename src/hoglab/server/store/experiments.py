@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from .db import Database, to_db_time, utcnow
-from .records import ExperimentRecord, dump_json
+from .records import ExperimentRecord, Page, dump_json
+from .rows import delete_team_row, team_page, team_row, update_team_row
 
-__all__ = ["METRIC_COLUMNS", "ExperimentPage", "ExperimentRepository", "ExperimentStatus"]
+__all__ = ["METRIC_COLUMNS", "ExperimentRepository", "ExperimentStatus"]
 
 ExperimentStatus = Literal["draft", "running", "complete", "all"]
 
@@ -33,12 +33,6 @@ _STATUS_SQL: dict[str, str] = {
     "complete": " AND end_date IS NOT NULL",
     "all": "",
 }
-
-
-@dataclass(frozen=True)
-class ExperimentPage:
-    total: int
-    results: list[ExperimentRecord]
 
 
 def _column_value(column: str, value: Any) -> Any:
@@ -113,9 +107,7 @@ class ExperimentRepository:
     def get(self, team_id: int, experiment_id: int) -> ExperimentRecord | None:
         """The project's experiment, or ``None`` (also for another project's experiment)."""
         with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT * FROM experiments WHERE id = ? AND team_id = ?", (experiment_id, team_id)
-            ).fetchone()
+            row = team_row(conn, "experiments", team_id, experiment_id)
         return None if row is None else ExperimentRecord.from_row(row)
 
     def with_holdout(self, team_id: int, holdout_id: int) -> list[ExperimentRecord]:
@@ -144,13 +136,13 @@ class ExperimentRepository:
         search: str | None = None,
         limit: int = 100,
         offset: int = 0,
-    ) -> ExperimentPage:
+    ) -> Page[ExperimentRecord]:
         """A page of the project's experiments, newest first, and how many match in all.
 
         ``archived=None`` lists archived and live experiments together.
         """
-        where = "team_id = ?"
-        params: list[Any] = [team_id]
+        where = ""
+        params: list[Any] = []
         if archived is not None:
             where += " AND archived = ?"
             params.append(int(archived))
@@ -159,12 +151,9 @@ class ExperimentRepository:
             where += " AND instr(lower(name), lower(?)) > 0"
             params.append(search)
         with self._db.read() as conn:
-            total = conn.execute(f"SELECT count(*) FROM experiments WHERE {where}", params).fetchone()[0]
-            rows = conn.execute(
-                f"SELECT * FROM experiments WHERE {where} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ).fetchall()
-        return ExperimentPage(int(total), [ExperimentRecord.from_row(row) for row in rows])
+            total, rows = team_page(conn, "experiments", team_id, order_by="created_at DESC, id DESC", limit=limit,
+                                    offset=offset, where=where, params=params)  # fmt: skip
+        return Page(total, [ExperimentRecord.from_row(row) for row in rows])
 
     def update(self, team_id: int, experiment_id: int, fields: Mapping[str, Any]) -> ExperimentRecord | None:
         """Set some columns (``updated_at`` follows); ``None`` if there is no such experiment."""
@@ -172,25 +161,12 @@ class ExperimentRepository:
         if unknown:
             raise ValueError(f"cannot update experiment fields {sorted(unknown)}")
         values = {column: _column_value(column, value) for column, value in fields.items()}
-        values["updated_at"] = to_db_time(utcnow())
-        assignments = ", ".join(f"{column} = ?" for column in values)
         with self._db.write() as conn:
-            conn.execute(
-                f"UPDATE experiments SET {assignments} WHERE id = ? AND team_id = ?",
-                (*values.values(), experiment_id, team_id),
-            )
-            row = conn.execute(
-                "SELECT * FROM experiments WHERE id = ? AND team_id = ?", (experiment_id, team_id)
-            ).fetchone()
+            row = update_team_row(conn, "experiments", team_id, experiment_id, values)
         return None if row is None else ExperimentRecord.from_row(row)
 
     def delete(self, team_id: int, experiment_id: int) -> ExperimentRecord | None:
         """Remove the experiment for good; returns what was removed, or ``None``."""
         with self._db.write() as conn:
-            row = conn.execute(
-                "SELECT * FROM experiments WHERE id = ? AND team_id = ?", (experiment_id, team_id)
-            ).fetchone()
-            if row is None:
-                return None
-            conn.execute("DELETE FROM experiments WHERE id = ?", (experiment_id,))
-        return ExperimentRecord.from_row(row)
+            row = delete_team_row(conn, "experiments", team_id, experiment_id)
+        return None if row is None else ExperimentRecord.from_row(row)

@@ -7,19 +7,13 @@ the same ``store.transaction()``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .db import Database, to_db_time, utcnow
-from .records import HoldoutRecord, dump_json
+from .records import HoldoutRecord, Page, dump_json
+from .rows import delete_team_row, team_page, team_row, update_team_row
 
-__all__ = ["HoldoutPage", "HoldoutRepository"]
-
-
-@dataclass(frozen=True)
-class HoldoutPage:
-    total: int
-    results: list[HoldoutRecord]
+__all__ = ["HoldoutRepository"]
 
 
 class HoldoutRepository:
@@ -53,21 +47,15 @@ class HoldoutRepository:
     def get(self, team_id: int, holdout_id: int) -> HoldoutRecord | None:
         """The project's holdout, or ``None`` (also for another project's)."""
         with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT * FROM experiment_holdouts WHERE id = ? AND team_id = ?", (holdout_id, team_id)
-            ).fetchone()
+            row = team_row(conn, "experiment_holdouts", team_id, holdout_id)
         return None if row is None else HoldoutRecord.from_row(row)
 
-    def list(self, team_id: int, *, limit: int = 100, offset: int = 0) -> HoldoutPage:
+    def list(self, team_id: int, *, limit: int = 100, offset: int = 0) -> Page[HoldoutRecord]:
         """A page of the project's holdouts, newest first (PostHog's ``-created_at``)."""
         with self._db.read() as conn:
-            total = conn.execute("SELECT count(*) FROM experiment_holdouts WHERE team_id = ?", (team_id,)).fetchone()
-            rows = conn.execute(
-                "SELECT * FROM experiment_holdouts WHERE team_id = ? ORDER BY created_at DESC, id DESC"
-                " LIMIT ? OFFSET ?",
-                (team_id, limit, offset),
-            ).fetchall()
-        return HoldoutPage(int(total[0]), [HoldoutRecord.from_row(row) for row in rows])
+            total, rows = team_page(conn, "experiment_holdouts", team_id, order_by="created_at DESC, id DESC",
+                                    limit=limit, offset=offset)  # fmt: skip
+        return Page(total, [HoldoutRecord.from_row(row) for row in rows])
 
     def update(self, team_id: int, holdout_id: int, **fields: Any) -> HoldoutRecord | None:
         """Change some of ``name, description, filters`` (``updated_at`` follows); ``None`` if there is none."""
@@ -75,25 +63,12 @@ class HoldoutRepository:
         if unknown:
             raise ValueError(f"cannot update holdout fields {sorted(unknown)}")
         values = {k: dump_json(list(v)) if k == "filters" else v for k, v in fields.items()}
-        values["updated_at"] = to_db_time(utcnow())
-        assignments = ", ".join(f"{column} = ?" for column in values)
         with self._db.write() as conn:
-            conn.execute(
-                f"UPDATE experiment_holdouts SET {assignments} WHERE id = ? AND team_id = ?",
-                (*values.values(), holdout_id, team_id),
-            )
-            row = conn.execute(
-                "SELECT * FROM experiment_holdouts WHERE id = ? AND team_id = ?", (holdout_id, team_id)
-            ).fetchone()
+            row = update_team_row(conn, "experiment_holdouts", team_id, holdout_id, values)
         return None if row is None else HoldoutRecord.from_row(row)
 
     def delete(self, team_id: int, holdout_id: int) -> HoldoutRecord | None:
         """Remove the holdout (its experiments' ``holdout_id`` becomes NULL); what was removed, or ``None``."""
         with self._db.write() as conn:
-            row = conn.execute(
-                "SELECT * FROM experiment_holdouts WHERE id = ? AND team_id = ?", (holdout_id, team_id)
-            ).fetchone()
-            if row is None:
-                return None
-            conn.execute("DELETE FROM experiment_holdouts WHERE id = ?", (holdout_id,))
-        return HoldoutRecord.from_row(row)
+            row = delete_team_row(conn, "experiment_holdouts", team_id, holdout_id)
+        return None if row is None else HoldoutRecord.from_row(row)

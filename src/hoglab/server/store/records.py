@@ -9,7 +9,7 @@ import sqlite3
 import zoneinfo
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .db import from_db_time
 
@@ -22,6 +22,7 @@ __all__ = [
     "FlagRecord",
     "HoldoutRecord",
     "KeyRecord",
+    "Page",
     "ProjectRecord",
     "SavedMetricLinkRecord",
     "SavedMetricRecord",
@@ -67,6 +68,17 @@ def dump_json(value: Any) -> str | None:
 
 def load_json(value: str | None) -> Any:
     return None if value is None else json.loads(value)
+
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Page(Generic[R]):
+    """One page of a project's records (``results``) and how many there are in all (``total``)."""
+
+    total: int
+    results: list[R]
 
 
 def _time(row: sqlite3.Row, column: str) -> datetime:

@@ -10,25 +10,19 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from hoglab.errors import HoglabError
 
 from .db import Database, from_db_time, to_db_time, utcnow
-from .records import SavedMetricLinkRecord, SavedMetricRecord, dump_json, load_json
+from .records import Page, SavedMetricLinkRecord, SavedMetricRecord, dump_json, load_json
+from .rows import delete_team_row, team_page, team_row, update_team_row
 
-__all__ = ["DuplicateSavedMetricName", "SavedMetricPage", "SavedMetricRepository"]
+__all__ = ["DuplicateSavedMetricName", "SavedMetricRepository"]
 
 
 class DuplicateSavedMetricName(HoglabError):
     """Another saved metric of the project has this name (compared without case)."""
-
-
-@dataclass(frozen=True)
-class SavedMetricPage:
-    total: int
-    results: list[SavedMetricRecord]
 
 
 def _link(row: sqlite3.Row, metric: SavedMetricRecord) -> SavedMetricLinkRecord:
@@ -80,9 +74,7 @@ class SavedMetricRepository:
     def get(self, team_id: int, saved_metric_id: int) -> SavedMetricRecord | None:
         """The project's saved metric, or ``None`` (also for another project's)."""
         with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT * FROM experiment_saved_metrics WHERE id = ? AND team_id = ?", (saved_metric_id, team_id)
-            ).fetchone()
+            row = team_row(conn, "experiment_saved_metrics", team_id, saved_metric_id)
         return None if row is None else SavedMetricRecord.from_row(row)
 
     def get_many(self, team_id: int, ids: Iterable[int]) -> dict[int, SavedMetricRecord]:
@@ -105,19 +97,11 @@ class SavedMetricRepository:
         values: dict[str, Any] = {}
         for column, value in fields.items():
             values[column] = dump_json(value) if column in ("query", "tags") else value
-        values["updated_at"] = to_db_time(utcnow())
-        assignments = ", ".join(f"{column} = ?" for column in values)
         try:
             with self._db.write() as conn:
                 if "name" in fields and self._name_taken(conn, team_id, str(fields["name"]), saved_metric_id):
                     raise DuplicateSavedMetricName(str(fields["name"]))
-                conn.execute(
-                    f"UPDATE experiment_saved_metrics SET {assignments} WHERE id = ? AND team_id = ?",
-                    (*values.values(), saved_metric_id, team_id),
-                )
-                row = conn.execute(
-                    "SELECT * FROM experiment_saved_metrics WHERE id = ? AND team_id = ?", (saved_metric_id, team_id)
-                ).fetchone()
+                row = update_team_row(conn, "experiment_saved_metrics", team_id, saved_metric_id, values)
         except sqlite3.IntegrityError as exc:
             raise DuplicateSavedMetricName(str(fields.get("name"))) from exc
         return None if row is None else SavedMetricRecord.from_row(row)
@@ -125,13 +109,8 @@ class SavedMetricRepository:
     def delete(self, team_id: int, saved_metric_id: int) -> SavedMetricRecord | None:
         """Remove the saved metric and its links to experiments; what was removed, or ``None``."""
         with self._db.write() as conn:
-            row = conn.execute(
-                "SELECT * FROM experiment_saved_metrics WHERE id = ? AND team_id = ?", (saved_metric_id, team_id)
-            ).fetchone()
-            if row is None:
-                return None
-            conn.execute("DELETE FROM experiment_saved_metrics WHERE id = ?", (saved_metric_id,))
-        return SavedMetricRecord.from_row(row)
+            row = delete_team_row(conn, "experiment_saved_metrics", team_id, saved_metric_id)
+        return None if row is None else SavedMetricRecord.from_row(row)
 
     # -- links to experiments -----------------------------------------------------------------------------------
 
@@ -187,14 +166,9 @@ class SavedMetricRepository:
             ).fetchall()
         return [int(row[0]) for row in rows]
 
-    def list(self, team_id: int, *, limit: int = 100, offset: int = 0) -> SavedMetricPage:
+    def list(self, team_id: int, *, limit: int = 100, offset: int = 0) -> Page[SavedMetricRecord]:
         """A page of the project's saved metrics by name, case ignored (PostHog's ``Lower("name")``)."""
         with self._db.read() as conn:
-            total = conn.execute(
-                "SELECT count(*) FROM experiment_saved_metrics WHERE team_id = ?", (team_id,)
-            ).fetchone()
-            rows = conn.execute(
-                "SELECT * FROM experiment_saved_metrics WHERE team_id = ? ORDER BY lower(name), id LIMIT ? OFFSET ?",
-                (team_id, limit, offset),
-            ).fetchall()
-        return SavedMetricPage(int(total[0]), [SavedMetricRecord.from_row(row) for row in rows])
+            total, rows = team_page(conn, "experiment_saved_metrics", team_id, order_by="lower(name), id",
+                                    limit=limit, offset=offset)  # fmt: skip
+        return Page(total, [SavedMetricRecord.from_row(row) for row in rows])

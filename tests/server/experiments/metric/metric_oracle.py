@@ -21,6 +21,15 @@ import pandas as pd
 START = datetime(2025, 5, 5, 10, 0, 0, 123_456, tzinfo=UTC)
 END = START + timedelta(days=8)
 FLAGS = ("mx-exclude", "mx-first", "mx-custom")
+PRO = [{"key": "plan", "value": "pro", "operator": "exact", "type": "event"}]
+CRITERIA = {
+    "mx-exclude": {"multiple_variant_handling": "exclude"},
+    "mx-first": {"multiple_variant_handling": "first_seen"},
+    "mx-custom": {"exposure_config": {"kind": "ExperimentEventExposureConfig", "event": "checkout_seen",
+                                      "properties": PRO}},
+}  # fmt: skip
+"""Each flag's exposure criteria, as its experiment sets them: how persons seen in both variants count, or the
+custom exposure event (``checkout_seen`` with plan pro)."""
 VARIANTS = ("control", "test")
 US = timedelta(microseconds=1)
 MULTIPLE = "$multiple"

@@ -13,17 +13,19 @@ holdout as the baseline; every answer validates against PostHog's OpenAPI docume
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from hoglab.client import Client, MetricExperimentResult
+from hoglab.client import Client
 from hoglab.notebook.holdout_tour import HOLDOUT_FLAG_KEY, feed_holdout_experiment
 from hoglab.stats.posthog import ExperimentStats, experiment_results
 from posthog_openapi import CACHE_FIELDS, assert_valid
+
+from .conftest import Fed
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -32,21 +34,8 @@ ANSWER_EXTRAS = (*CACHE_FIELDS, "query_status", "timings")
 
 
 @pytest.fixture(scope="module")
-def fed(hoglab_service: Any) -> Iterator[tuple[Client, Any, MetricExperimentResult, pd.DataFrame]]:
-    store = hoglab_service.state.store
-    record = store.projects.create("holdout experiment, fed by the posthog SDK")
-    _, key = store.keys.create(store.users.default().id, ["*"], [record.id], label="holdout sdk test")
-    client = Client(hoglab_service.url, key, record.id, progress=False)
-    demo = feed_holdout_experiment(client, key, users=USERS)
-    result = client.experiments.results(demo.experiment.id)
-    assert isinstance(result, MetricExperimentResult)
-    events = client.hogql(
-        "select event, person_id, timestamp, toFloat(properties.price) as price, properties.$feature_flag as flag, "
-        "properties.$feature_flag_response as response from events order by timestamp",
-        all_rows=True,
-    )
-    yield client, demo, result, events
-    client.close()
+def fed(feed_sdk_project: Callable[..., Fed]) -> Fed:
+    return feed_sdk_project("holdout experiment", lambda client, key: feed_holdout_experiment(client, key, users=USERS))
 
 
 def _held_out(distinct_id: str, share: float) -> bool:

@@ -20,7 +20,7 @@ breakdowns aside, which PostHog's published document predates) validate against 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -28,10 +28,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hoglab.client import Client, MetricExperimentResult
+from hoglab.client import MetricExperimentResult
 from hoglab.notebook.tours import CUPED_FLAG_KEY, CUPED_HOLDOUT_SHARE, CUPED_LOOKBACK_DAYS, feed_cuped_experiment
 from posthog_openapi import CACHE_FIELDS, assert_valid, assert_valid_experiment
 
+from .conftest import Fed
 from .test_holdout_sdk_end_to_end import _held_out
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -44,22 +45,13 @@ SAVED = f"purchases per person ({CUPED_FLAG_KEY})"
 
 
 @pytest.fixture(scope="module")
-def fed(hoglab_service: Any) -> Iterator[tuple[Client, Any, MetricExperimentResult, pd.DataFrame]]:
-    store = hoglab_service.state.store
-    record = store.projects.create("CUPED experiment, fed by the posthog SDK")
-    _, key = store.keys.create(store.users.default().id, ["*"], [record.id], label="cuped sdk test")
-    client = Client(hoglab_service.url, key, record.id, progress=False)
-    demo = feed_cuped_experiment(client, users=USERS)
-    result = client.experiments.results(demo.experiment.id)
-    assert isinstance(result, MetricExperimentResult)
-    events = client.hogql(
-        "select event, person_id, toString(uuid) as uuid, timestamp, toFloat(properties.price) as price, "
-        "properties.$feature_flag as flag, properties.$feature_flag_response as response, "
-        "properties.$browser as browser from events order by timestamp",
-        all_rows=True,
-    )
-    yield client, demo, result, events
-    client.close()
+def fed(feed_sdk_project: Callable[..., Fed]) -> Fed:
+    # The restatement also reads each event's uuid and browser.
+    events = ("select event, person_id, toString(uuid) as uuid, timestamp, toFloat(properties.price) as price, "
+              "properties.$feature_flag as flag, properties.$feature_flag_response as response, "
+              "properties.$browser as browser from events order by timestamp")  # fmt: skip
+    return feed_sdk_project("CUPED experiment", lambda client, _: feed_cuped_experiment(client, users=USERS),
+                            events_hogql=events)  # fmt: skip
 
 
 # ---- the restatement ------------------------------------------------------------------------------------------

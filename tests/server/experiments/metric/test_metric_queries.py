@@ -25,13 +25,6 @@ pytestmark = pytest.mark.xdist_group("metric-experiments")
 # PostHog's ExperimentQueryResponse lists neither the cache fields nor query_status/timings that every answer of
 # the query endpoint carries (PostHog's cached responses add them too).
 ANSWER_EXTRAS = (*CACHE_FIELDS, "query_status", "timings")
-PRO = [{"key": "plan", "value": "pro", "operator": "exact", "type": "event"}]
-CRITERIA = {
-    "mx-exclude": {"multiple_variant_handling": "exclude"},
-    "mx-first": {"multiple_variant_handling": "first_seen"},
-    "mx-custom": {"exposure_config": {"kind": "ExperimentEventExposureConfig", "event": "checkout_seen",
-                                      "properties": PRO}},
-}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +32,7 @@ def setup(results_project) -> dict[str, Any]:
     events = oracle.generate(20251125)
     project = results_project(events)
     ids = {}
-    for flag, criteria in CRITERIA.items():
+    for flag, criteria in oracle.CRITERIA.items():
         method = "frequentist" if flag == "mx-first" else "bayesian"
         body = {"name": flag, "feature_flag_key": flag, "start_date": oracle.START.isoformat(),
                 "end_date": oracle.END.isoformat(), "exposure_criteria": criteria, "stats_config": {"method": method}}
@@ -230,7 +223,7 @@ def test_ratio_metric_sums_equal_the_pandas_restatement(setup, flag, numerator, 
     _check_method(answer, "ratio", "frequentist" if flag == "mx-first" else "bayesian", extra.get("goal", "increase"))
 
 
-@pytest.mark.parametrize("flag", list(CRITERIA))
+@pytest.mark.parametrize("flag", list(oracle.CRITERIA))
 def test_exposures_per_day_are_running_totals_of_first_exposures(setup, flag):
     project = setup["project"]
     body = {"query": {"kind": "ExperimentExposureQuery", "experiment_id": setup["ids"][flag],

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 import pytest
 
-from hoglab.client import Client, MetricExperimentResult
 from hoglab.notebook.tours import METRIC_FLAG_KEY, feed_metric_experiment
 from hoglab.stats.posthog import ExperimentStats, experiment_results
 from posthog_openapi import CACHE_FIELDS, assert_valid
+
+from .conftest import Fed
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -32,22 +33,11 @@ ANSWER_EXTRAS = (*CACHE_FIELDS, "query_status", "timings")
 
 
 @pytest.fixture(scope="module")
-def fed(hoglab_service: Any) -> Iterator[tuple[Client, Any, MetricExperimentResult, pd.DataFrame]]:
+def fed(feed_sdk_project: Callable[..., Fed]) -> Fed:
     """One project, fed once: the client, what the feed made, the results, and the stored events."""
-    store = hoglab_service.state.store
-    record = store.projects.create("metric experiment, fed by the posthog SDK")
-    _, key = store.keys.create(store.users.default().id, ["*"], [record.id], label="metric sdk test")
-    client = Client(hoglab_service.url, key, record.id, progress=False)
-    demo = feed_metric_experiment(client, users=USERS, stats_method="frequentist")
-    result = client.experiments.results(demo.experiment.id)
-    assert isinstance(result, MetricExperimentResult)
-    events = client.hogql(
-        "select event, person_id, timestamp, toFloat(properties.price) as price, properties.$feature_flag as flag, "
-        "properties.$feature_flag_response as response from events order by timestamp",
-        all_rows=True,
+    return feed_sdk_project(
+        "metric experiment", lambda client, _: feed_metric_experiment(client, users=USERS, stats_method="frequentist")
     )
-    yield client, demo, result, events
-    client.close()
 
 
 def _restated(events: pd.DataFrame) -> pd.DataFrame:

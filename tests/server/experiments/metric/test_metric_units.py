@@ -19,13 +19,6 @@ from . import metric_oracle as oracle
 
 pytestmark = pytest.mark.xdist_group("metric-experiments")
 
-PRO = [{"key": "plan", "value": "pro", "operator": "exact", "type": "event"}]
-CRITERIA = {
-    "mx-exclude": {"multiple_variant_handling": "exclude"},
-    "mx-first": {"multiple_variant_handling": "first_seen"},
-    "mx-custom": {"exposure_config": {"kind": "ExperimentEventExposureConfig", "event": "checkout_seen",
-                                      "properties": PRO}},
-}  # fmt: skip
 PURCHASE_SUM = {"kind": "EventsNode", "event": "purchase", "math": "sum", "math_property": "price"}
 METRICS: dict[str, dict[str, Any]] = {
     "mean": {"metric_type": "mean", "source": PURCHASE_SUM},
@@ -55,7 +48,7 @@ def setup(results_project) -> dict[str, Any]:
     events = pd.concat([events, pd.DataFrame(tiers)], ignore_index=True)
     project = results_project(events)
     ids = {}
-    for flag, criteria in CRITERIA.items():
+    for flag, criteria in oracle.CRITERIA.items():
         body = {"name": flag, "feature_flag_key": flag, "start_date": oracle.START.isoformat(),
                 "end_date": oracle.END.isoformat(), "exposure_criteria": criteria,
                 "stats_config": {"method": "frequentist"}}  # fmt: skip
@@ -115,7 +108,7 @@ def assert_same(got: dict[str, dict[str, Any]], expected: dict[str, dict[str, An
             assert expected[variant][name] == pytest.approx(value, rel=1e-12, abs=1e-9), (variant, name)
 
 
-@pytest.mark.parametrize("flag", list(CRITERIA))
+@pytest.mark.parametrize("flag", list(oracle.CRITERIA))
 def test_every_metric_s_units_sum_to_the_experiment_query_answer(setup, flag):
     names = list(METRICS)
     df = units_frame(setup, flag, [METRICS[n] for n in names])

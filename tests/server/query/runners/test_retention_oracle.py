@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -29,6 +30,15 @@ def _keys(first: str, n: int, interval: str) -> list[str]:
     freq = {"day": "D", "week": "W-SUN", "month": "MS", "hour": "h"}[interval]
     stamps = pd.date_range(first, periods=n, freq=freq)
     return [s.strftime("%Y-%m-%d %H:00:00" if interval == "hour" else "%Y-%m-%d") for s in stamps]
+
+
+def _restated(df: pd.DataFrame, tz: str, keys: list[str], lookahead: int, *, interval: str = "day",
+              target: str | None = "$pageview", returning: str | None = "$pageview", first_time: bool = False,
+              **options: Any) -> dict:  # fmt: skip
+    """The pandas restatement of the cohorts ``keys``; by default what a query naming none of these gets:
+    $pageview as target and return, recurring (not first time)."""
+    return retention(df, tz=tz, interval=interval, keys=keys, lookahead=lookahead, target=target,
+                     returning=returning, first_time=first_time, **options)  # fmt: skip
 
 
 def _check(answer: dict, expected: dict, keys: list[str], lookahead: int, bv: str = "") -> None:
@@ -59,16 +69,8 @@ def test_daily_cohorts_match_pandas(world, retention_type, target, returning):
         returningEntity={"id": returning, "type": "events"},
     )
     keys = _keys("2025-06-01", 14, "day")
-    expected = retention(
-        df,
-        tz=tz,
-        interval="day",
-        keys=keys,
-        lookahead=6,
-        target=target,
-        returning=returning,
-        first_time=retention_type == "retention_first_time",
-    )
+    expected = _restated(df, tz, keys, 6, target=target, returning=returning,
+                         first_time=retention_type == "retention_first_time")  # fmt: skip
     _check(answer, expected, keys, 6)
     assert sum(c["values"][0]["count"] for c in answer["results"]) > 0
     assert_valid(answer, "RetentionQueryResponse")
@@ -88,18 +90,7 @@ def test_weekly_cumulative_minimum_occurrences(world):
         returningEntity={"id": None, "type": "events"},
     )
     keys = _keys("2025-06-01", 3, "week")
-    expected = retention(
-        df,
-        tz=tz,
-        interval="week",
-        keys=keys,
-        lookahead=3,
-        target="$pageview",
-        returning=None,
-        first_time=False,
-        minimum=2,
-        cumulative=True,
-    )
+    expected = _restated(df, tz, keys, 3, interval="week", returning=None, minimum=2, cumulative=True)
     _check(answer, expected, keys, 3)
 
 
@@ -107,11 +98,8 @@ def test_default_range_is_total_intervals_ending_at_date_to(world):
     w, df, tz = world
     answer = _run(w, dateRange={"date_to": "2025-06-10"})
     keys = _keys("2025-06-03", 8, "day")
-    expected = retention(
-        df, tz=tz, interval="day", keys=keys, lookahead=8, target="$pageview", returning="$pageview", first_time=False
-    )
     assert len(answer["results"]) == 8
-    _check(answer, expected, keys, 8)
+    _check(answer, _restated(df, tz, keys, 8), keys, 8)
 
 
 def test_breakdown_by_event_property(world):
@@ -123,17 +111,7 @@ def test_breakdown_by_event_property(world):
         extra={"breakdownFilter": {"breakdown": "$browser", "breakdown_type": "event"}},
     )
     keys = _keys("2025-06-01", 14, "day")
-    expected = retention(
-        df,
-        tz=tz,
-        interval="day",
-        keys=keys,
-        lookahead=4,
-        target="$pageview",
-        returning="$pageview",
-        first_time=False,
-        breakdown="browser",
-    )
+    expected = _restated(df, tz, keys, 4, breakdown="browser")
     values = {c["breakdown_value"] for c in answer["results"]}
     assert values == {bv for bv, _, _ in expected}
     for bv in values:
@@ -184,10 +162,7 @@ def test_hourly_labels(world):
     assert [c["label"] for c in answer["results"]] == ["Hour 0", "Hour 1", "Hour 2", "Hour 3"]
     assert [v["label"] for v in answer["results"][0]["values"]] == ["Hour 0", "Hour 1", "Hour 2"]
     keys = _keys("2025-06-05 10:00", 4, "hour")
-    expected = retention(
-        df, tz=tz, interval="hour", keys=keys, lookahead=3, target="$pageview", returning="$pageview", first_time=False
-    )
-    _check(answer, expected, keys, 3)
+    _check(answer, _restated(df, tz, keys, 3, interval="hour"), keys, 3)
 
 
 def test_monthly_cohorts(make_world):
@@ -196,7 +171,5 @@ def test_monthly_cohorts(make_world):
     answer = _run(w, period="Month", totalIntervals=3, retentionType="retention_first_time",
                   dateRange={"date_from": "2025-06-01", "date_to": "2025-08-31"})  # fmt: skip
     keys = ["2025-06-01", "2025-07-01", "2025-08-01"]
-    expected = retention(df, tz="Asia/Kolkata", interval="month", keys=keys, lookahead=3, target="$pageview",
-                         returning="$pageview", first_time=True)  # fmt: skip
-    _check(answer, expected, keys, 3)
+    _check(answer, _restated(df, "Asia/Kolkata", keys, 3, interval="month", first_time=True), keys, 3)
     assert answer["results"][0]["values"][2]["count"] > 0

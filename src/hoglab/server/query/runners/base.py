@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS
 
@@ -236,17 +236,25 @@ Runner = Callable[[Any, RunContext], Answer]
 RUNNERS: dict[str, Runner] = {}
 """Query kind → runner. The query endpoint dispatches on ``query.kind`` through this map."""
 
+_Entry = TypeVar("_Entry")
+
+
+def _registrar(registry: dict[str, _Entry], what: str, kind: str) -> Callable[[_Entry], _Entry]:
+    """Decorator adding ``kind``'s entry to ``registry``, one entry a kind: registering the same one again changes
+    nothing, another one is a ``ValueError`` naming ``what``."""
+
+    def add(entry: _Entry) -> _Entry:
+        if kind in registry and registry[kind] is not entry:
+            raise ValueError(f"{what} for {kind} is already registered")
+        registry[kind] = entry
+        return entry
+
+    return add
+
 
 def register(kind: str) -> Callable[[Runner], Runner]:
     """Decorator: make ``runner`` the one for ``kind`` (one runner per kind)."""
-
-    def add(runner: Runner) -> Runner:
-        if kind in RUNNERS and RUNNERS[kind] is not runner:
-            raise ValueError(f"a runner for {kind} is already registered")
-        RUNNERS[kind] = runner
-        return runner
-
-    return add
+    return _registrar(RUNNERS, "a runner", kind)
 
 
 Resolver = Callable[[Any, "ProjectRecord", "Store"], Any]
@@ -259,14 +267,7 @@ its cache lookup, so the cache key covers the stored settings and the runner get
 
 def register_resolver(kind: str) -> Callable[[Resolver], Resolver]:
     """Decorator: make ``resolver`` the one for ``kind``."""
-
-    def add(resolver: Resolver) -> Resolver:
-        if kind in RESOLVERS and RESOLVERS[kind] is not resolver:
-            raise ValueError(f"a resolver for {kind} is already registered")
-        RESOLVERS[kind] = resolver
-        return resolver
-
-    return add
+    return _registrar(RESOLVERS, "a resolver", kind)
 
 
 BulkStatement = Callable[
@@ -282,14 +283,7 @@ BULK_STATEMENTS: dict[str, BulkStatement] = {}
 
 def register_bulk(kind: str) -> Callable[[BulkStatement], BulkStatement]:
     """Decorator: make ``statement`` the HogQL of ``kind``'s rows on ``POST /query/arrow/``."""
-
-    def add(statement: BulkStatement) -> BulkStatement:
-        if kind in BULK_STATEMENTS and BULK_STATEMENTS[kind] is not statement:
-            raise ValueError(f"a bulk statement for {kind} is already registered")
-        BULK_STATEMENTS[kind] = statement
-        return statement
-
-    return add
+    return _registrar(BULK_STATEMENTS, "a bulk statement", kind)
 
 
 def has_person_overrides(engine: Engine, team_id: int) -> bool:

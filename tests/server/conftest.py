@@ -1,5 +1,6 @@
-"""One chDB engine per test process (chDB allows one data directory per process): every ingestion test
-shares it and keeps to its own project through a fresh random ``team_id``."""
+"""One chDB engine per test process (chDB allows one data directory per process): the tests that read or write it
+directly (engine, ingestion, demo) share it and each keep to its own project through a fresh random ``team_id``.
+Tests through the service use its engine instead (``hoglab_service``; ``query/runners/conftest.py``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``hoglab serve`` itself in a subprocess, for attacks whose proof is the serving process's own memory (the test
-process holds its own engine, so its RSS says nothing about a service's).
+"""``hoglab serve`` itself in a subprocess: for attacks whose proof is the serving process's own memory (the test
+process holds its own engine, so its RSS says nothing about a service's), and for what a killed service keeps.
 
     with ServedProcess(tmp_path, "--memory-budget", "640MiB") as served:
         project = served.project("a")          # a project and an httpx client with a key to it
@@ -22,7 +22,7 @@ import httpx
 from hoglab.server.store import Store
 
 HERE = Path(__file__).resolve().parent
-SRC = HERE.parents[2] / "src"
+SRC = HERE.parent / "src"
 
 
 @dataclass
@@ -98,6 +98,12 @@ class ServedProcess:
     def reset_peak(self) -> None:
         """Start the high-water mark again from the current resident memory (Linux's ``clear_refs`` 5)."""
         Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")
+
+    def kill(self) -> None:
+        """Stop the service the hard way: SIGKILL, no shutdown, no flush."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(30)
+        self.close()
 
     def close(self) -> None:
         for client in self._clients:
