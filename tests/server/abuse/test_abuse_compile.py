@@ -16,9 +16,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from served import ServedProcess, ServedProject
 
 from hoglab.server.hogql.budget import DEFAULT_COMPILE_SECONDS, DEFAULT_MAX_SQL_BYTES
+from served import ServedProcess, ServedProject
 
 pytestmark = pytest.mark.xdist_group("served_compile")
 

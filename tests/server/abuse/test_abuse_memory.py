@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
-from served import ServedProcess, ServedProject
 
 from hoglab.server.engine.memory import MemoryBudget
+from served import ServedProcess, ServedProject
 
 BUDGET = 640 * 1024**2
 PARTS = MemoryBudget(BUDGET)
