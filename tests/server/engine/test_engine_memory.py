@@ -126,10 +126,12 @@ def test_an_answer_past_max_result_bytes_stops_at_the_block_that_crossed_it(engi
 def test_a_projects_queries_run_in_its_workload_and_stop_at_its_part(engine: ChdbEngine, team: int) -> None:
     """The workload is the engine's own accounting: a statement of the project past its part is evicted by
     ClickHouse, and the error says whose limit it was."""
-    assert engine.project_settings(team) == {"workload": project_workload(team)}
     core = engine._live()
+    assert engine.project_settings(team) == {"workload": core.names.project(team)}
+    assert core.names.project(team).startswith(project_workload(team))
     # This test's project gets a small part (the session's budget is the machine's: gigabytes per project).
-    core.control(f"CREATE OR REPLACE WORKLOAD {project_workload(team)} IN hoglab_queries SETTINGS max_memory = '64Mi'")
+    core.control(f"CREATE OR REPLACE WORKLOAD {core.names.project(team)} IN {core.names.queries} "
+                 "SETTINGS max_memory = '64Mi'")  # fmt: skip
     try:
         with LimitedEngine(engine, {"max_memory_usage": GiB}, project_id=team) as view:
             assert view.execute_json("SELECT 1 AS one").rows == 1
@@ -146,7 +148,43 @@ def test_a_projects_queries_run_in_its_workload_and_stop_at_its_part(engine: Chd
             == b"[\n\t\t[30000000]\n\t]"
         )
     finally:
-        core.control(core.budget.project_workload_statement(team))
+        core.control(core.budget.project_workload_statement(team, core.names))
+
+
+# Run in a process of its own: the engine must be started there for the first time, then again.
+_REOPENED = """
+import sys, tempfile
+from hoglab.server.engine import MemoryLimitExceeded
+from hoglab.server.engine.chdb import ChdbEngine
+from hoglab.server.engine.limits import LimitedEngine
+
+path = sys.argv[1]
+for start in range(3):  # the same directory, another one, the first again
+    engine = ChdbEngine(path if start != 1 else tempfile.mkdtemp())
+    names = engine._live().names
+    engine.project_settings(7)  # the project's workload as the service makes it, then a small part for it
+    engine._live().control(f"CREATE OR REPLACE WORKLOAD {names.project(7)} IN {names.queries} "
+                           "SETTINGS max_memory = '64Mi'")
+    try:
+        with LimitedEngine(engine, {"max_memory_usage": 1024**3}, project_id=7) as view:
+            view.execute_json("SELECT length(groupArray(number)) AS n FROM numbers(30000000)")
+        print(start, "ran")
+    except MemoryLimitExceeded as exc:
+        print(start, "refused", exc.scope)
+    engine.close()
+"""
+
+
+def test_a_project_s_workload_holds_after_the_engine_is_closed_and_opened_again_in_the_process(tmp_path) -> None:
+    """chDB keeps a closed engine's workloads in the process, unenforced: a second local service in a notebook (or
+    a test module after another) must still stop a project at its part, on the same directory or another."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _REOPENED, str(tmp_path / "events")], capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[:3] == ["0 refused project", "1 refused project", "2 refused project"], run.stdout
 
 
 def test_answer_bytes_are_counted_on_the_projects_share_until_the_request_ends(engine: ChdbEngine, team: int) -> None:

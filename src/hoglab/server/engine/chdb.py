@@ -49,7 +49,7 @@ from .ddl import DATABASE, create_statements, is_insertable
 from .errors import EngineInUse, error_from_message
 from .jsonfmt import JsonCompactChunks
 from .lock import DirLock
-from .memory import AnswerMemory, MemoryBudget, ResultBytes, default_memory_budget, project_workload
+from .memory import AnswerMemory, MemoryBudget, ResultBytes, WorkloadNames, default_memory_budget
 from .settings import (
     JSON_OUTPUT_SETTINGS,
     QueryLimits,
@@ -63,6 +63,15 @@ __all__ = ["ChdbEngine"]
 
 _registry_lock = threading.Lock()
 _core: _Core | None = None
+_starts: dict[int, int] = {}  # process id -> engine starts so far (a forked child counts its own)
+
+
+def _next_start() -> int:
+    """How many times this process started the engine before this start (0 the first time); under the lock."""
+    pid = os.getpid()
+    count = _starts.get(pid, 0)
+    _starts[pid] = count + 1
+    return count
 
 
 def _in_child_after_fork() -> None:
@@ -216,6 +225,7 @@ class _Core:
         self.budget = budget
         self.answers = AnswerMemory.of(budget)
         self._workloads: set[int] = set()
+        self.names = WorkloadNames(_next_start())  # a later start in this process needs names of its own
         self.lock = DirLock.acquire(path)
         try:
             import chdb  # lazy on purpose: importing chDB starts the engine in this process
@@ -225,7 +235,7 @@ class _Core:
 
             # The first connection starts the engine: its server settings are the process's for good.
             self._control = chdb.connect(f"{path}?max_server_memory_usage={budget.engine_bytes}")
-            for statement in [*create_statements(), *budget.workload_statements()]:
+            for statement in [*create_statements(), *budget.workload_statements(self.names)]:
                 self._control.query(statement, "CSV")
         except BaseException:
             self.lock.release()
@@ -243,9 +253,9 @@ class _Core:
         """The project's workload, made the first time this process runs one of its queries."""
         with self._control_lock:
             if project_id not in self._workloads:
-                self._control.query(self.budget.project_workload_statement(project_id), "CSV")
+                self._control.query(self.budget.project_workload_statement(project_id, self.names), "CSV")
                 self._workloads.add(project_id)
-        return project_workload(project_id)
+        return self.names.project(project_id)
 
     def close(self) -> None:
         self.reads.close()

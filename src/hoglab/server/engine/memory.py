@@ -48,6 +48,7 @@ __all__ = [
     "AnswerMeter",
     "MemoryBudget",
     "ResultBytes",
+    "WorkloadNames",
     "count_answer_bytes",
     "default_memory_budget",
     "metered",
@@ -60,6 +61,39 @@ DEFAULT_PROJECT_SHARE = 0.5
 QUERIES_WORKLOAD = "hoglab_queries"
 """The workload every project's workload belongs to (ClickHouse's scheduling hierarchy)."""
 MEMORY_RESOURCE = "hoglab_memory"
+
+
+@dataclass(frozen=True)
+class WorkloadNames:
+    """The names of the memory resource and the workloads of one start of the embedded engine.
+
+    chDB keeps the workload entities of a closed engine in the process: when the engine is opened again in the same
+    process (a notebook's second local service, a test module after another), ``CREATE OR REPLACE`` of the old
+    names succeeds but the new scheduler never enforces them (measured on chDB 4.4: a 64 MiB project workload let a
+    240 MB query through). Each later start therefore names its own (``_r<n>``); the first keeps the plain names.
+
+    >>> WorkloadNames().project(7), WorkloadNames(2).project(7), WorkloadNames(2).queries
+    ('hoglab_project_7', 'hoglab_project_7_r2', 'hoglab_queries_r2')
+    """
+
+    restart: int = 0
+
+    @property
+    def _suffix(self) -> str:
+        return f"_r{self.restart}" if self.restart else ""
+
+    @property
+    def resource(self) -> str:
+        return MEMORY_RESOURCE + self._suffix
+
+    @property
+    def queries(self) -> str:
+        """Every project's queries together."""
+        return QUERIES_WORKLOAD + self._suffix
+
+    def project(self, project_id: int) -> str:
+        """One project's queries together."""
+        return project_workload(project_id) + self._suffix
 
 
 def default_memory_budget() -> int:
@@ -131,17 +165,17 @@ class MemoryBudget:
             return self.project_query_bytes
         return min(int(max_memory_usage), self.project_query_bytes)
 
-    def workload_statements(self) -> list[str]:
+    def workload_statements(self, names: WorkloadNames = WorkloadNames()) -> list[str]:
         """The DDL of the queries' workload (idempotent; ``CREATE OR REPLACE`` applies a changed budget)."""
         return [
-            f"CREATE RESOURCE IF NOT EXISTS {MEMORY_RESOURCE} (MEMORY RESERVATION)",
-            f"CREATE OR REPLACE WORKLOAD {QUERIES_WORKLOAD} SETTINGS max_memory = {self.query_bytes}",
+            f"CREATE RESOURCE IF NOT EXISTS {names.resource} (MEMORY RESERVATION)",
+            f"CREATE OR REPLACE WORKLOAD {names.queries} SETTINGS max_memory = {self.query_bytes}",
         ]
 
-    def project_workload_statement(self, project_id: int) -> str:
+    def project_workload_statement(self, project_id: int, names: WorkloadNames = WorkloadNames()) -> str:
         """The DDL of one project's workload."""
         return (
-            f"CREATE OR REPLACE WORKLOAD {project_workload(project_id)} IN {QUERIES_WORKLOAD} "
+            f"CREATE OR REPLACE WORKLOAD {names.project(project_id)} IN {names.queries} "
             f"SETTINGS max_memory = {self.project_query_bytes}"
         )
 
