@@ -157,3 +157,23 @@ def test_a_funnel_by_the_flag_property_with_all_events_attribution_is_warned(set
 def test_by_variant_refuses_a_query_with_its_own_breakdown(setup):
     with pytest.raises(hoglab.InvalidArgument, match="already has a breakdown"):
         hoglab.by_variant(hoglab.trends("$pageview", breakdown="$browser"), setup["id"], client=setup["client"])
+
+
+def test_an_experiment_exposed_by_an_action_splits_by_its_exposed_people(setup):
+    """An experiment whose exposure is an action: the toolkit writes the exposures' HogQL itself, so it must read the
+    project's actions (without them nobody would be exposed and every split would be empty)."""
+    client, lines = setup["client"], setup["lines"]
+    viewed = client.actions.create("Viewed flagged page", event="$pageview")
+    # The module's experiment with its exposure by the action (as it would be stored; by_variant takes the JSON).
+    experiment = {**client.experiments._json(setup["id"]),
+                  "exposure_criteria": {"exposure_config": {"kind": "ActionsNode", "id": viewed.id}}}  # fmt: skip
+    end = START + timedelta(days=30)
+    trend = client.query(hoglab.by_variant(hoglab.trends("$pageview", math="dau", interval="month",
+                                                         date_from=START.date(), date_to=end.date()),
+                                           experiment, client=client))  # fmt: skip
+    # Restated: a person is exposed by their pageviews that carry the flag's variant, with that variant.
+    exposed = {line["distinct_id"]: line["properties"][f"$feature/{FLAG}"] for line in lines
+               if line["event"] == "$pageview" and f"$feature/{FLAG}" in line["properties"]}  # fmt: skip
+    per_variant = pd.Series(exposed).value_counts().to_dict()
+    got = trend.groupby("breakdown_value")["value"].sum().to_dict()
+    assert per_variant and {str(k): int(v) for k, v in got.items()} == per_variant

@@ -186,3 +186,24 @@ def test_against_a_posthog_shaped_remote_the_same_hogql_is_paged_by_unit(experim
     pd.testing.assert_frame_equal(df.sort_values("entity_id").reset_index(drop=True),
                                   local.sort_values("entity_id").reset_index(drop=True))  # fmt: skip
     remote.real.close()
+
+
+def test_against_a_posthog_shaped_remote_a_metric_by_action_counts_the_action_s_events(experiment):
+    """The toolkit writes the HogQL for PostHog, so it must read the project's actions itself: without them an
+    action compiles to a condition no event meets, and the metric would be 0 for everyone (the bug this catches)."""
+    local = experiment["client"]
+    action = local.actions.create("Spent", event="purchase")
+    by_action = hoglab.mean_metric(action=action.id, math="sum", math_property="amount", name="Spent by action")
+    remote = PostHogShaped(experiment["url"], experiment["key"])
+    with Client("https://us.posthog.example", "phx_remote", experiment["project"],
+                transport=httpx.MockTransport(remote.handler), progress=False) as cloud:  # fmt: skip
+        df = cloud.experiments.units(experiment["id"], metric=[by_action], page_size=100)
+    remote.real.close()
+    # Person by person (matched on the first exposure, the frame has no distinct ids): the designed spend, as the
+    # action's events are the purchases.
+    got = df.sort_values("first_exposure_time").reset_index(drop=True)
+    want = experiment["truth"].sort_values("first").reset_index(drop=True)
+    assert got["Spent by action"].sum() > 0 and got["Spent by action"].tolist() == want["spend"].tolist()
+    spent = df.set_index("entity_id")["Spent by action"]
+    server = local.experiments.units(experiment["id"], metric=[by_action])
+    pd.testing.assert_series_equal(spent.sort_index(), server.set_index("entity_id")["Spent by action"].sort_index())

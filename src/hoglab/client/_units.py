@@ -36,7 +36,7 @@ from ._metric_queries import experiment_metrics
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["UNIT_COLUMNS", "experiment_units", "resolve_remote", "units_frame"]
+__all__ = ["UNIT_COLUMNS", "experiment_units", "remote_actions", "resolve_remote", "units_frame"]
 
 UNIT_COLUMNS = ("entity_id", "variant", "first_exposure_time")
 PAGE_SIZE = 50_000
@@ -190,21 +190,52 @@ def resolve_remote(client: Client, experiment: Mapping[str, Any]) -> tuple[Any, 
     return resolved, project
 
 
-def remote_units_sql(client: Client, experiment: Mapping[str, Any], metrics: Sequence[Mapping[str, Any]],
-                     properties: Sequence[str], *, after: str | None = None,
+def _names_an_action(document: Any) -> bool:
+    """Whether ``document`` (a metric, an exposure config) reads an action anywhere in it."""
+    if isinstance(document, Mapping):
+        if document.get("kind") == "ActionsNode" or document.get("type") == "actions":
+            return True
+        return any(_names_an_action(value) for value in document.values())
+    if isinstance(document, list | tuple):
+        return any(_names_an_action(item) for item in document)
+    return False
+
+
+def remote_actions(client: Client, *documents: Any) -> dict[int, Any]:
+    """The project's actions as the service's builders read them (``ActionDefinition`` by id), read over the API
+    only when one of ``documents`` uses an action: without them the builders would compile an action into a
+    condition no event meets (the service's rule for an action the project does not have), and a metric or an
+    exposure by action would silently count nothing.
+
+    >>> _names_an_action({"source": {"kind": "ActionsNode", "id": 3}}), _names_an_action({"kind": "EventsNode"})
+    (True, False)
+    """
+    if not any(_names_an_action(document) for document in documents):
+        return {}
+    from ..server.hogql.catalog import ActionDefinition
+
+    actions: dict[int, Any] = {}
+    for item in client.paginate(client.path("actions/")):
+        if isinstance(item, Mapping) and isinstance(item.get("id"), int):
+            steps = tuple(item.get("steps") or ())
+            actions[item["id"]] = ActionDefinition(item["id"], item.get("name"), steps, bool(item.get("deleted")))
+    return actions
+
+
+def remote_units_sql(resolved: Any, project: Any, metrics: Sequence[Mapping[str, Any]], properties: Sequence[str],
+                     *, actions: Mapping[int, Any], after: str | None = None,
                      limit: int | None = None) -> tuple[str, dict[str, Any]]:  # fmt: skip
     """The HogQL (and values) of the units, written here for a server without ``ExperimentUnitsQuery`` (PostHog),
-    by the service's own builder."""
+    by the service's own builder, for the experiment and project :func:`resolve_remote` read."""
     from ..schema import parse_metric
-
-    resolved, project = resolve_remote(client, experiment)
     from ..server.experiments.metric.units import units_sql
     from ..server.filters.params import Params
 
     now = datetime.now(UTC)
     p = Params()
     parsed = [parse_metric(dict(m)) for m in metrics]
-    sql = units_sql(resolved, parsed, properties, p, project, resolved.end or now, now, after=after, limit=limit)
+    sql = units_sql(resolved, parsed, properties, p, project, resolved.end or now, now, after=after, limit=limit,
+                    actions=actions)  # fmt: skip
     return sql, p.values
 
 
@@ -215,10 +246,13 @@ def _remote_pages(client: Client, experiment: Mapping[str, Any], metrics: Sequen
     from ._query import execute
     from ._values import encode_values
 
+    resolved, project = resolve_remote(client, experiment)
+    actions = remote_actions(client, experiment.get("exposure_criteria"), metrics)
     pages: list[pd.DataFrame] = []
     after: str | None = None
     while True:
-        sql, values = remote_units_sql(client, experiment, metrics, properties, after=after, limit=page_size)
+        sql, values = remote_units_sql(resolved, project, metrics, properties, actions=actions, after=after,
+                                       limit=page_size)  # fmt: skip
         page = table_frame(execute(client, HogQLQuery(query=sql, values=encode_values(client, values) or None)))
         pages.append(page)
         if len(page) < page_size or page.empty:

@@ -55,14 +55,15 @@ def exposed_persons_hogql(client: Client, experiment: Mapping[str, Any]) -> tupl
     variants."""
     from datetime import UTC, datetime
 
-    from ._units import resolve_remote
+    from ._units import remote_actions, resolve_remote
 
     resolved, project = resolve_remote(client, experiment)
+    actions = remote_actions(client, experiment.get("exposure_criteria"))
     from ..server.experiments.metric.query import exposures_sql
     from ..server.filters.params import Params
 
     p = Params()
-    sql = exposures_sql(resolved, p, project, resolved.end or datetime.now(UTC))
+    sql = exposures_sql(resolved, p, project, resolved.end or datetime.now(UTC), actions=actions)
     inner = _inline(sql, p.values, project.timezone)
     return " ".join(f"SELECT entity_id, variant FROM ({inner})".split()), resolved.variants
 
