@@ -177,3 +177,49 @@ def test_an_experiment_exposed_by_an_action_splits_by_its_exposed_people(setup):
     per_variant = pd.Series(exposed).value_counts().to_dict()
     got = trend.groupby("breakdown_value")["value"].sum().to_dict()
     assert per_variant and {str(k): int(v) for k, v in got.items()} == per_variant
+
+
+def test_an_experiment_by_company_splits_each_event_by_its_company_s_variant(hoglab_service):
+    """An experiment randomised by company: an event takes its company's variant (PostHog's entity key), and a
+    funnel counts companies, as the experiment does."""
+    from clienttesting import batch_client
+
+    rng = np.random.default_rng(25)
+    companies = [f"co-{i}" for i in range(24)]
+    variant_of = {c: ("control", "test")[i % 2] for i, c in enumerate(companies)}
+    unexposed = set(companies[:4])  # their people never see the flag
+    batch, rows = [], []
+    for k in range(96):
+        company, did = companies[k % len(companies)], f"worker-{k}"
+        seen = START + timedelta(days=int(rng.integers(0, 10)), hours=int(rng.integers(0, 20)))
+        groups = {"$groups": {"company": company}}
+        if company not in unexposed:
+            batch.append({"event": "$feature_flag_called", "distinct_id": did, "timestamp": seen.isoformat(),
+                          "properties": {"$feature_flag": "by-company", "$feature_flag_response": variant_of[company],
+                                         **groups}})  # fmt: skip
+        for j in range(int(rng.integers(1, 4))):
+            batch.append({"event": "$pageview", "distinct_id": did, "properties": groups,
+                          "timestamp": (seen + timedelta(hours=j + 1)).isoformat()})  # fmt: skip
+            rows.append({"company": company, "person": did})
+        if rng.random() < 0.4:
+            batch.append({"event": "purchase", "distinct_id": did, "properties": groups,
+                          "timestamp": (seen + timedelta(hours=5)).isoformat()})  # fmt: skip
+    with batch_client(hoglab_service, "by company", batch, scopes=("*",)) as client:
+        made = client.experiments.create("company split", "by-company", start=START, end=START + timedelta(days=20),
+                                         parameters={"aggregation_group_type_index": 0})  # fmt: skip
+        end = START + timedelta(days=20)
+        trend = client.query(hoglab.by_variant(hoglab.trends("$pageview", interval="month", date_from=START.date(),
+                                                             date_to=end.date()), made.id, client=client))  # fmt: skip
+        views = pd.DataFrame(rows)
+        views = views[~views["company"].isin(unexposed)].assign(variant=lambda d: d["company"].map(variant_of))
+        got = {str(k): int(v) for k, v in trend.groupby("breakdown_value")["value"].sum().items()}
+        assert got == views.groupby("variant").size().to_dict()
+        funnel = client.query(hoglab.by_variant(hoglab.funnel(["$pageview", "purchase"], date_from=START.date(),
+                                                              date_to=end.date()), made.id, client=client))  # fmt: skip
+        buyers = {line["properties"]["$groups"]["company"] for line in batch if line["event"] == "purchase"}
+        for variant in ("control", "test"):
+            mine = [c for c in companies if variant_of[c] == variant and c not in unexposed]
+            rows_ = funnel[funnel["breakdown_value"] == variant].sort_values("step")
+            assert rows_["count"].tolist() == [len(mine), len(set(mine) & buyers)]  # companies, not people
+        with pytest.raises(hoglab.InvalidArgument, match="groups of type 0"):
+            hoglab.by_variant(hoglab.funnel(["$pageview", "purchase"], aggregate_by=1), made.id, client=client)

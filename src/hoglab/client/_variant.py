@@ -6,7 +6,8 @@ their cohort and are lost (the demo's 4-week retention by ``$feature/new-checkou
 truth is 39.3% / 38.3%). ``by_variant`` breaks down by a *person-level* value instead: the variant the experiment's
 exposure rules give the person (the same rules as its results, :mod:`hoglab.server.experiments.metric.query`:
 ``first_seen`` is the variant of the first exposure; under ``exclude`` persons seen with several are left out),
-and keeps only exposed persons. Every event of a person carries the person's variant.
+and keeps only exposed persons. Every event of a person carries the person's variant. For an experiment by group
+the unit is the event's group (``$group_N``) and a funnel or retention counts groups.
 
 It is an ordinary query: a HogQL breakdown (``multiIf(person_id IN (exposed to test), 'test', ...)``) and a HogQL
 property filter (the exposed persons), written by the service's own exposure builder with the values inlined, so
@@ -50,9 +51,9 @@ def _inline(sql: str, values: Mapping[str, Any], timezone: str) -> str:
     return _PLACEHOLDER.sub(lambda m: escape_literal(values[m.group(1)], timezone=timezone), sql)
 
 
-def exposed_persons_hogql(client: Client, experiment: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
-    """HogQL of ``SELECT entity_id, variant`` over the experiment's exposed persons (values inlined), and its
-    variants."""
+def exposed_persons_hogql(client: Client, experiment: Mapping[str, Any]) -> tuple[str, tuple[str, ...], int | None]:
+    """HogQL of ``SELECT entity_id, variant`` over the experiment's exposed units (values inlined), its variants,
+    and the group type it randomises (``None``: persons)."""
     from datetime import UTC, datetime
 
     from ._units import remote_actions, resolve_remote
@@ -65,7 +66,7 @@ def exposed_persons_hogql(client: Client, experiment: Mapping[str, Any]) -> tupl
     p = Params()
     sql = exposures_sql(resolved, p, project, resolved.end or datetime.now(UTC), actions=actions)
     inner = _inline(sql, p.values, project.timezone)
-    return " ".join(f"SELECT entity_id, variant FROM ({inner})".split()), resolved.variants
+    return " ".join(f"SELECT entity_id, variant FROM ({inner})".split()), resolved.variants, resolved.group_type_index
 
 
 def _experiment_json(client: Client, experiment: Any) -> dict[str, Any]:
@@ -90,6 +91,8 @@ def _and(current: Any, condition: HogQLPropertyFilter) -> Any:
 def by_variant(query: Any, experiment: Any, *, client: Client | None = None) -> Any:
     """``query`` (a ``hoglab.trends``, ``hoglab.funnel`` or ``hoglab.retention``) broken down by each exposed
     person's variant of ``experiment`` (an id or model), only exposed persons kept; run it with ``client.query``.
+    For an experiment by group (its flag's ``aggregation_group_type_index``), each event takes its group's variant
+    and a funnel or retention counts those groups (a trend counts them with ``math="unique_group"``).
 
     The query must not have its own breakdown (the variant is the breakdown). ``client``: the connection that reads
     the experiment and the project's test-account filters (default: ``hoglab.connect``'s).
@@ -109,22 +112,34 @@ def by_variant(query: Any, experiment: Any, *, client: Client | None = None) -> 
                               argument="query")  # fmt: skip
     client = client or default_client()
     data = _experiment_json(client, experiment)
-    exposed, variants = exposed_persons_hogql(client, data)
+    exposed, variants, group = exposed_persons_hogql(client, data)
     if not variants:
         raise InvalidArgument("experiment: its flag has no variants.", argument="experiment")
+    update: dict[str, Any] = {}
+    unit = "person_id"
+    if group is not None:
+        # An experiment by group: an event belongs to the variant of its group (PostHog's entity key), and the
+        # insight counts those groups, as the experiment does.
+        if q.aggregation_group_type_index not in (None, group):
+            raise InvalidArgument(
+                f"query: it counts groups of type {q.aggregation_group_type_index}, but the experiment randomises "
+                f"groups of type {group}; count those (or persons, with an experiment by person).",
+                argument="query",
+            )
+        unit = f"`$group_{group}`"
+        if not isinstance(q, TrendsQuery):  # trends count groups by a series' math, not by the query's index
+            update["aggregation_group_type_index"] = group
     from ..server.hogql.values import escape_literal
 
-    # Each variant but the last is a test of membership; exposed persons not in any of them have the last one.
-    tests = [f"person_id IN (SELECT entity_id FROM ({exposed}) WHERE variant = {escape_literal(v)}), "
+    # Each variant but the last is a test of membership; exposed units not in any of them have the last one.
+    tests = [f"{unit} IN (SELECT entity_id FROM ({exposed}) WHERE variant = {escape_literal(v)}), "
              f"{escape_literal(v)}" for v in variants[:-1]]  # fmt: skip
     breakdown = f"multiIf({', '.join(tests)}, {escape_literal(variants[-1])})" if tests else escape_literal(variants[0])
-    members = f"person_id IN (SELECT entity_id FROM ({exposed}) WHERE variant IN {escape_literal(list(variants))})"
+    members = f"{unit} IN (SELECT entity_id FROM ({exposed}) WHERE variant IN {escape_literal(list(variants))})"
     if len(members) > 2000:
         raise InvalidArgument("experiment: its exposure rules are too long for a HogQL filter (2,000 characters).",
                               argument="experiment")  # fmt: skip
     split = BreakdownFilter(breakdown=breakdown, breakdown_type="hogql", breakdown_limit=len(variants) + 1)
-    update: dict[str, Any] = {
-        "breakdownFilter": split,
-        "properties": _and(q.properties, HogQLPropertyFilter(key=members, label="exposed to the experiment")),
-    }
+    update["breakdownFilter"] = split
+    update["properties"] = _and(q.properties, HogQLPropertyFilter(key=members, label="exposed to the experiment"))
     return q.model_copy(update=update)
