@@ -207,3 +207,17 @@ def test_against_a_posthog_shaped_remote_a_metric_by_action_counts_the_action_s_
     spent = df.set_index("entity_id")["Spent by action"]
     server = local.experiments.units(experiment["id"], metric=[by_action])
     pd.testing.assert_series_equal(spent.sort_index(), server.set_index("entity_id")["Spent by action"].sort_index())
+
+
+def test_a_legacy_experiment_s_units_say_how_to_get_its_metric_per_unit(experiment):
+    """A legacy experiment's target metric is an insight filter, with no per-unit stage: the frame has the units
+    only, and says which builder gives the metric (the call it names works)."""
+    client = experiment["client"]
+    legacy = client.experiments.create("legacy units", "units-legacy", start=START, end=START + timedelta(days=6),
+                                       filters={"insight": "FUNNELS", "events": [{"id": "cart", "order": 0},
+                                                                                 {"id": "purchase", "order": 1}]})
+    with pytest.warns(hoglab.QueryWarning, match=r"pass metric=hoglab\.funnel_metric\(\['cart', 'purchase'\]\)"):
+        bare = client.experiments.units(legacy.id)
+    assert list(bare.columns) == ["entity_id", "variant", "first_exposure_time"] and bare.attrs["warnings"]
+    named = client.experiments.units(legacy.id, metric=hoglab.funnel_metric(["cart", "purchase"], name="bought"))
+    assert "bought" in named.columns and not named.attrs.get("warnings")  # (its flag has no exposures: no rows)

@@ -22,6 +22,7 @@ The frame (one row per unit, ``df.attrs["columns"]`` says which column is which 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from types import SimpleNamespace
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..errors import HoglabError, InvalidArgument, InvalidArgumentType
+from ..errors import HoglabError, InvalidArgument, InvalidArgumentType, QueryWarning
 from ..frames.experiments import metric_label
 from ._metric_queries import experiment_metrics
 
@@ -299,4 +300,28 @@ def experiment_units(
         raw = _remote_pages(client, experiment, metrics, props, page_size)
     df = units_frame(raw, metrics, props)
     df.attrs["experiment_id"] = experiment.get("id")
+    if metric is None and not metrics:
+        note = _no_metrics_note(experiment)
+        df.attrs["warnings"] = [*df.attrs.get("warnings", []), note]
+        warnings.warn(QueryWarning(note), stacklevel=3)
     return df
+
+
+def _no_metrics_note(experiment: Mapping[str, Any]) -> str:
+    """Why a units frame has no metric column, and the call that gives one: a legacy experiment's target metric
+    is an insight filter (``filters``), which has no per-unit stage; its funnel or trend events name the builder.
+
+    >>> _no_metrics_note({"id": 3, "filters": {"insight": "FUNNELS", "events": [{"id": "purchase"}]}}).split("pass ")[1]
+    "metric=hoglab.funnel_metric(['purchase'])."
+    """
+    filters = experiment.get("filters") or {}
+    events = [str(e.get("id")) for e in filters.get("events") or [] if isinstance(e, Mapping) and e.get("id")]
+    where = f"Experiment {experiment.get('id')} has no metrics of PostHog's current kind"
+    if not events:
+        return f"{where}: the frame has the exposed units only. Pass metric=... (hoglab.mean_metric, funnel_metric)."
+    if str(filters.get("insight", "")).upper() == "FUNNELS":
+        call = f"hoglab.funnel_metric({events!r})"
+    else:
+        call = f"hoglab.mean_metric({events[0]!r})"
+    return (f"{where} (its target metric is a legacy insight filter, which has no per-unit values): the frame has "
+            f"the exposed units only. For its metric per unit pass metric={call}.")  # fmt: skip
