@@ -35,12 +35,22 @@ pytestmark = pytest.mark.xdist_group("pull")
 
 
 @pytest.fixture
-def cloud() -> Iterator[tuple[CloudRemote, str]]:
+def cloud(hoglab_service: LocalService) -> Iterator[tuple[CloudRemote, str]]:
     remote = CloudRemote()
     serving = remote.serve()
     url = next(serving)
     yield remote, url
     serving.close()
+    _forget(hoglab_service, url, remote)
+
+
+def _forget(service: LocalService, url: str, remote: CloudRemote) -> None:
+    """Forget the test's mirror record. A mirror is found by (URL, remote project): a later test's remote may get
+    this port again, and must start afresh, not resume into this test's mirror (the local project it made stays,
+    under this remote's own name)."""
+    left = service.state.store.pulls.find(url, remote.project_id)
+    if left is not None:
+        service.state.store.pulls.discard(left.id, with_project=False)
 
 
 def _pull(url: str, remote: CloudRemote, service: LocalService, **options: Any) -> Any:
@@ -399,6 +409,7 @@ def test_a_page_that_breaks_the_keyset_keeps_the_whole_pages_before_it_and_the_n
         assert [f[0] for f in again["flags"]] == ["checkout-exp", "beta"]
     finally:
         serving.close()
+        _forget(hoglab_service, url, remote)
 
 
 # -- the command line ------------------------------------------------------------------------------------------------
