@@ -84,6 +84,7 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         events as events,
         funnel as funnel,
         funnel_metric as funnel_metric,
+        groups as groups,
         lifecycle as lifecycle,
         mean_metric as mean_metric,
         paths as paths,

@@ -1,5 +1,8 @@
-"""``hoglab load --project ID FILE [--format jsonl|csv|parquet]``: events from a file (PostHog's export shape)
-into a project, through the engine of the data dir (stop ``hoglab serve`` first, or send them to ``/batch/``)."""
+"""``hoglab load --project ID FILE [--format jsonl|csv|parquet] [--kind events|groups|group-types]``: events
+(PostHog's export shape), groups or group types from a file into a project, through the engine of the data dir
+(stop ``hoglab serve`` first, or send events to its ``/batch/`` endpoint). The kind is read from the file's
+columns unless given: ``group_key`` (or ``key``) makes a groups file, ``group_type`` with ``group_type_index`` a
+group-types file; load the group types before the groups and events that use their indexes."""
 
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     load.add_argument("--project", required=True, type=project_id, metavar="ID")
     load.add_argument("file", type=Path, metavar="FILE")
     load.add_argument("--format", choices=("jsonl", "csv", "parquet"), default=None, help="default: from the name")
+    load.add_argument("--kind", choices=("events", "groups", "group-types"), default=None,
+                      help="what the file holds (default: from its columns)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,7 +45,17 @@ def run(args: argparse.Namespace) -> int:
             f"cannot open the events engine on {config.data_dir} ({exc}); if `hoglab serve` runs on this data dir, "
             "stop it first or send the events to its /batch/ endpoint"
         ) from None
+    from hoglab.server.ingest.group_files import file_kind, load_group_types, load_groups
+
+    kind = (args.kind or file_kind(path, args.format)).replace("-", "_")
     try:
+        if kind != "events":
+            loader = load_groups if kind == "groups" else load_group_types
+            loaded = loader(engine, args.project, path, format=args.format)
+            noun = "groups" if kind == "groups" else "group types"
+            print(f"loaded {loaded.rows:,} {noun} from {path} ({loaded.format}) into project {args.project} "
+                  f"in {loaded.seconds:.2f} s")  # fmt: skip
+            return 0
         result = ingest.load_file(engine, args.project, path, format=args.format)
     except (OSError, ValueError) as exc:
         raise CommandError(f"cannot load {path}: {exc}") from None

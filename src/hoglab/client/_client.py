@@ -22,6 +22,7 @@ from ._retry import IDEMPOTENT_METHODS, Clock, RetryPolicy, SystemClock
 if TYPE_CHECKING:
     from ._actions import Actions
     from ._experiments import Experiments
+    from ._groups import Groups
     from ._jobs import QueryJob
 
 __all__ = ["Client"]
@@ -110,6 +111,7 @@ class Client:
         )
         self._experiments: Experiments | None = None
         self._actions: Actions | None = None
+        self._groups: Groups | None = None
         self._bulk_rows: bool | None = None  # does the server answer POST /query/arrow/ (hoglab)? None: not yet known
 
     @staticmethod
@@ -263,6 +265,15 @@ class Client:
         return tqdm(desc=desc, unit=unit, disable=not self.show_progress(), leave=False, delay=PROGRESS_DELAY)
 
     # -- resources --------------------------------------------------------------------------------------------------
+
+    @property
+    def groups(self) -> Groups:
+        """The project's group types and groups: ``types()``, ``list(type)``, ``find(type, key)``."""
+        if self._groups is None:
+            from ._groups import Groups
+
+            self._groups = Groups(self)
+        return self._groups
 
     @property
     def experiments(self) -> Experiments:

@@ -23,6 +23,8 @@ from ..schema import (
     ExperimentExposureQueryResponse,
     ExperimentQueryResponse,
     FunnelsQueryResponse,
+    GroupsQuery,
+    GroupsQueryResponse,
     HogQLQuery,
     HogQLQueryResponse,
     LifecycleQueryResponse,
@@ -56,6 +58,7 @@ RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "LifecycleQuery": LifecycleQueryResponse,
     "StickinessQuery": StickinessQueryResponse,
     "PathsQuery": PathsQueryResponse,
+    "GroupsQuery": GroupsQueryResponse,
 }
 CURSOR = "_hoglab_cursor"
 # Row caps servers are known to apply silently (the contract's 10,000, PostHog Cloud's 50,000): a page that
@@ -87,9 +90,12 @@ def as_query(query: Any) -> AnyQueryModel:
 
 
 def execute(client: Client, query: AnyQueryModel, *, refresh: str | bool | None = None) -> dict[str, Any]:
-    """POST the query and return the answer as parsed JSON; a 202 (the server chose async) is waited for."""
+    """POST the query and return the answer as parsed JSON; a 202 (the server chose async) is waited for. Group
+    types a builder named are looked up first (``_groups.resolve_group_types``)."""
+    from ._groups import resolve_group_types
     from ._jobs import QueryJob, new_query_id
 
+    query = resolve_group_types(client, query)
     query_id = new_query_id()
     body = QueryRequest(query=query, refresh=refresh, client_query_id=query_id).to_json_dict()
     resolve_action_names(client, body["query"])  # actions the builders named by name get their ids
@@ -302,16 +308,18 @@ def run_query(
     flatten: bool | Sequence[str],
     output: str,
 ) -> Any:
-    q = as_query(query)
+    from ._groups import label_units, resolve_group_types
+
+    q = resolve_group_types(client, as_query(query))
     options: dict[str, Any] = {}
-    if isinstance(q, HogQLQuery | EventsQuery | ActorsQuery):
+    if isinstance(q, HogQLQuery | EventsQuery | ActorsQuery | GroupsQuery):
         options = {"parse_json": parse_json, "flatten": flatten}
     if all_rows and isinstance(q, EventsQuery | ActorsQuery):
         df = _concat(list(_offset_pages(client, q, options)))
     elif all_rows and isinstance(q, HogQLQuery):
         df = all_hogql_rows(client, _strip(q.query), q.values, parse_json=parse_json)
     else:
-        df = to_frame(execute(client, q), q.kind, **options)
+        df = label_units(client, q, to_frame(execute(client, q), q.kind, **options))
     return convert_output(df, output)
 
 

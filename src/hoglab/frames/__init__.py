@@ -4,7 +4,7 @@ Each function takes an answer as parsed JSON (a dict, the fast path) or as its :
 model, and returns a DataFrame whose dtypes follow the answer's ClickHouse ``types`` (see the table in
 :mod:`hoglab.frames.columns`, which Arrow answers read by too, :mod:`hoglab.frames.arrow`). The answer's
 metadata (``hogql``, ``clickhouse``, ``timings``, ``hasMore``, ``types``, cache fields) is kept in ``df.attrs``;
-its rows are not. One module per kind: ``tables`` (HogQL, events, actors), ``trends``, ``funnels``,
+its rows are not. One module per kind: ``tables`` (HogQL, events, actors, groups), ``trends``, ``funnels``,
 ``retention``, ``lifecycle``, ``stickiness``, ``paths``; ``cells`` is how their cells read.
 
 >>> answer = {"results": [["2025-06-01T10:00:00Z", 2]], "columns": ["day", "n"],
@@ -51,7 +51,7 @@ __all__ = [
     "trends_frame",
 ]
 
-_TABLE_KINDS = frozenset({"HogQLQuery", "EventsQuery", "ActorsQuery"})
+_TABLE_KINDS = frozenset({"HogQLQuery", "EventsQuery", "ActorsQuery", "GroupsQuery"})
 _INSIGHT_FRAMES = {
     "TrendsQuery": trends_frame,
     "FunnelsQuery": funnel_frame,

@@ -36,6 +36,8 @@ class PullReport:
     files_read: int = 0
     persons: int = 0
     distinct_ids: int = 0
+    group_types: int = 0
+    groups: int = 0
     flags: int = 0
     cohorts: int = 0
     actions: int = 0
@@ -49,6 +51,7 @@ class PullReport:
         return (
             f"project {self.local_project_id}: {self.events_copied:,} new events of {self.events_fetched:,} read"
             f"{f' and {self.files_read} export files' if self.files_read else ''}, {self.persons:,} persons,"
-            f" {self.flags} flags, {self.cohorts} cohorts, {self.actions} actions, {self.experiments} experiments;"
+            f" {self.groups:,} groups of {self.group_types} types, {self.flags} flags, {self.cohorts} cohorts,"
+            f" {self.actions} actions, {self.experiments} experiments;"
             f" {self.queries} queries in {self.seconds:,.1f} s{rate}"
         )

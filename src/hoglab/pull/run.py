@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..client import Client
 from ..errors import ConfigurationError, InvalidArgument
-from .remote import Pacer, Remote, mirror_events, mirror_objects, mirror_persons, seconds_per_query
+from .remote import Pacer, Remote, mirror_events, mirror_groups, mirror_objects, mirror_persons, seconds_per_query
 from .report import PullReport
 
 if TYPE_CHECKING:
@@ -79,9 +79,9 @@ def pull(
     """Copy a remote project (PostHog or hoglab at ``host``, project id ``project``) into a local data dir.
 
     The key comes from ``key`` or the ``key_env`` variable (a personal API key with ``query:read``,
-    ``experiment:read``, ``feature_flag:read``, ``cohort:read`` and ``action:read``). The copy goes into
-    ``data_dir`` (default: ``$HOGLAB_DATA_DIR``) or into a ``service`` started in this process
-    (``hoglab.local.start_local_service``);
+    ``experiment:read``, ``feature_flag:read``, ``cohort:read``, ``action:read`` and ``group:read``; without the
+    last two, actions or groups are skipped and the report says so). The copy goes into ``data_dir`` (default:
+    ``$HOGLAB_DATA_DIR``) or into a ``service`` started in this process (``hoglab.local.start_local_service``);
     ``into`` names an existing local project, else the mirror's own project is made (and found again next time).
     ``since``: the earliest events to copy (a date or ISO text; default: everything). ``rate``: queries the pull
     allows itself. ``from_export``: a folder of batch-export files read first. ``say`` receives progress lines.
@@ -131,6 +131,7 @@ def pull(
                 mirror_events(remote, mirror, report, start, window, progress, say)
                 if persons:
                     mirror_persons(remote, mirror, report)
+                mirror_groups(remote, mirror, report)
                 mirror_objects(remote, mirror, report, say)
             report.queries = remote.pacer.count
         report.seconds = time.monotonic() - began

@@ -31,6 +31,7 @@ from __future__ import annotations
 from ._actors import actors
 from ._events import events
 from ._funnels import funnel
+from ._groups import groups
 from ._lifecycle import lifecycle
 from ._metrics import funnel_metric, mean_metric, ratio_metric
 from ._paths import paths
@@ -44,6 +45,7 @@ __all__ = [
     "events",
     "funnel",
     "funnel_metric",
+    "groups",
     "lifecycle",
     "mean_metric",
     "paths",

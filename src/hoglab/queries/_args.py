@@ -20,6 +20,7 @@ from ..schema import (
     ElementPropertyFilter,
     EventPropertyFilter,
     FeaturePropertyFilter,
+    GroupPropertyFilter,
     HogQLPropertyFilter,
     PersonPropertyFilter,
     PropertyOperator,
@@ -51,6 +52,7 @@ _OPERATOR_ALIASES: dict[str, str] = {
 _FILTER_MODELS = (
     EventPropertyFilter,
     PersonPropertyFilter,
+    GroupPropertyFilter,
     FeaturePropertyFilter,
     CohortPropertyFilter,
     HogQLPropertyFilter,
@@ -169,8 +171,18 @@ def _one_filter(argument: str, key: str, value: Any, scope: str) -> AnyPropertyF
     operator = "exact"
     if name and suffix in _OPERATOR_ALIASES:
         key, operator = name, _OPERATOR_ALIASES[suffix]
+    group: tuple[int, str | None] | None = None
     if key.startswith("person."):
         key, scope = key[len("person.") :], "person"
+    elif key.startswith("group.") and scope == "event":
+        kind, _, key = key[len("group.") :].partition(".")
+        if not key:
+            raise InvalidArgument(
+                f"{argument}: a group property is 'group.<type>.<property>' ('group.company.plan').", argument=argument
+            )
+        from ._groups import group_type_arg
+
+        group, scope = group_type_arg(argument, kind), "group"
     elif key.startswith("$feature/") and scope == "event":
         scope = "feature"
     if operator in ("is_set", "is_not_set"):
@@ -179,8 +191,13 @@ def _one_filter(argument: str, key: str, value: Any, scope: str) -> AnyPropertyF
         value = None
     elif isinstance(value, tuple | set | frozenset):
         value = list(value)
-    model = {"event": EventPropertyFilter, "person": PersonPropertyFilter, "feature": FeaturePropertyFilter}[scope]
     with model_errors(argument):
+        if group is not None:
+            found = GroupPropertyFilter(key=key, value=value, operator=operator, group_type_index=group[0])
+            if group[1] is not None:
+                found.group_type_names["group_type_index"] = group[1]
+            return found
+        model = {"event": EventPropertyFilter, "person": PersonPropertyFilter, "feature": FeaturePropertyFilter}[scope]
         return cast(AnyPropertyFilter, model(key=key, value=value, operator=operator))
 
 
@@ -188,7 +205,8 @@ def property_filters(argument: str, where: Any, scope: str = "event") -> list[An
     """``where=`` in any of its forms to PostHog property filters.
 
     * a dict: ``{"$browser": "Chrome"}`` (exact; a list means any of), ``{"price__gt": 10}``,
-      ``{"email__icontains": "@acme"}``, ``{"$browser__is_set": True}``, ``{"person.plan": "pro"}``;
+      ``{"email__icontains": "@acme"}``, ``{"$browser__is_set": True}``, ``{"person.plan": "pro"}``,
+      ``{"group.company.plan": "pro"}`` (a property of the event's group of type ``company``, or ``group.0.plan``);
       operators: PostHog's names (``exact``, ``is_not``, ``icontains``, ``regex``, ``gt``, ``between``...) and the
       aliases ``eq``, ``ne``, ``contains``, ``not_contains``, ``in``, ``not_in``;
     * a string: a HogQL boolean expression (``"toInt(properties.$screen_width) > 1000"``);

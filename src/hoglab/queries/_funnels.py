@@ -13,6 +13,7 @@ from typing import Literal
 from ..errors import InvalidArgument, InvalidArgumentType
 from ..schema import ActionsNode, EventsNode, FunnelExclusion, FunnelsFilter, FunnelsQuery
 from ._args import check_choice, model_errors, where_filters, window_arg
+from ._groups import group_type_arg, named
 from ._series import Node, Where, breakdown_filter, date_range, series_list
 
 __all__ = ["funnel"]
@@ -34,6 +35,7 @@ def funnel(
     viz: Literal["steps", "time_to_convert", "trends"] = "steps",
     step_reference: Literal["total", "previous"] | None = None,
     filter_test_accounts: bool = False,
+    aggregate_by: str | int | None = None,
 ) -> FunnelsQuery:
     """A FunnelsQuery over 2 to 20 steps (event names or :func:`series`: ``series(action="Signed up")`` makes
     a step of an action, labelled with its name).
@@ -41,6 +43,9 @@ def funnel(
     ``window`` is how long a person has from the first step (days as an int, ``"14d"``, ``"6h"``, a
     ``timedelta``; PostHog's default is 14 days). ``exclude`` lists events that disqualify an attempt: a name
     (anywhere in the funnel) or ``(event, from_step, to_step)`` with 0-based steps.
+    ``aggregate_by`` (a group type's name, ``"company"``, or its index) counts groups of that type instead of
+    people (PostHog's ``aggregation_group_type_index``): a group
+    converts when its events, whoever sent them, go through the steps.
 
     >>> q = funnel(["$pageview", "signup"], window="6h", exclude=["logout"], breakdown="person.plan")
     >>> settings = q.funnelsFilter
@@ -72,6 +77,7 @@ def funnel(
         with model_errors("exclude"):
             exclusions.append(FunnelExclusion(event=event, funnelFromStep=start, funnelToStep=end))
     filters = where_filters(where, person_where)
+    index, type_name = group_type_arg("aggregate_by", aggregate_by) if aggregate_by is not None else (None, None)
     with model_errors("funnel"):
         settings = FunnelsFilter(funnelOrderType=order, funnelVizType=viz, exclusions=exclusions or None)
         if size is not None:
@@ -80,11 +86,13 @@ def funnel(
             settings.funnelStepReference = step_reference
         if breakdown_attribution is not None:
             settings.breakdownAttributionType = breakdown_attribution  # type: ignore[assignment]
-        return FunnelsQuery(
+        query = FunnelsQuery(
             series=nodes,
             dateRange=date_range(date_from, date_to),
             breakdownFilter=breakdown_filter(breakdown, breakdown_type, None),
             funnelsFilter=settings,
             properties=filters or None,
             filterTestAccounts=filter_test_accounts,
+            aggregation_group_type_index=index,
         )
+    return named(query, "aggregation_group_type_index", type_name)

@@ -12,6 +12,7 @@ from datetime import date
 from ..errors import InvalidArgumentType
 from ..schema import LifecycleFilter, LifecycleQuery, LifecycleToggle
 from ._args import check_choice, model_errors, where_filters
+from ._groups import group_type_arg, named
 from ._series import INTERVALS, ActionRef, Node, Where, date_range, series_list
 
 __all__ = ["lifecycle"]
@@ -28,6 +29,7 @@ def lifecycle(
     where: Where = None,
     person_where: Where = None,
     filter_test_accounts: bool = False,
+    aggregate_by: str | int | None = None,
 ) -> LifecycleQuery:
     """A LifecycleQuery: per interval, the people doing ``event`` for the first time (new), again after the
     previous interval (returning), again after a gap (resurrecting), and those who stopped (dormant).
@@ -35,6 +37,9 @@ def lifecycle(
     ``event`` is an event name, ``None`` (any event) or one :func:`hoglab.series`; ``action`` (an id or name)
     follows an action's events instead. ``statuses`` shows only some
     of ``new``, ``returning``, ``resurrecting``, ``dormant`` (PostHog's ``toggledLifecycles``).
+    ``aggregate_by`` (a group type's name, ``"company"``, or its index) counts groups of that type instead of
+    people (PostHog's ``aggregation_group_type_index``);
+    a group is new in the interval of its first ``$groupidentify``.
 
     >>> q = lifecycle(where={"$browser": "Chrome"}, date_from="-30d")
     >>> q.series[0].event, q.interval, q.dateRange.date_from, q.properties[0].value
@@ -46,17 +51,20 @@ def lifecycle(
     if action is not None and not isinstance(action, int | str):
         raise InvalidArgumentType("action: a lifecycle has one action (an id or a name).", argument="action")
     nodes = series_list("event", None if action is not None else event, None, None, action)
+    index, type_name = group_type_arg("aggregate_by", aggregate_by) if aggregate_by is not None else (None, None)
     check_choice("interval", interval, INTERVALS)
     toggled = None
     if statuses is not None:
         toggled = [check_choice("statuses", s, LifecycleToggle) for s in ([statuses] if isinstance(statuses, str)
                    else statuses)]  # fmt: skip
     with model_errors("lifecycle"):
-        return LifecycleQuery(
+        query = LifecycleQuery(
             series=nodes,
             interval=interval,
             lifecycleFilter=LifecycleFilter(toggledLifecycles=toggled) if toggled else None,
             dateRange=date_range(date_from, date_to),
             properties=where_filters(where, person_where) or None,
             filterTestAccounts=filter_test_accounts,
+            aggregation_group_type_index=index,
         )
+    return named(query, "aggregation_group_type_index", type_name)

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InvalidArgumentType
 from ..schema import ActionsNode, EventsNode, RetentionEntity, RetentionFilter, RetentionQuery
 from ._args import check_choice, model_errors, positive_int, where_filters
+from ._groups import group_type_arg, named
 from ._series import INTERVALS, ActionRef, Node, Where, action_fields, breakdown_filter, date_range
 
 __all__ = ["retention"]
@@ -71,6 +72,7 @@ def retention(
     where: Where = None,
     person_where: Where = None,
     filter_test_accounts: bool = False,
+    aggregate_by: str | int | None = None,
 ) -> RetentionQuery:
     """A RetentionQuery: of the people who did ``target`` in a period, how many did ``returning`` in each of the
     following ``intervals - 1`` periods.
@@ -83,6 +85,8 @@ def retention(
     ``reference``: ``total`` (rates against the cohort) or ``previous`` (against the period before).
     ``cumulative``: a person counts in a period if they came back in it or any later one.
     ``minimum_occurrences``: how many ``returning`` events make a period count.
+    ``aggregate_by`` (a group type's name, ``"company"``, or its index) counts groups of that type instead of
+    people (PostHog's ``aggregation_group_type_index``).
 
     >>> q = retention("signup", period="Week", reference="previous", breakdown="person.plan")
     >>> q.retentionFilter.returningEntity.id, q.retentionFilter.retentionReference, q.breakdownFilter.breakdown
@@ -97,6 +101,7 @@ def retention(
     check_choice("reference", reference, "total previous")
     positive_int("intervals", intervals)
     positive_int("minimum_occurrences", minimum_occurrences)
+    index, type_name = group_type_arg("aggregate_by", aggregate_by) if aggregate_by is not None else (None, None)
     if action is not None:
         start = _entity("action", ActionsNode(**action_fields("action", action)))
     else:
@@ -113,10 +118,12 @@ def retention(
             cumulative=cumulative or None,
             minimumOccurrences=minimum_occurrences,
         )
-        return RetentionQuery(
+        query = RetentionQuery(
             retentionFilter=settings,
             breakdownFilter=breakdown_filter(breakdown, breakdown_type, breakdown_limit),
             dateRange=date_range(date_from, date_to),
             properties=where_filters(where, person_where) or None,
             filterTestAccounts=filter_test_accounts,
+            aggregation_group_type_index=index,
         )
+    return named(query, "aggregation_group_type_index", type_name)

@@ -24,6 +24,7 @@ from ..schema import (
     MathType,
 )
 from ._args import check_choice, date_arg, model_errors, where_filters
+from ._groups import group_type_arg, named
 
 __all__ = [
     "INTERVALS",
@@ -76,15 +77,23 @@ def series(
     where: Where = None,
     person_where: Where = None,
     name: str | None = None,
+    aggregate_by: str | int | None = None,
 ) -> Node:
     """One series of a trend, one funnel step or a metric's source: an event (``None``: all events) or an
     ``action`` (its id, or its name), with its own filters and math.
+
+    ``aggregate_by`` (a group type's name or index) counts that type's groups instead of persons (PostHog's
+    ``unique_group`` math, the default then); with ``dau``, ``weekly_active`` or ``monthly_active`` it keeps
+    counting persons, of the events that have such a group, as PostHog does.
 
     >>> series("purchase", math="sum", math_property="price", where={"plan": "pro"}).properties[0].key
     'plan'
     >>> s = series(action="Signed up", math="dau")
     >>> s.kind, s.id, s.name, s.math
     ('ActionsNode', None, 'Signed up', 'dau')
+    >>> node = series("purchase", aggregate_by="company")
+    >>> node.math, node.group_type_names
+    ('unique_group', {'math_group_type_index': 'company'})
     """
     if event is not None and not isinstance(event, str):
         raise InvalidArgumentType(f"event: expected a string or None, got {type(event).__name__}.", argument="event")
@@ -96,33 +105,50 @@ def series(
             raise InvalidArgument(
                 f"math_property: math={math!r} needs the property to aggregate.", argument="math_property"
             )
+    index, type_name = group_type_arg("aggregate_by", aggregate_by) if aggregate_by is not None else (None, None)
+    if index is not None:
+        math = math or "unique_group"
+        if math not in ("unique_group", "dau", "weekly_active", "monthly_active"):
+            raise InvalidArgument(
+                f"aggregate_by: groups are counted with math='unique_group' (or restrict 'dau', 'weekly_active', "
+                f"'monthly_active'); math={math!r} counts events or persons.",
+                argument="aggregate_by",
+            )
     filters = where_filters(where, person_where)
     if action is not None:
         ref = action_fields("action", action)
         with model_errors("series"):
             # ``name`` is the action's own (what the client looks an id up by); a label of yours is custom_name.
-            return ActionsNode(
+            action_node = ActionsNode(
                 **ref, custom_name=name, math=math, math_property=math_property, math_hogql=math_hogql,
-                properties=filters or None,
+                math_group_type_index=index, properties=filters or None,
             )  # fmt: skip
+        return named(action_node, "math_group_type_index", type_name)
     with model_errors("series"):
-        return EventsNode(
+        node = EventsNode(
             event=event,
             name=name or event,
             custom_name=name,
             math=math,
             math_property=math_property,
             math_hogql=math_hogql,
+            math_group_type_index=index,
             properties=filters or None,
         )
+    return named(node, "math_group_type_index", type_name)
 
 
 def series_list(
-    argument: str, events: Any, math: str | None, math_property: str | None, action: Any = None
+    argument: str,
+    events: Any,
+    math: str | None,
+    math_property: str | None,
+    action: Any = None,
+    aggregate_by: str | int | None = None,
 ) -> list[Node]:
     """The series of a builder: ``events`` (a name, ``None`` for all events, a :func:`series` or a list of them),
-    then ``action`` (an id or name, or a list of them), ``math``/``math_property`` applying to those given by
-    name or id. With ``action`` and no ``events``, only the actions."""
+    then ``action`` (an id or name, or a list of them), ``math``/``math_property``/``aggregate_by`` applying to
+    those given by name or id. With ``action`` and no ``events``, only the actions."""
     items = [events] if events is None or isinstance(events, str | EventsNode | ActionsNode) else events
     if not isinstance(items, Sequence) or isinstance(items, str | bytes):
         raise InvalidArgumentType(
@@ -136,7 +162,7 @@ def series_list(
         if isinstance(item, EventsNode | ActionsNode):
             nodes.append(item)
         elif item is None or isinstance(item, str):
-            nodes.append(series(item, math=math, math_property=math_property))
+            nodes.append(series(item, math=math, math_property=math_property, aggregate_by=aggregate_by))
         else:
             raise InvalidArgumentType(
                 f"{argument}: items must be event names or hoglab.series(...), got {type(item).__name__}.",
@@ -145,7 +171,7 @@ def series_list(
     actions = [] if action is None else [action] if isinstance(action, int | str) else action
     if not isinstance(actions, Sequence) or isinstance(actions, bytes):
         raise InvalidArgumentType("action: expected an action's id or name, or a list of them.", argument="action")
-    nodes += [series(action=a, math=math, math_property=math_property) for a in actions]
+    nodes += [series(action=a, math=math, math_property=math_property, aggregate_by=aggregate_by) for a in actions]
     if not nodes:
         raise InvalidArgument(f"{argument}: at least one event is needed.", argument=argument)
     return nodes
@@ -174,22 +200,46 @@ def breakdown_filter(breakdown: Any, breakdown_type: str | None, limit: int | No
             raise InvalidArgument("breakdown: breakdown_type/breakdown_limit need a breakdown.", argument="breakdown")
         return None
     if breakdown_type is not None:
-        check_choice("breakdown_type", breakdown_type, "event person cohort hogql event_metadata session")
+        check_choice("breakdown_type", breakdown_type, "event person group cohort hogql event_metadata session")
 
     def split(prop: Any) -> tuple[Any, str]:
         if isinstance(prop, str) and prop.startswith("person.") and breakdown_type is None:
             return prop[len("person.") :], "person"
+        if isinstance(prop, str) and (breakdown_type == "group" or prop.startswith("group.")):
+            return prop.removeprefix("group."), "group"
         if isinstance(prop, int) and not isinstance(prop, bool):
             return prop, breakdown_type or "cohort"
         if not isinstance(prop, str) or not prop:
             raise InvalidArgumentType(f"breakdown: expected a property name, got {prop!r}.", argument="breakdown")
         return prop, breakdown_type or "event"
 
+    def group(prop: Any) -> tuple[Any, int, str | None]:
+        # "company.plan": the group type (name or index) and its property
+        kind, _, name = str(prop).partition(".")
+        if not name:
+            raise InvalidArgument(
+                f"breakdown: a group property is 'type.property' ('company.plan'), got {prop!r}.", argument="breakdown"
+            )
+        index, type_name = group_type_arg("breakdown", kind)
+        return name, index, type_name
+
     with model_errors("breakdown"):
         if isinstance(breakdown, list | tuple):
             if not 1 <= len(breakdown) <= 3:
                 raise InvalidArgument("breakdown: between one and three properties.", argument="breakdown")
-            items = [BreakdownItem(property=p, type=t) for p, t in map(split, breakdown)]
+            items = []
+            for p, t in map(split, breakdown):
+                if t != "group":
+                    items.append(BreakdownItem(property=p, type=t))
+                    continue
+                name, index, type_name = group(p)
+                items.append(named(BreakdownItem(property=name, type="group", group_type_index=index),
+                                   "group_type_index", type_name))  # fmt: skip
             return BreakdownFilter(breakdowns=items, breakdown_type=None, breakdown_limit=limit)
         prop, kind = split(breakdown)
-        return BreakdownFilter(breakdown=prop, breakdown_type=kind, breakdown_limit=limit)
+        if kind != "group":
+            return BreakdownFilter(breakdown=prop, breakdown_type=kind, breakdown_limit=limit)
+        name, index, type_name = group(prop)
+        found = BreakdownFilter(breakdown=name, breakdown_type="group", breakdown_group_type_index=index,
+                                breakdown_limit=limit)  # fmt: skip
+        return named(found, "breakdown_group_type_index", type_name)

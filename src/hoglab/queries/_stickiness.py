@@ -51,6 +51,7 @@ def stickiness(
     where: Where = None,
     person_where: Where = None,
     filter_test_accounts: bool = False,
+    aggregate_by: str | int | None = None,
 ) -> StickinessQuery:
     """A StickinessQuery: for each series, how many people were active in exactly 1, 2, ... intervals of the
     range (in that many or more with ``cumulative``).
@@ -59,13 +60,16 @@ def stickiness(
     names) counts actions instead (or besides, with ``events`` given as well). ``interval_count``
     groups intervals (``interval="day", interval_count=7``: weeks of seven days). ``active_when`` says what
     makes an interval count: ``3`` or ``(">=", 3)`` events at least, ``("<=", 2)``, ``("==", 1)``.
-    ``compare`` adds the previous period (or ``compare_to``, ``"-4w"``) as more lines.
+    ``compare`` adds the previous period (or ``compare_to``, ``"-4w"``) as more lines. ``aggregate_by`` (a group
+    type's name or index) counts groups instead of people: the series named here get PostHog's ``unique_group``
+    math (StickinessQuery itself has no group aggregation).
 
     >>> q = stickiness("$pageview", interval="week", active_when=(">=", 3), compare=True)
     >>> q.stickinessFilter.stickinessCriteria.operator, q.stickinessFilter.stickinessCriteria.value, q.interval
     ('gte', 3, 'week')
     """
-    nodes = series_list("events", events if action is None or events != "$pageview" else None, None, None, action)
+    nodes = series_list("events", events if action is None or events != "$pageview" else None, None, None, action,
+                        aggregate_by)  # fmt: skip
     check_choice("interval", interval, INTERVALS)
     positive_int("interval_count", interval_count)
     criteria = _criteria(active_when)

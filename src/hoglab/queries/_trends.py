@@ -36,14 +36,17 @@ def trends(
     compare_to: str | None = None,
     display: str | None = None,
     filter_test_accounts: bool = False,
+    aggregate_by: str | int | None = None,
 ) -> TrendsQuery:
     """A TrendsQuery: events counted per interval, one line per series (and breakdown value).
 
     ``events`` is an event name (``None``: all events), a :func:`series`, or a list of them; ``action`` adds
     actions, by id or name (alone, only the actions are counted); ``math`` and ``math_property`` apply to the
     ones given by name or id. Series of actions are labelled with the actions' names. ``breakdown`` is a
-    property (``"person.plan"`` for a person property, an int for a cohort) or a list of up to three.
-    ``formula`` combines series by letter (``"A/B"``).
+    property (``"person.plan"`` for a person property, an int for a cohort, ``"group.company.plan"`` for a
+    property of the event's company) or a list of up to three. ``formula`` combines series by letter
+    (``"A/B"``). ``aggregate_by`` (a group type's name or index) makes the series given by name or id count that
+    type's groups (PostHog's ``unique_group`` math).
 
     >>> from hoglab.queries import series
     >>> q = trends(["signup", series("purchase", math="sum", math_property="price")], formula="B/A", compare=True)
@@ -52,7 +55,7 @@ def trends(
     >>> [(s.kind, s.id) for s in trends(action=[7, 8], math="dau").series]
     [('ActionsNode', 7), ('ActionsNode', 8)]
     """
-    nodes = series_list("events", events, math, math_property, action)
+    nodes = series_list("events", events, math, math_property, action, aggregate_by)
     check_choice("interval", interval, IntervalType)
     if display is not None:
         check_choice("display", display, ChartDisplayType)

@@ -56,6 +56,7 @@ from .filters import (
     ElementPropertyFilter,
     EventPropertyFilter,
     FeaturePropertyFilter,
+    GroupPropertyFilter,
     HogQLPropertyFilter,
     PersonPropertyFilter,
     PropertyFilters,
@@ -64,6 +65,7 @@ from .filters import (
     PropertyOperator,
     PropertyValue,
 )
+from .groups import CreateGroup, Group, GroupsQuery, GroupsQueryResponse, GroupType, GroupTypeMetadata
 from .insights import (
     LifecycleFilter,
     LifecycleQuery,
@@ -174,6 +176,7 @@ __all__ = [
     "CohortPropertyFilter",
     "CompareFilter",
     "CountPerActorMathType",
+    "CreateGroup",
     "DateRange",
     "ElementPropertyFilter",
     "ErrorBody",
@@ -211,6 +214,12 @@ __all__ = [
     "FunnelsFilter",
     "FunnelsQuery",
     "FunnelsQueryResponse",
+    "Group",
+    "GroupPropertyFilter",
+    "GroupType",
+    "GroupTypeMetadata",
+    "GroupsQuery",
+    "GroupsQueryResponse",
     "HogQLFilters",
     "HogQLPropertyFilter",
     "HogQLQuery",

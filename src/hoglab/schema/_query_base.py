@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import model_validator
+from pydantic import Field
 
 from ._base import RequestModel
 from .filters import DateRange, PropertyFilters
@@ -24,17 +24,13 @@ class QueryBase(RequestModel):
 
 
 class InsightBase(QueryBase):
-    """What every insight query has: a date range, property filters, test-account filtering."""
+    """What every insight query has: a date range, property filters, test-account filtering, and the group type
+    the insight counts instead of persons (``aggregation_group_type_index``, 0-4: funnels, retention and
+    lifecycle count groups; trends only echo it, as PostHog, and count groups by a series' ``unique_group`` math)."""
 
     dateRange: DateRange | None = None
     properties: PropertyFilters | None = None
     filterTestAccounts: bool | None = False
     samplingFactor: float | None = None
-    aggregation_group_type_index: int | None = None
+    aggregation_group_type_index: int | None = Field(default=None, ge=0, le=4)
     dataColorTheme: float | None = None
-
-    @model_validator(mode="after")
-    def _no_groups(self) -> InsightBase:
-        if self.aggregation_group_type_index is not None:
-            raise ValueError("Aggregating by groups (aggregation_group_type_index) is not supported by hoglab.")
-        return self

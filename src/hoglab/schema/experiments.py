@@ -99,7 +99,7 @@ class ExperimentParameters(RequestModel):
     recommended_running_time: float | None = None
     recommended_sample_size: float | None = None
     custom_exposure_filter: dict[str, Any] | None = None
-    aggregation_group_type_index: int | None = None
+    aggregation_group_type_index: int | None = Field(default=None, ge=0, le=4)
 
     @field_validator("feature_flag_variants")
     @classmethod

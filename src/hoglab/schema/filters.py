@@ -19,6 +19,7 @@ __all__ = [
     "ElementPropertyFilter",
     "EventPropertyFilter",
     "FeaturePropertyFilter",
+    "GroupPropertyFilter",
     "HogQLPropertyFilter",
     "PersonPropertyFilter",
     "PropertyFilters",
@@ -104,6 +105,20 @@ class PersonPropertyFilter(_ValueFilter):
     type: Literal["person"] = "person"
 
 
+class GroupPropertyFilter(_ValueFilter):
+    """A filter on a property of the event's group of one type (PostHog group analytics):
+    ``{"key": "plan", "value": "pro", "type": "group", "group_type_index": 0}``."""
+
+    type: Literal["group"] = "group"
+    group_type_index: int | None = Field(default=None, ge=0, le=4)
+
+    @model_validator(mode="after")
+    def _needs_index(self) -> GroupPropertyFilter:
+        if self.group_type_index is None:
+            raise ValueError("A group filter needs its group_type_index (0 to 4).")
+        return self
+
+
 class ElementPropertyFilter(_ValueFilter):
     """A filter on autocapture elements (``tag_name``, ``text``, ``href``, ``selector``)."""
 
@@ -134,6 +149,7 @@ AnyPropertyFilter = Annotated[
     EventPropertyFilter
     | FeaturePropertyFilter
     | PersonPropertyFilter
+    | GroupPropertyFilter
     | ElementPropertyFilter
     | CohortPropertyFilter
     | HogQLPropertyFilter,
@@ -150,6 +166,7 @@ class PropertyGroupFilterValue(RequestModel):
             EventPropertyFilter
             | FeaturePropertyFilter
             | PersonPropertyFilter
+            | GroupPropertyFilter
             | ElementPropertyFilter
             | CohortPropertyFilter
             | HogQLPropertyFilter
@@ -192,7 +209,7 @@ class BreakdownItem(RequestModel):
     type: BreakdownType | None = "event"
     normalize_url: bool | None = None
     histogram_bin_count: int | None = None
-    group_type_index: int | None = None
+    group_type_index: int | None = Field(default=None, ge=0, le=4)
 
 
 class BreakdownFilter(RequestModel):
@@ -204,7 +221,7 @@ class BreakdownFilter(RequestModel):
     breakdown_normalize_url: bool | None = None
     breakdown_hide_other_aggregation: bool | None = None
     breakdown_histogram_bin_count: int | None = Field(default=None, ge=1, le=1000)
-    breakdown_group_type_index: int | None = None
+    breakdown_group_type_index: int | None = Field(default=None, ge=0, le=4)
     breakdowns: list[BreakdownItem] | None = Field(default=None, max_length=3)
 
 

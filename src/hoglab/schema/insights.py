@@ -186,6 +186,15 @@ class StickinessQuery(InsightBase):
     compareFilter: CompareFilter | None = None
     stickinessFilter: StickinessFilter | None = None
 
+    @model_validator(mode="after")
+    def _groups_by_series(self) -> StickinessQuery:
+        if self.aggregation_group_type_index is not None:
+            raise ValueError(
+                "StickinessQuery has no aggregation_group_type_index (PostHog's neither): count groups with a "
+                "series' math 'unique_group' and its math_group_type_index."
+            )
+        return self
+
 
 # RE2 (ClickHouse's regex engine) has no lookaround and no backreferences; Python's `re` accepts both, so a
 # pattern is checked for them too, or it would compile here and fail in the engine.
@@ -264,6 +273,14 @@ class PathsQuery(InsightBase):
     kind: Literal["PathsQuery"] = "PathsQuery"
     pathsFilter: PathsFilter
     funnelPathsFilter: dict[str, Any] | None = None
+
+    @field_validator("aggregation_group_type_index")
+    @classmethod
+    def _paths_per_person(cls, value: int | None) -> int | None:
+        if value is not None:
+            # PostHog accepts the field but still builds paths per person (it only picks who the actors are).
+            raise ValueError("Paths are per person: aggregation_group_type_index is not supported for paths.")
+        return value
 
     @field_validator("funnelPathsFilter")
     @classmethod

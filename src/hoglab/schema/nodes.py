@@ -53,7 +53,7 @@ CountPerActorMathType = Literal[
     "p95_count_per_actor",
     "p99_count_per_actor",
 ]
-MathType = BaseMathType | PropertyMathType | CountPerActorMathType | Literal["hogql"]
+MathType = BaseMathType | PropertyMathType | CountPerActorMathType | Literal["unique_group", "hogql"]
 
 PROPERTY_MATH: frozenset[str] = frozenset(get_args(PropertyMathType))
 COUNT_PER_ACTOR_MATH: frozenset[str] = frozenset(get_args(CountPerActorMathType))
@@ -69,7 +69,7 @@ class SeriesFields(RequestModel):
     math_property: str | None = Field(default=None, max_length=400)
     math_property_type: str | None = None
     math_hogql: str | None = Field(default=None, max_length=2000)
-    math_group_type_index: int | None = None
+    math_group_type_index: int | None = Field(default=None, ge=0, le=4)
     math_multiplier: float | None = None
     properties: list[AnyPropertyFilter] | None = None
     fixedProperties: list[AnyPropertyFilter] | None = None
@@ -83,6 +83,8 @@ class SeriesFields(RequestModel):
             raise ValueError(f"Math {self.math!r} needs a math_property (the property to aggregate).")
         if self.math == "hogql" and not self.math_hogql:
             raise ValueError("Math 'hogql' needs a math_hogql expression.")
+        if self.math == "unique_group" and self.math_group_type_index is None:
+            raise ValueError("Math 'unique_group' needs the group type to count (math_group_type_index, 0 to 4).")
         return self
 
 

@@ -15,6 +15,7 @@ from .filters import (
     CompareFilter,
     DateRange,
 )
+from .groups import GroupsQuery
 from .insights import LifecycleQuery, PathsQuery, RetentionQuery, StickinessQuery
 from .nodes import AnyFunnelExclusion, SeriesNode
 
@@ -280,6 +281,7 @@ AnyQueryType = (
     | PathsQuery
     | ExperimentQuery
     | ExperimentExposureQuery
+    | GroupsQuery
 )
 AnyQuery = Annotated[AnyQueryType, Field(discriminator="kind")]
 """Any query the endpoint runs, told apart by ``kind``."""
@@ -296,6 +298,7 @@ QUERY_KINDS: tuple[str, ...] = (
     "LifecycleQuery",
     "StickinessQuery",
     "PathsQuery",
+    "GroupsQuery",
 )
 
 _any_query: TypeAdapter[Any] = TypeAdapter(AnyQuery)

@@ -163,10 +163,40 @@ def test_filters_this_evaluator_cannot_decide_do_not_match():
         assert evaluate_flag(flag, Person("a", {"v": "2.0.0"})).reason == "no_condition_match"
 
 
-def test_group_aggregated_flags_are_off():
+def test_group_aggregated_flags_are_off_without_the_group():
     flag = _flag([{"properties": [], "rollout_percentage": 100}], aggregation_group_type_index=0)
     match = evaluate_flag(flag, Person("a"))
     assert (match.value, match.reason, reason_description(match)) == (False, "no_group_type", "No group type")
+    # The type is known but the request names no group of it; or it names one of an unknown type.
+    assert evaluate_flag(flag, Person("a", groups={"team": "t"}, group_types={0: "company"})).reason == "no_group_type"
+    assert evaluate_flag(flag, Person("a", groups={"company": "acme"}, group_types={1: "company"})).reason == (
+        "no_group_type")
+
+
+def test_group_flags_hash_the_group_key_and_read_group_properties():
+    pro = {"key": "plan", "value": ["pro"], "type": "group", "group_type_index": 0, "operator": "exact"}
+    variants = [{"key": "control", "rollout_percentage": 50}, {"key": "test", "rollout_percentage": 50}]
+    flag = _flag([{"properties": [pro], "rollout_percentage": 50}], variants, key="by-company",
+                 aggregation_group_type_index=0)  # fmt: skip
+    types = {0: "company"}
+    seen = Counter()
+    for i in range(400):
+        company = f"co-{i}"
+        person = Person(f"user-{i % 7}", {"plan": "free"}, groups={"company": company},
+                        group_properties={"company": {"plan": "pro"}}, group_types=types)  # fmt: skip
+        match = evaluate_flag(flag, person)
+        # Every user of a company gets the company's answer: the hash is the company key's.
+        assert match.value == (variant_for("by-company", company, variants) if in_rollout("by-company", company, 50)
+                               else False)  # fmt: skip
+        seen[match.value] += 1
+    assert 150 < seen[False] < 250 and seen["control"] > 50 and seen["test"] > 50
+    free = Person("u", {"plan": "pro"}, groups={"company": "co-1"}, group_properties={"company": {"plan": "free"}},
+                  group_types=types)  # fmt: skip
+    assert evaluate_flag(flag, free).reason == "no_condition_match"  # the person's plan is not the company's
+    person_filter = _flag([{"properties": [{"key": "plan", "value": "pro", "type": "person"}]}],
+                          aggregation_group_type_index=0)  # fmt: skip
+    assert evaluate_flag(person_filter, Person("u", {"plan": "pro"}, groups={"company": "c"}, group_types=types)
+                         ).reason == "no_condition_match"  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,19 @@ def new_axes(ax: Axes | None, figsize: tuple[float, float] | None = None) -> Axe
     return new
 
 
+def unit_of(df: Any, default: str = "people") -> str:
+    """What a frame counts, as its axes say it: ``df.attrs["unit"]`` (``"companies"`` for an insight counting
+    groups, set by the client) or ``default``.
+
+    >>> frame = pd.DataFrame({"x": [1]})
+    >>> frame.attrs["unit"] = "companies"
+    >>> unit_of(frame), unit_of(pd.DataFrame())
+    ('companies', 'people')
+    """
+    attrs = getattr(df, "attrs", None) or {}
+    return str(attrs.get("unit") or default)
+
+
 def require_frame(df: Any, required: Iterable[str], what: str) -> pd.DataFrame:
     """``df`` if it is a non-empty DataFrame with every ``required`` column; otherwise an
     :class:`~hoglab.errors.InvalidArgument` (a ``ValueError``; ``InvalidArgumentType`` for a non-frame)

@@ -18,6 +18,7 @@ from .common import (
     percent_axis,
     plain,
     require_frame,
+    unit_of,
 )
 
 __all__ = ["plot_funnel"]
@@ -119,7 +120,7 @@ def plot_funnel(
         ax.set_ylabel("share of the first step")
     else:
         ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
-        ax.set_ylabel("count")
+        ax.set_ylabel(unit_of(df, "count"))
     ax.set_ylim(0.0, 1.15 * top if top > 0 else 1.0)  # room for the labels and the legend
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_axisbelow(True)

@@ -11,6 +11,7 @@ from .common import (
     PALETTE,
     new_axes,
     require_frame,
+    unit_of,
 )
 
 __all__ = ["LIFECYCLE_COLOURS", "plot_lifecycle"]
@@ -58,7 +59,7 @@ def plot_lifecycle(
     ax.set_xticks(x[::step], [d.strftime(DATE_FORMATS.get(unit, "%Y-%m-%d")) for d in dates[::step]])
     tz = getattr(dates, "tz", None)
     ax.set_xlabel(f"{unit} ({tz})" if tz is not None else unit)
-    ax.set_ylabel("people")
+    ax.set_ylabel(unit_of(df))
     ax.set_title("Lifecycle" if title is None else title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
     return ax

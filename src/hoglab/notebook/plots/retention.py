@@ -17,6 +17,7 @@ from .common import (
     percent_axis,
     plain,
     require_frame,
+    unit_of,
 )
 
 __all__ = ["plot_retention", "plot_retention_curve"]
@@ -164,7 +165,7 @@ def plot_retention_curve(
     percent_axis(ax)
     ax.set_ylim(0, 1.05)
     ax.set_xlabel(f"{_period_name(frame)}s after the cohort")
-    ax.set_ylabel("people back (share of the cohort)")
+    ax.set_ylabel(f"{unit_of(df)} back (share of the cohort)")
     ax.set_title("Retention curve" if title is None else title)
     if legend or (legend is None and len(groups) > 1):
         ax.legend(loc="best", fontsize="small")

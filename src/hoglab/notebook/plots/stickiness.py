@@ -14,6 +14,7 @@ from .common import (
     percent_axis,
     plain,
     require_frame,
+    unit_of,
 )
 
 __all__ = ["plot_stickiness"]
@@ -39,7 +40,9 @@ def plot_stickiness(
     >>> [float(p.get_height()) for p in ax.patches], ax.get_xlabel()
     ([5.0, 2.0, 1.0], 'days active')
     """
-    frame = require_frame(df, ["intervals", "persons"], "the stickiness frame")
+    # An insight counting groups names its count column after them ("companies"; client._groups.label_units).
+    counted = str(df.attrs.get("unit")) if getattr(df, "attrs", {}).get("unit") in df.columns else "persons"
+    frame = require_frame(df, ["intervals", counted], "the stickiness frame")
     ax = new_axes(ax, figsize)
     keys = [c for c in ("series", "label", "compare_label") if c in frame.columns]
     groups = list(frame.groupby(keys, sort=False, dropna=False)) if keys else [((), frame)]
@@ -49,7 +52,7 @@ def plot_stickiness(
     for i, (key, group) in enumerate(groups):
         parts = key if isinstance(key, tuple) else (key,)
         named: dict[str, Any] = dict(zip(keys, parts, strict=True))
-        values = group.set_index("intervals")["persons"].reindex(intervals).to_numpy(np.float64, na_value=0.0)
+        values = group.set_index("intervals")[counted].reindex(intervals).to_numpy(np.float64, na_value=0.0)
         if normalize and values.sum():
             values = values / values.sum()
         previous = str(named.get("compare_label")) == "previous"
@@ -62,9 +65,9 @@ def plot_stickiness(
     ax.set_xlabel(f"{unit}s active")
     if normalize:
         percent_axis(ax)
-        ax.set_ylabel("share of people")
+        ax.set_ylabel(f"share of {unit_of(df)}")
     else:
-        ax.set_ylabel("people")
+        ax.set_ylabel(unit_of(df))
     only = next(iter(labels)) if len(labels) == 1 else ""
     ax.set_title((f"Stickiness: {plain(only)}" if only else "Stickiness") if title is None else title)
     if legend or (legend is None and len(groups) > 1):

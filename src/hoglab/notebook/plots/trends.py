@@ -17,6 +17,7 @@ from .common import (
     plain,
     require_frame,
     timezone_of,
+    unit_of,
 )
 
 __all__ = ["plot_trends"]
@@ -28,7 +29,7 @@ def plot_trends(
     *,
     ax: Axes | None = None,
     title: str | None = None,
-    ylabel: str = "value",
+    ylabel: str | None = None,
     legend: bool | None = None,
     figsize: tuple[float, float] | None = None,
 ) -> Axes:
@@ -64,6 +65,8 @@ def plot_trends(
         groups.setdefault((key, prev), []).append(i)
     labels = list(dict.fromkeys(k[1] for k in keys))
     default_title = plain(labels[0]) if len(labels) == 1 and labels[0] else "Trends"
+    # "value", or what the series count when the client says (unique companies: "companies").
+    ylabel = ylabel if ylabel is not None else unit_of(df, "value")
     if any(previous):
         default_title += ", against the previous period"
     if "date" in frame.columns:

@@ -20,6 +20,10 @@ property and its printer wraps comparisons of nullable values in ``ifNull(..., 0
   value a relative date (``-7d``) or an ISO date in the project's zone;
 * ``is_set``/``is_not_set``: the key is present and not JSON ``null``, or not.
 
+A ``group`` filter (``{"type": "group", "group_type_index": 0, "key": "plan", ...}``) reads the property of the
+event's group of that type (``group_0.properties.plan``: an event without such a group has none), or, in the
+groups' own scope (``GroupsQuery``, ``group_scope=True``), the group's property (``properties.plan``).
+
 Flags decide the same operators in Python with the rules of PostHog's flags service, which differ on purpose
 (case-insensitive ``exact``, booleans): ``hoglab.server.flags.properties``.
 
@@ -41,7 +45,15 @@ from ..hogql import HogQLError, escape_identifier, parse_hogql_expr
 from .dates import date_hogql
 from .params import Params
 
-__all__ = ["Params", "hogql_expression", "property_access", "property_filters_to_hogql", "test_account_filters"]
+__all__ = [
+    "GROUP_TYPE_INDEXES",
+    "Params",
+    "group_type_index",
+    "hogql_expression",
+    "property_access",
+    "property_filters_to_hogql",
+    "test_account_filters",
+]
 
 
 def _get(flt: Any, name: str, default: Any = None) -> Any:
@@ -50,9 +62,34 @@ def _get(flt: Any, name: str, default: Any = None) -> Any:
     return getattr(flt, name, default)
 
 
-def property_access(key: str, kind: str = "event") -> str:
-    """HogQL for a property: ``properties.`$browser``` or ``person.properties.email``."""
-    path = "person.properties" if kind == "person" else "properties"
+GROUP_TYPE_INDEXES = range(5)
+"""The group type indexes PostHog has: 0 to 4."""
+
+
+def group_type_index(value: Any, attr: str) -> int:
+    """A group type index from a query, checked: an integer 0-4, else a 400 naming ``attr``.
+
+    >>> group_type_index(2, "aggregation_group_type_index")
+    2
+    >>> group_type_index(None, "properties.0.group_type_index")
+    Traceback (most recent call last):
+    ...
+    hoglab.server.errors.ValidationFailed: A group type index (0 to 4) is required.
+    """
+    if value is None:
+        raise ValidationFailed("A group type index (0 to 4) is required.", attr=attr)
+    if isinstance(value, bool) or not isinstance(value, int) or value not in GROUP_TYPE_INDEXES:
+        raise ValidationFailed(f"A group type index is 0 to 4, got {value!r}.", attr=attr)
+    return value
+
+
+def property_access(key: str, kind: str = "event", group_index: int | None = None) -> str:
+    """HogQL for a property: ``properties.`$browser```, ``person.properties.email`` or, for ``kind="group"``,
+    ``group_<group_index>.properties.plan`` (the event's group of that type)."""
+    if kind == "group":
+        path = f"group_{group_type_index(group_index, 'group_type_index')}.properties"
+    else:
+        path = "person.properties" if kind == "person" else "properties"
     return f"{path}.{escape_identifier(key)}"
 
 
@@ -177,7 +214,8 @@ def _element_condition(flt: Any, p: Params, attr: str) -> str:
     return joined if op == "exact" else f"NOT {joined}"
 
 
-def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str, person_id: str = "person_id") -> str:
+def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str, person_id: str = "person_id",
+                     group_scope: bool = False) -> str:  # fmt: skip
     kind = _get(flt, "type") or "event"
     if kind == "hogql":
         return hogql_expression(_get(flt, "key"), f"{attr}.key")
@@ -188,6 +226,15 @@ def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str, person_id: s
         return f"NOT ({cohort})" if _get(flt, "operator") == "not_in" else cohort
     if kind == "element":
         return _element_condition(flt, p, attr)
+    if kind == "group":
+        index = group_type_index(_get(flt, "group_type_index"), f"{attr}.group_type_index")
+        key = escape_identifier(str(_get(flt, "key")))
+        prop = f"properties.{key}" if group_scope else f"group_{index}.properties.{key}"
+        return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr, timezone)
+    if group_scope:
+        raise ValidationFailed(
+            f"Groups are filtered by their own properties (type 'group') or HogQL, not {kind!r}.", attr=f"{attr}.type"
+        )
     if kind not in ("event", "feature", "person"):
         raise ValidationFailed(f"Property filters of type {kind!r} are not supported.", attr=f"{attr}.type")
     prop = property_access(str(_get(flt, "key")), "person" if kind == "person" else "event")
@@ -195,17 +242,20 @@ def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str, person_id: s
 
 
 def property_filters_to_hogql(
-    filters: Any, p: Params, *, attr: str = "properties", timezone: str = "UTC", person_id: str = "person_id"
+    filters: Any, p: Params, *, attr: str = "properties", timezone: str = "UTC", person_id: str = "person_id",
+    group_scope: bool = False,
 ) -> str | None:
     """A list (AND-ed) or an AND/OR group of filters as one HogQL condition; ``None`` when there is nothing.
 
     ``timezone`` (the project's) reads ISO dates of the date operators. ``person_id`` is the expression a cohort
-    filter tests: an event's ``person_id``, or ``id`` when the rows are persons (ActorsQuery).
+    filter tests: an event's ``person_id``, or ``id`` when the rows are persons (ActorsQuery). ``group_scope``:
+    the rows are groups (``GroupsQuery``), whose own properties ``group`` filters read.
     """
     if filters is None:
         return None
     if isinstance(filters, Sequence) and not isinstance(filters, (str, bytes)):
-        parts = [_filter_to_hogql(f, p, f"{attr}.{i}", timezone, person_id) for i, f in enumerate(filters)]
+        parts = [_filter_to_hogql(f, p, f"{attr}.{i}", timezone, person_id, group_scope)
+                 for i, f in enumerate(filters)]  # fmt: skip
         return "(" + " AND ".join(parts) + ")" if parts else None
     kind = _get(filters, "type")
     if kind in ("AND", "OR"):
@@ -214,12 +264,12 @@ def property_filters_to_hogql(
             part
             for i, v in enumerate(values)
             if (part := property_filters_to_hogql(v, p, attr=f"{attr}.values.{i}", timezone=timezone,
-                                                  person_id=person_id)) is not None
+                                                  person_id=person_id, group_scope=group_scope)) is not None
         ]
         if not parts:
             return None
         return "(" + f" {kind} ".join(parts) + ")"
-    return _filter_to_hogql(filters, p, attr, timezone, person_id)
+    return _filter_to_hogql(filters, p, attr, timezone, person_id, group_scope)
 
 
 def test_account_filters(project: Any) -> list[Any]:

@@ -6,6 +6,11 @@ override are tried first, the rest in order, as PostHog sorts them) whose proper
 rollout includes them; the variant is the group's override when it names a variant, else the one
 ``flags.hashing.variant_for`` assigns. Hashing uses the distinct id, or the hash key of experience continuity.
 
+A flag with ``aggregation_group_type_index`` is rolled out by group: its subject is the requester's group of
+that type (``groups`` names it by type name, the project's group types give the name of the index), hashed on
+the group key, its conditions read the group's properties (``type: "group"`` filters). Without that group in the
+request the flag is off with reason ``no_group_type``, as PostHog answers.
+
 >>> from hoglab.server.flags.evaluate import Person, evaluate_flag, FlagSpec
 >>> spec = FlagSpec(1, "beta", {"groups": [{"properties": [], "rollout_percentage": 100}]})
 >>> evaluate_flag(spec, Person("user-1")).value
@@ -72,6 +77,21 @@ class Person:
     inline_cohorts: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
     hash_keys: Mapping[str, str] = field(default_factory=dict)
     timezone: str = "UTC"
+    # Group flags: the requester's groups (type name -> key), each group's properties (stored ones with the
+    # request's on top, by type name), the project's group types (index -> name).
+    groups: Mapping[str, str] = field(default_factory=dict)
+    group_properties: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    group_types: Mapping[int, str] = field(default_factory=dict)
+    # Whether this is a group standing in for the requester (a group flag's subject): group filters apply.
+    is_group: bool = False
+
+    def as_group(self, index: Any) -> Person | None:
+        """The requester's group of type ``index`` as the subject of a group flag, or ``None`` without one."""
+        name = self.group_types.get(index) if isinstance(index, int) and not isinstance(index, bool) else None
+        key = self.groups.get(name) if name is not None else None
+        if key is None or key == "":
+            return None
+        return Person(str(key), self.group_properties.get(str(name), {}), timezone=self.timezone, is_group=True)
 
     def hash_key(self, flag: FlagSpec) -> str:
         if flag.ensure_experience_continuity:
@@ -162,8 +182,10 @@ def _match_filter(flt: Mapping[str, Any], person: Person, seen: frozenset[int] =
         cohort_id = _cohort_id(flt.get("value"))
         member = cohort_id is not None and _in_cohort(cohort_id, person, seen)
         return member != (flt.get("operator") == "not_in")
-    if kind != "person":
-        # Group properties, flag dependencies, events: not something a person-level evaluation can decide.
+    if kind == "group" and person.is_group:
+        return match_property(flt, person.properties, timezone=person.timezone)
+    if kind != "person" or person.is_group:
+        # Flag dependencies, events, group filters of a person flag, person filters of a group flag: not decided.
         raise UnsupportedFilter(kind)
     return match_property(flt, person.properties, timezone=person.timezone)
 
@@ -206,10 +228,11 @@ def _payload(flag: FlagSpec, variant: str | None) -> str | None:
 
 def evaluate_flag(flag: FlagSpec, person: Person) -> FlagMatch:
     """The flag's value for ``person`` with PostHog's reason code and condition index."""
-    if flag.aggregation_group_type_index is not None:
-        # Group-aggregated flags hash on a group key; hoglab keeps no group types, so like PostHog without the
-        # group in the request, the flag is off.
-        return FlagMatch(flag.key, False, None, "no_group_type", None)
+    if flag.aggregation_group_type_index is not None and not person.is_group:
+        subject = person.as_group(flag.aggregation_group_type_index)
+        if subject is None:
+            return FlagMatch(flag.key, False, None, "no_group_type", None)
+        return evaluate_flag(flag, subject)
     groups = flag.groups
     variants = flag.variants
     variant_keys = {str(v["key"]) for v in variants}

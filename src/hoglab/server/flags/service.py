@@ -4,8 +4,10 @@ Only what is needed is read. Flags whose conditions use only properties the requ
 (``person_properties``) are decided without touching the engine. Otherwise the person of the distinct id comes
 from the ingestion's in-process person cache (``ingest.PersonStore``: the same persons the tables hold, loaded
 once per project and kept current by capture), and cohort membership from ``cohort_people``. The request's
-``person_properties`` override the stored ones. Inactive and deleted flags are left out of the answer, as
-PostHog leaves them out (an SDK then reads them as off).
+``person_properties`` override the stored ones. Flags rolled out by group read the project's group types and
+the requester's groups (``groups``), their stored properties (``ingest.GroupStore``) only when the request's
+``group_properties`` lack a key the flag's conditions use; the request's override the stored ones. Inactive and
+deleted flags are left out of the answer, as PostHog leaves them out (an SDK then reads them as off).
 
 For example (a sketch of a call and its answer, not run)::
 
@@ -15,12 +17,14 @@ For example (a sketch of a call and its answer, not run)::
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..ingest import PersonStore
+from ..ingest import GroupStore, PersonStore
+from ..ingest.groups import group_key_text
 from ..store import CohortRecord, FlagRecord, ProjectRecord
 from . import cohorts as cohort_membership, continuity
 from .evaluate import FlagMatch, FlagSpec, Person, evaluate_flag, filter_kind
@@ -178,6 +182,30 @@ def _person(state: ServiceState, project: ProjectRecord, request: FlagsRequest, 
     )
 
 
+def _group_context(
+    state: ServiceState, project: ProjectRecord, request: FlagsRequest, specs: Sequence[FlagSpec]
+) -> dict[str, Any]:
+    """``groups``, ``group_properties`` and ``group_types`` of the requester for the group flags (may raise)."""
+    groups = {str(name): key for name, raw in request.groups.items() if (key := group_key_text(raw)) is not None}
+    given = {str(n): dict(v) for n, v in request.group_properties.items() if isinstance(v, Mapping)}
+    if not specs or state.engine is None:
+        return {"groups": groups, "group_properties": given}
+    store = GroupStore.for_engine(state.engine)
+    types = {t.index: t.name for t in store.types(int(project.id))}
+    properties = dict(given)
+    for spec in specs:
+        name = types.get(spec.aggregation_group_type_index)
+        key = groups.get(name) if name is not None else None
+        if name is None or key is None:
+            continue
+        keys = {f.get("key") for f in _filters_of(spec) if filter_kind(f) == "group"}
+        if keys <= set(given.get(name, {})):
+            continue  # the request says all the flag reads
+        stored = store.group(int(project.id), int(spec.aggregation_group_type_index), key)
+        properties[name] = {**(stored.properties if stored else {}), **given.get(name, {})}
+    return {"groups": groups, "group_properties": properties, "group_types": types}
+
+
 def evaluate_request(state: ServiceState, project: ProjectRecord, request: FlagsRequest) -> Evaluation:
     """Every active flag of the project (or those of ``flag_keys_to_evaluate``) for the requester."""
     if request.disable_flags:
@@ -186,18 +214,26 @@ def evaluate_request(state: ServiceState, project: ProjectRecord, request: Flags
     if request.flag_keys is not None:
         records = [r for r in records if r.key in request.flag_keys]
     specs = [flag_spec(r) for r in records]
-    needy = [s for s in specs if _needs_person(s, request.person_properties)]
+    by_group = [s for s in specs if s.aggregation_group_type_index is not None]
+    needy = [s for s in specs if s.aggregation_group_type_index is None and _needs_person(s, request.person_properties)]
     needy_keys = {s.key for s in needy}
-    light = Person(request.distinct_id, dict(request.person_properties), timezone=project.timezone or "UTC")
-    person, errors = light, False
+    failed: set[str] = set()
+    try:
+        context = _group_context(state, project, request, by_group)
+    except Exception:
+        log.exception("flags of project %s: loading the groups of %r failed", project.id, request.distinct_id)
+        context, failed = {}, {s.key for s in by_group}
+    light = Person(request.distinct_id, dict(request.person_properties), timezone=project.timezone or "UTC",
+                   **context)  # fmt: skip
+    person, errors = light, bool(failed)
     if needy:
         try:
-            person = _person(state, project, request, needy)
+            person = dataclasses.replace(_person(state, project, request, needy), **context)
         except Exception:
             # As PostHog: flags that need the database fail alone; the rest are still answered.
             log.exception("flags of project %s: loading the person of %r failed", project.id, request.distinct_id)
             errors = True
-    failed = needy_keys if errors else set()
+            failed |= needy_keys
     matches = [
         FlagMatch(s.key, False, None, "database_error", None, failed=True)
         if s.key in failed

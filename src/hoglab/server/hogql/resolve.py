@@ -306,6 +306,7 @@ class Resolver:
             join = source.schema.joins[name]
             target = Source(alias=self.new_name(name), kind="table", schema=TABLES[join.target], node=None)
             target.join_on = (join.to_field, source, join.from_field)
+            target.group_index = join.group_index
             if join.from_field == "person_id":
                 source.needs_person_id = True
             source.lazy[name] = target
@@ -350,6 +351,7 @@ class Resolver:
             person_overrides=self.person_overrides,
             needs_person_id=source.needs_person_id,
             sample=source.sample,
+            group_index=source.group_index,
         )
         return build_view(source.schema.name, opts, self.catalog)
 

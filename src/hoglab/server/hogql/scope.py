@@ -61,6 +61,7 @@ class Source:
     join_on: tuple[str, Source, str] | None = None
     needs_person_id: bool = False
     sample: float | None = None
+    group_index: int | None = None
 
     def alias_identifier(self) -> exp.Identifier | None:
         return identifier(self.alias) if self.alias else None

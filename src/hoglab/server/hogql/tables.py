@@ -25,6 +25,7 @@ from .sessions import OTHER_NAMES, SESSION_FIELDS, session_view_items
 from .values import call
 
 __all__ = [
+    "GROUP_TYPES",
     "GUARD_META",
     "PERSON_DISPLAY_NAME_PROPERTIES",
     "PERSON_OVERRIDES_DDL",
@@ -91,11 +92,13 @@ _PERSONS_DISPLAY_NAME = Field(
 
 @dataclass(frozen=True)
 class LazyJoin:
-    """``events.person`` -> persons view joined on ``persons.id = events.person_id``."""
+    """``events.person`` -> persons view joined on ``persons.id = events.person_id``. ``group_index``: the join
+    reads the groups of that type only (``events.group_2`` is the group whose key is ``events.$group_2``)."""
 
     target: str
     from_field: str
     to_field: str
+    group_index: int | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,14 @@ class TableSchema:
 
 _PERSON_JOIN = LazyJoin(target="persons", from_field="person_id", to_field="id")
 
+GROUP_TYPES = 5
+"""Group types a project can have (indexes 0-4): the events' ``$group_N`` fields and ``group_N`` joins."""
+_GROUP_FIELDS = tuple(Field(f"$group_{i}") for i in range(GROUP_TYPES))
+_GROUP_JOINS = {
+    f"group_{i}": LazyJoin(target="groups", from_field=f"$group_{i}", to_field="key", group_index=i)
+    for i in range(GROUP_TYPES)
+}
+
 TABLES: dict[str, TableSchema] = {
     "events": TableSchema(
         name="events",
@@ -125,6 +136,7 @@ TABLES: dict[str, TableSchema] = {
             Field("$session_id"),
             Field("$window_id"),
             Field("person_id"),
+            *_GROUP_FIELDS,
             _EVENTS_DISPLAY_NAME,
         ),
         # PostHog's ``*`` on events: database columns except team_id; person_id is a join in PostHog.
@@ -143,7 +155,20 @@ TABLES: dict[str, TableSchema] = {
             "person": _PERSON_JOIN,
             "pdi": LazyJoin(target="person_distinct_ids", from_field="distinct_id", to_field="distinct_id"),
             "session": LazyJoin(target="sessions", from_field="$session_id", to_field="session_id"),
+            **_GROUP_JOINS,
         },
+    ),
+    # PostHog's groups: one row per group (the newest version of its properties), ``index`` its type's index.
+    "groups": TableSchema(
+        name="groups",
+        fields=(
+            Field("index"),
+            Field("key"),
+            Field("created_at", "datetime"),
+            Field("updated_at", "datetime"),
+            Field("properties", "json"),
+        ),
+        star=("index", "key", "created_at", "updated_at", "properties"),
     ),
     "query_log": TableSchema(
         name="query_log",
@@ -208,6 +233,8 @@ class ViewOptions:
     needs_person_id: bool = False
     # Only the events view: keep a deterministic fraction of distinct ids (SAMPLE k).
     sample: float | None = None
+    # Only the groups view: the groups of this type (a ``group_N`` join of events).
+    group_index: int | None = None
 
 
 def _col(table: str, name: str) -> exp.Column:
@@ -282,6 +309,7 @@ def _events_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select
         exp.alias_(_col(raw, "$session_id"), "$session_id", quoted=True),
         exp.alias_(call("JSONExtractString", _col(raw, "properties"), _lit("$window_id")), "$window_id", quoted=True),
         exp.alias_(person_id, "person_id", quoted=True),
+        *(exp.alias_(_col(raw, f.name), f.name, quoted=True) for f in _GROUP_FIELDS),
         # materialized properties (the catalog's): read only where props.use_materialized puts them
         *(exp.alias_(_as_text(_col(raw, c)), c, quoted=True) for c in materialized),
     ]
@@ -354,6 +382,22 @@ def _cohort_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select
     return select.group_by(_col(raw, "cohort_id"), _col(raw, "person_id"), copy=False)
 
 
+def _groups_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
+    # Each (type, key) once, at its newest version, as PostHog's lazy groups table (argMax over its versions).
+    raw = "__hq_g"
+    items = [
+        exp.alias_(_col(raw, "group_type_index"), "index", quoted=True),
+        exp.alias_(_col(raw, "group_key"), "key", quoted=True),
+        exp.alias_(_in_zone(_argmax(raw, "created_at"), opts), "created_at", quoted=True),
+        exp.alias_(_in_zone(_argmax(raw, "updated_at"), opts), "updated_at", quoted=True),
+        exp.alias_(_argmax(raw, "group_properties"), "properties", quoted=True),
+    ]
+    select = _select(raw, "groups", opts, items)
+    if opts.group_index is not None:
+        select.where(call("equals", _col(raw, "group_type_index"), _lit(opts.group_index)), copy=False)
+    return select.group_by(_col(raw, "group_type_index"), _col(raw, "group_key"), copy=False)
+
+
 def _overrides_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
     raw = "__hq_v"
     items = [
@@ -388,6 +432,7 @@ _BUILDERS = {
     "cohort_people": _cohort_view,
     "person_overrides": _overrides_view,
     "ingestion_warnings": _warnings_view,
+    "groups": _groups_view,
 }
 
 

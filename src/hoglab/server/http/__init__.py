@@ -19,6 +19,7 @@ __all__ = ["ROUTER_MODULES", "SlashRouter", "load_routers"]
 # Modules of this package exposing ``router``, in mounting order.
 ROUTER_MODULES = (
     "projects", "experiments", "query", "capture", "flags", "personal_api_keys", "ingestion_warnings", "actions",
+    "groups",
 )  # fmt: skip
 
 

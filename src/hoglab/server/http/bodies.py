@@ -28,6 +28,7 @@ __all__ = [
     "json_body_openapi",
     "json_depth",
     "page_links",
+    "parse_json_array",
     "parse_json_object",
     "raw_body",
     "validate_body",
@@ -90,11 +91,31 @@ def parse_json_object(raw: bytes, content_type: str | None) -> dict[str, Any]:
     >>> parse_json_object(b'{"name": "A", "personal_api_key": "phx_x"}', "application/json")
     {'name': 'A'}
     """
+    data = _parse_json(raw, content_type, {})
+    if not isinstance(data, dict):
+        raise ValidationFailed(f"Invalid data. Expected a dictionary, but got {type(data).__name__}.")
+    data.pop("personal_api_key", None)
+    return data
+
+
+def parse_json_array(raw: bytes, content_type: str | None) -> list[Any]:
+    """The body as a JSON array (``[]`` when empty), for the endpoints PostHog sends lists to.
+
+    >>> parse_json_array(b'[{"group_type_index": 0}]', "application/json")
+    [{'group_type_index': 0}]
+    """
+    data = _parse_json(raw, content_type, [])
+    if not isinstance(data, list):
+        raise ValidationFailed(f"Invalid data. Expected a list, but got {type(data).__name__}.")
+    return data
+
+
+def _parse_json(raw: bytes, content_type: str | None, empty: Any) -> Any:
     media_type = (content_type or "").split(";")[0].strip().lower()
     if media_type not in _LENIENT_TYPES and media_type != "application/json" and not media_type.endswith("+json"):
         raise UnsupportedMediaType(f'Unsupported media type "{media_type}" in request.')
     if not raw.strip():
-        return {}
+        return empty
     try:
         data = json.loads(raw, parse_constant=_refuse_constant)
         # Some values parse but can't be written back: lone surrogates ("\ud800") aren't UTF-8, and 1e400 reads
@@ -106,9 +127,6 @@ def parse_json_object(raw: bytes, content_type: str | None) -> dict[str, Any]:
         raise InvalidRequest("Malformed JSON in request body: nested too deeply.") from None
     if json_depth(data) > MAX_JSON_DEPTH:
         raise InvalidRequest(f"Malformed JSON in request body: nested deeper than {MAX_JSON_DEPTH} levels.")
-    if not isinstance(data, dict):
-        raise ValidationFailed(f"Invalid data. Expected a dictionary, but got {type(data).__name__}.")
-    data.pop("personal_api_key", None)
     return data
 
 

@@ -7,7 +7,8 @@ GET /api/projects/{project_id}/cohorts/{id}/?refresh=1    cohort:read         re
 GET /flags/definitions?token=phc_...&send_cohorts         feature_flag:read   (and /api/feature_flag/local_evaluation)
 
 The definitions are what posthog-python polls when given a ``personal_api_key``/``secret_key``: every live flag
-(inactive ones too, which the SDK reads as off), ``group_type_mapping`` (empty: hoglab has no groups) and, with
+(inactive ones too, which the SDK reads as off), ``group_type_mapping`` (the project's group types, index as text ->
+name, which the SDK needs to evaluate flags rolled out by group) and, with
 ``send_cohorts``, the cohorts flags use that are defined by person properties. Behavioural cohorts (exposure
 cohorts) are left out, so the SDK asks the server for flags that use them, as it does with PostHog.
 """
@@ -21,6 +22,7 @@ from fastapi import Depends, Path, Query, Request
 from ..errors import AuthenticationFailed, NotFound, PermissionDenied, ValidationFailed
 from ..flags.cohorts import is_materialised, refresh_if_stale
 from ..flags.service import FLAG_VERSION, cohort_ids, flag_spec, load_cohorts
+from ..ingest import GroupStore
 from ..state import ServiceState, get_state
 from ..store import CohortRecord, FlagRecord, ProjectRecord
 from .auth import MAX_ID, AuthContext, KeyContext, authenticated_key, has_scope, require_scope
@@ -147,6 +149,13 @@ def _local_cohorts(state: ServiceState, project: ProjectRecord, flags: list[Flag
     return {str(c.id): c.filters.get("properties") for c in cohorts.values() if not is_materialised(c)}
 
 
+def _group_type_mapping(state: ServiceState, project: ProjectRecord) -> dict[str, str]:
+    """PostHog's ``{"0": "company", ...}``: the index as text, the type's name."""
+    if state.engine is None:
+        return {}
+    return {str(t.index): t.name for t in GroupStore.for_engine(state.engine).types(project.id)}
+
+
 @router.get("/flags/definitions", summary="Flag definitions for SDK local evaluation")
 @router.get("/api/feature_flag/local_evaluation", include_in_schema=False)
 def flag_definitions(
@@ -173,7 +182,7 @@ def flag_definitions(
             }
             for f in flags
         ],
-        "group_type_mapping": {},
+        "group_type_mapping": _group_type_mapping(state, project),
     }
     if "send_cohorts" in request.query_params:
         body["cohorts"] = _local_cohorts(state, project, flags)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from .errors import EventDropped, IngestError, LoadError
 from .events import CapturedEvent, Triage, normalize_batch, normalize_event, triage_batch
 from .files import LoadReport, load_file
+from .groups import GroupState, GroupStore
 from .payload import Payload, decode_payload
 from .person_store import PersonStore
 from .persons import PersonState, person_uuid
@@ -21,6 +22,8 @@ from .writer import Ingestor
 __all__ = [
     "CapturedEvent",
     "EventDropped",
+    "GroupState",
+    "GroupStore",
     "IngestError",
     "Ingestor",
     "LoadError",

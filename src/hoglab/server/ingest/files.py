@@ -8,8 +8,13 @@ The work happens in the engine, vectorised: the file is parsed into a staging ta
 if any row has one the load stops with a :class:`LoadError` listing the first 20 with their line numbers
 ("and N more") before anything reaches ``events``. Then persons: rows that change persons (``$identify``,
 ``$create_alias``, ``$set``...) go through the same rules as captured events, in timestamp order; every other
-distinct id gets its person (a new one, or the file's ``person_id``). Finally one ``INSERT ... SELECT`` joins
-the staged rows to their person ids. Loading the same file twice stores its events twice.
+distinct id gets its person (a new one, or the file's ``person_id``). Groups as capture applies them
+(``groups.py``): the group types named by ``$groups`` (and ``$groupidentify``) are created in the order of the
+file's lines, ``$groupidentify`` rows set their groups' properties in that order, and where a row's ``$group_N``
+disagrees with the project's types (an export from a project whose types were numbered otherwise, and no
+group-types file loaded first) its properties are rewritten with the project's numbering. Finally one
+``INSERT ... SELECT`` joins the staged rows to their person ids. Loading the same file twice stores its events
+twice.
 
 For example (a sketch of a call and its answer, not run)::
 
@@ -24,17 +29,20 @@ import re
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from ..engine.base import Engine, EngineError, QueryError
-from ..engine.ddl import DATABASE
+from ..engine.ddl import DATABASE, MAX_GROUP_TYPES
 from ..engine.settings import quote_string
 from .errors import MAX_LISTED_PROBLEMS, IngestError, LoadError
 from .file_persons import resolve_file_persons
+from .groups import GroupStore, group_key_text
 from .person_store import PersonStore
 from .sources import Source, describe_source, detect_format, exact_source, read_locally, row_filter, row_select
 
@@ -160,6 +168,74 @@ def _stage_checked(engine: Engine, staging: _Staging, source: Source) -> tuple[s
     return stage, total
 
 
+def _text_at(path: str) -> str:
+    """SQL of a JSON value of ``properties`` as a group key's text (a string unquoted, anything else raw)."""
+    return f"if(JSONType(properties, {path}) = 'String', JSONExtractString(properties, {path}), " \
+           f"JSONExtractRaw(properties, {path}))"  # fmt: skip
+
+
+def _apply_file_groups(engine: Engine, staging: _Staging, stage: str, team: int) -> str | None:
+    """Group types and ``$groupidentify`` of the staged rows, stored; the table of rewritten properties
+    (``_line, properties``) for rows whose ``$group_N`` disagree with the project's types, or ``None``."""
+    has = "position(properties, '\"$groups\"') > 0"
+    counts = _rows(engine, f"SELECT countIf({has}) AS g, countIf(event = '$groupidentify') AS i FROM {stage}")
+    if not counts["g"][0] and not counts["i"][0]:
+        return None
+    store = GroupStore.for_engine(engine)
+    with store.lock:
+        try:
+            state = store.state(team)
+            names = _rows(engine, f"""
+                SELECT name FROM (
+                    SELECT _line, arrayJoin(JSONExtractKeys(properties, '$groups')) AS name FROM {stage} WHERE {has}
+                    UNION ALL
+                    SELECT _line, JSONExtractString(properties, '$group_type') AS name FROM {stage}
+                    WHERE event = '$groupidentify')
+                WHERE name != '' GROUP BY name ORDER BY min(_line), name""")["name"]
+            now = datetime.now(UTC)
+            for name in names:
+                state.type_index(name, now)
+            fixed = None
+            # A row is numbered as the project numbers its groups when each $group_N is the key $groups gives
+            # the project's type N (and absent without one).
+            tests = []
+            for index in range(MAX_GROUP_TYPES):
+                found = state.by_index(index)
+                expected = "''" if found is None else _text_at(f"'$groups', {quote_string(found.name)}")
+                tests.append(f"{expected} != {_text_at(quote_string(f'$group_{index}'))}")
+            wrong = _rows(engine, f"SELECT _line, properties FROM {stage} WHERE {has} AND ({' OR '.join(tests)})")
+            if wrong["_line"]:
+                lines, texts = [], []
+                for line, text in zip(wrong["_line"], wrong["properties"], strict=True):
+                    properties = orjson.loads(text)
+                    for index in range(MAX_GROUP_TYPES):
+                        properties.pop(f"$group_{index}", None)
+                    state.enrich(properties, now)
+                    lines.append(line)
+                    texts.append(orjson.dumps(properties).decode())
+                fixed = staging.create("groups", "_line UInt64, properties String")
+                staging.insert(fixed, pa.table({"_line": pa.array(lines, pa.uint64()),
+                                                "properties": pa.array(texts, pa.string())}))  # fmt: skip
+            identified = _rows(engine, f"SELECT ts, properties FROM {stage} WHERE event = '$groupidentify' "
+                                       "ORDER BY _line")  # fmt: skip
+            events = [(ts, orjson.loads(text)) for ts, text in zip(identified["ts"], identified["properties"],
+                                                                   strict=True)]  # fmt: skip
+            keys = []
+            for _, properties in events:
+                known = state.type_index(properties.get("$group_type"), now, create=False)
+                key = group_key_text(properties.get("$group_key"))
+                if known is not None and key is not None:
+                    keys.append((known, key))
+            state = store.with_groups(team, keys)
+            for ts, properties in events:
+                state.identify(properties, ts if ts.tzinfo else ts.replace(tzinfo=UTC))
+            store.commit(state, now)
+        except BaseException:
+            store.invalidate(team)
+            raise
+    return fixed
+
+
 def load_file(
     engine: Engine, project_id: int, path: str | PathLike[str], *, format: str | None = None
 ) -> LoadReport:
@@ -183,13 +259,19 @@ def load_file(
                 # Capture's cached state (if any) does not hold what the load wrote: reload on next use.
                 store.invalidate(team)
         mapping_table, created = persons.mapping_table, persons.created
+        fixed = _apply_file_groups(engine, staging, stage, team)
+        properties, fixes = "s.properties", ""
+        if fixed is not None:
+            properties = "if(f._line = 0, s.properties, f.properties)"
+            fixes = f" LEFT JOIN {fixed} AS f ON s._line = f._line"
         engine.command(f"""
             INSERT INTO {DATABASE}.events
                 (team_id, uuid, event, distinct_id, person_id, timestamp, properties, elements_chain, created_at)
             SELECT {team}, if(s.uuid IS NULL, generateUUIDv4(), toUUID(s.uuid)), s.event, s.distinct_id,
-                   toUUID(if(s.person_id IS NULL, m.person_id, s.person_id)), s.ts, s.properties, s.elements_chain,
+                   toUUID(if(s.person_id IS NULL, m.person_id, s.person_id)), s.ts, {properties}, s.elements_chain,
                    now64(6, 'UTC')
-            FROM {stage} AS s ANY LEFT JOIN {mapping_table} AS m ON s.distinct_id = m.distinct_id""")
+            FROM {stage} AS s ANY LEFT JOIN {mapping_table} AS m ON s.distinct_id = m.distinct_id{fixes}""",
+            settings={"join_use_nulls": 0})
         return LoadReport(str(file), source.format, total, created, time.perf_counter() - started)
     finally:
         staging.drop()

@@ -2,8 +2,10 @@
 one project's big batches cannot hold up another project's small ones.
 
 Requests hand validated events to :meth:`Ingestor.submit` and wait on a future. One writer thread commits groups:
-it resolves persons for a group's events in arrival order, writes the person rows, then the events, then the
-ingestion warnings (``warnings.py``), and only then completes the futures of the requests the group finished.
+it applies the groups of a group's events (``groups.py``: ``$groups`` becomes ``$group_N``, ``$groupidentify``
+sets group properties) and resolves their persons, in arrival order, writes the group and person rows, then the
+events, then the ingestion warnings (``warnings.py``), and only then completes the futures of the requests the
+group finished.
 Events already stored (same project and uuid: an SDK's retry) are dropped first (``dedup.py``). A 200 therefore
 always means "on disk": a SIGKILL after it loses nothing. If a write fails, every request with events in the group
 fails (a 500 for a server fault) and the cached persons are dropped, so the next request reloads what the tables
@@ -38,9 +40,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from ..engine.base import Engine
 from .dedup import LOOKUP_SPAN, stored_uuids
 from .events import CapturedEvent, normalize_batch
+from .groups import GroupStore, group_key_text
 from .person_store import PersonStore
 from .persons import PersonRows, PersonState, next_version, valid_other_id
 from .rows import events_table, warnings_table
@@ -91,6 +96,7 @@ class Ingestor:
     def __init__(self, engine: Engine, *, window: float = 0.003, slice_events: int = 5_000) -> None:
         self.engine = engine
         self.persons = PersonStore.for_engine(engine)
+        self.groups = GroupStore.for_engine(engine)
         self.window = window
         self.slice_events = max(1, int(slice_events))
         self._queues: dict[int, deque[_Job]] = {}  # project -> its waiting requests; dict order = turn order
@@ -215,6 +221,7 @@ class Ingestor:
                 stored = self._commit(group)
             except BaseException as exc:
                 self.persons.invalidate()
+                self.groups.invalidate()
                 for job in {piece.job: None for piece in group}:
                     if not job.failed:
                         job.failed = True
@@ -266,12 +273,40 @@ class Ingestor:
                     if job.checked:
                         job.known |= uuids
 
+    def _apply_groups(self, group: list[_Piece], fresh: list[list[CapturedEvent]]) -> None:
+        """Groups of the events, in arrival order: ``$group_N`` written into their properties (and JSON), group
+        types and ``$groupidentify`` properties applied and stored before the events that name them."""
+        touched: dict[int, list[CapturedEvent]] = {}
+        for piece, events in zip(group, fresh, strict=True):
+            for e in events:
+                if e.event == "$groupidentify" or isinstance(e.properties.get("$groups"), dict):
+                    touched.setdefault(piece.job.team_id, []).append(e)
+        if not touched:
+            return
+        with self.groups.lock:
+            for team, events in touched.items():
+                state = self.groups.state(team)
+                keys = []
+                for e in events:
+                    index = state.type_index(e.properties.get("$group_type"), e.timestamp, create=False)
+                    key = group_key_text(e.properties.get("$group_key"))
+                    if e.event == "$groupidentify" and index is not None and key is not None:
+                        keys.append((index, key))
+                state = self.groups.with_groups(team, keys)
+                for e in events:
+                    if state.enrich(e.properties, e.timestamp):
+                        e.properties_json = orjson.dumps(e.properties).decode()
+                    if e.event == "$groupidentify":
+                        state.identify(e.properties, e.timestamp)
+                self.groups.commit(state)
+
     def _commit(self, group: list[_Piece]) -> list[int]:
         rows: list[tuple[Any, ...]] = []
         warned: list[tuple[int, str, str, str, datetime]] = []
         changes = PersonRows()
         # Before persons: a resent event must not re-apply its $set either.
         fresh, written = self._fresh(group)
+        self._apply_groups(group, fresh)
         with self.persons.lock:
             # Each project's persons for the ids these events name (the events' own, and the other id of a merge).
             named: dict[int, set[str]] = {}

@@ -28,6 +28,7 @@ from ..errors import ValidationFailed
 from ..experiments.rules import create_with_flag, to_utc, usable_metric_fields
 from ..filters.actions import check_steps, normalized_step
 from ..flags.patterns import invalid_patterns
+from ..ingest.groups import GroupStore, GroupType, group_key_text
 from ..ingest.person_store import PersonStore
 from ..ingest.persons import PersonRows, next_version
 from ..ingest.rows import events_table, person_tables
@@ -192,6 +193,50 @@ class Mirror:
         # Capture into this project must see the copied persons, not what it cached before.
         PersonStore.for_engine(self.engine).invalidate(team)
         return len(rows.persons), len(rows.distinct_ids)
+
+    # -- groups ---------------------------------------------------------------------------------------------------
+
+    def write_group_types(self, types: Iterable[Mapping[str, Any]]) -> int:
+        """Store the remote's group types at their own indexes (events' ``$group_N``, queries and flags name the
+        index); a local type in the way is replaced by the remote's. How many were written."""
+        store = GroupStore.for_engine(self.engine)
+        written = 0
+        with store.lock:
+            state = store.state(self.project.id)
+            for row in types:
+                index, name = row.get("group_type_index"), row.get("group_type")
+                if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= 4 or not name:
+                    raise MirrorError(f"a group type the remote answered is not one: {dict(row)!r}")
+                created = row.get("created_at")
+                columns = row.get("default_columns")
+                state.put_type(GroupType(index, str(name), parse_moment(created) if created else datetime.now(UTC),
+                                         row.get("name_singular"), row.get("name_plural"),
+                                         list(columns) if isinstance(columns, list) else None))  # fmt: skip
+                written += 1
+            store.commit(state)
+        return written
+
+    def write_groups(self, groups: Sequence[Mapping[str, Any]]) -> int:
+        """Store one page of the remote's groups (``index, key, properties, created_at``, HogQL's names, or the
+        REST API's ``group_type_index, group_key, group_properties``), each as the remote has it now."""
+        store = GroupStore.for_engine(self.engine)
+        now = datetime.now(UTC)
+        rows = []
+        for row in groups:
+            index = row.get("index", row.get("group_type_index"))
+            key = group_key_text(row.get("key", row.get("group_key")))
+            raw = row.get("properties", row.get("group_properties"))
+            properties = json.loads(raw) if isinstance(raw, str) and raw else raw or {}
+            if not isinstance(index, int) or key is None or not isinstance(properties, dict):
+                raise MirrorError(f"a group the remote answered cannot be mirrored: {dict(row)!r}"[:300])
+            created = row.get("created_at")
+            rows.append((int(index), key, properties, parse_moment(created) if created else now))
+        with store.lock:
+            state = store.with_groups(self.project.id, [(r[0], r[1]) for r in rows])
+            for index, key, properties, created in rows:
+                state.upsert(index, key, properties, created, replace=True, created_at=created)
+            store.commit(state, now)
+        return len(rows)
 
     # -- actions, flags, cohorts, experiments ---------------------------------------------------------------------
 

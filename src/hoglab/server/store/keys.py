@@ -13,7 +13,7 @@ from .records import KeyRecord, dump_json
 __all__ = ["KEY_PREFIX", "SCOPE_OBJECTS", "VALID_SCOPES", "KeyRepository", "hash_key", "validate_scopes"]
 
 KEY_PREFIX = "phx_"
-SCOPE_OBJECTS = ("experiment", "query", "feature_flag", "project", "cohort", "action")
+SCOPE_OBJECTS = ("experiment", "query", "feature_flag", "project", "cohort", "action", "group")
 VALID_SCOPES = frozenset({"*"} | {f"{obj}:{level}" for obj in SCOPE_OBJECTS for level in ("read", "write")})
 # Writing last_used_at on every request would turn each read into a write; PostHog also refreshes it hourly.
 _LAST_USED_RESOLUTION = timedelta(hours=1)

@@ -217,7 +217,7 @@ _EVENT = {"kind": "EventsNode", "event": "a"}
     ({"kind": "EventsQuery", "select": ["event"], "properties": [{"type": "hogql", "key": "nope("}]},
      "properties.0.key"),
     ({"kind": "TrendsQuery", "series": [_EVENT], "breakdownFilter": {"breakdown": "x((", "breakdown_type": "hogql"}},
-     "breakdownFilter.breakdowns.0"),
+     "breakdownFilter.breakdown"),
     ({"kind": "FunnelsQuery", "series": [_EVENT] * 2, "funnelsFilter": {"funnelAggregateByHogQL": "x(("}},
      "funnelsFilter.funnelAggregateByHogQL"),
 ])  # fmt: skip

@@ -10,10 +10,11 @@ PostHog's legacy experiment engine keeps each metric as an insight filter of the
 
 :func:`read_metric` turns one into a :class:`LegacyMetric` holding the shared schema's nodes (``EventsNode``,
 ``FunnelsFilter``), so the insight runners can answer it. Whatever hoglab cannot run the way PostHog would is a
-400 naming the legacy field (``filters__events__1__math``), never a wrong answer: actions, group aggregation,
-formulas, comparisons, funnel visualisations other than steps. Keys PostHog's UI stores for display only, and the
-keys the experiment replaces (dates, ``breakdown``, ``properties``, ``display``), are read as PostHog reads them:
-not at all. ``insight`` defaults to ``TRENDS``, as PostHog's ``Filter`` does.
+400 naming the legacy field (``filters__events__1__math``), never a wrong answer: actions, formulas,
+comparisons, funnel visualisations other than steps. Group aggregation (``aggregation_group_type_index``, an
+entity's ``math: unique_group`` with ``math_group_type_index``) is read as PostHog's. Keys PostHog's UI stores
+for display only, and the keys the experiment replaces (dates, ``breakdown``, ``properties``, ``display``), are
+read as PostHog reads them: not at all. ``insight`` defaults to ``TRENDS``, as PostHog's ``Filter`` does.
 
 >>> metric = read_metric({"insight": "funnels", "events": [{"id": "buy", "order": 1}, {"id": "view", "order": 0}]})
 >>> metric.insight, [step.event for step in metric.series], metric.origins
@@ -57,7 +58,6 @@ _FUNNEL_KEYS = {
 _REFUSED = {
     "formula": "Formulas are not supported in experiment metrics: give the metric as one event.",
     "compare": "Comparing with a previous period is not supported in experiment metrics.",
-    "aggregation_group_type_index": "Aggregating by groups is not supported by hoglab.",
 }
 
 
@@ -75,6 +75,7 @@ class LegacyMetric:
     filter_test_accounts: bool = False
     smoothing_intervals: int | None = None
     funnels_filter: FunnelsFilter | None = None
+    group_type_index: int | None = None
 
     @property
     def per_user_math(self) -> bool:
@@ -130,10 +131,9 @@ def _entity(item: Any, attr: str) -> EventsNode:
     event = item.get("id")
     if event is not None and not isinstance(event, str):
         raise _fail("An event's id is its name, a string.", f"{attr}__id")
-    if item.get("math_group_type_index") is not None:
-        raise _fail("Aggregating by groups is not supported by hoglab.", f"{attr}__math_group_type_index")
     node: dict[str, Any] = {"event": event}
-    for key in ("name", "custom_name", "math", "math_property", "math_property_type", "math_hogql"):
+    for key in ("name", "custom_name", "math", "math_property", "math_property_type", "math_hogql",
+                "math_group_type_index"):  # fmt: skip
         if item.get(key) is not None:
             node[key] = item[key]
     properties = _legacy_properties(item.get("properties"), f"{attr}__properties")
@@ -232,6 +232,14 @@ def _events_and_switches(filters: Mapping[str, Any], attr: str) -> tuple[list[Ev
     return series, origins, bool(tests)
 
 
+def _group_type_index(filters: Mapping[str, Any], attr: str) -> int | None:
+    index = filters.get("aggregation_group_type_index")
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= 4):
+        raise _fail("aggregation_group_type_index is a group type index, 0 to 4.",
+                    f"{attr}__aggregation_group_type_index")  # fmt: skip
+    return index
+
+
 def read_metric(filters: Any, attr: str = "filters") -> LegacyMetric:
     """Read legacy insight ``filters`` (raises ``ValidationFailed`` naming the field under ``attr``)."""
     if not isinstance(filters, Mapping) or not filters:
@@ -242,7 +250,8 @@ def read_metric(filters: Any, attr: str = "filters") -> LegacyMetric:
     insight = insight.upper()
     series, origins, tests = _events_and_switches(filters, attr)
     common: dict[str, Any] = {"origins": tuple(origins), "attr": attr, "raw": filters,
-                              "filter_test_accounts": tests}  # fmt: skip
+                              "filter_test_accounts": tests,
+                              "group_type_index": _group_type_index(filters, attr)}  # fmt: skip
     if insight == "TRENDS":
         if len(series) != 1:
             raise _fail("A trend metric counts one event.", f"{attr}__events")

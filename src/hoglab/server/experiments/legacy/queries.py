@@ -13,6 +13,10 @@ now while it runs, both edges included, in the project's time zone) and splits b
 * **Funnel metric** (``funnel_query``): the funnel broken down by ``$feature/<flag>`` (first touch); persons
   without the property fall in the ``""`` breakdown, which the results leave out.
 
+An experiment by group (its flag's ``aggregation_group_type_index``, or the metric's) counts groups where the
+queries count persons: the default exposure is the unique groups of ``$feature_flag_called`` (``unique_group``),
+a per-user math's exposure its unique groups, and the funnel converts groups (``aggregation_group_type_index``).
+
 Each builder also returns the legacy filter PostHog reports for it (``filters``, ``exposure_filters``): the
 stored filter with the experiment's overrides applied.
 
@@ -71,6 +75,13 @@ class Arms:
     start: datetime
     end: datetime | None
     timezone: str
+    group_type_index: int | None = None
+
+    def unique_actors(self) -> dict[str, Any]:
+        """The math counting the experiment's units: unique persons, or unique groups of its group type."""
+        if self.group_type_index is None:
+            return {"math": "dau"}
+        return {"math": "unique_group", "math_group_type_index": self.group_type_index}
 
     @property
     def breakdown_key(self) -> str:
@@ -97,6 +108,8 @@ def _legacy_entity(node: EventsNode, order: int) -> dict[str, Any]:
     for key in ("math", "math_property", "math_hogql"):
         value = getattr(node, key)
         entity[key] = value
+    if node.math_group_type_index is not None:
+        entity["math_group_type_index"] = node.math_group_type_index
     if node.properties:
         entity["properties"] = [p.model_dump(exclude_none=True) for p in node.properties]
     return entity
@@ -142,7 +155,7 @@ def exposure_query(
     if metric.per_user_math:
         node = metric.series[0]
         plain = {"math": None, "math_property": None, "math_hogql": None}
-        series = [node.model_copy(update=plain), node.model_copy(update={**plain, "math": "dau"})]
+        series = [node.model_copy(update=plain), node.model_copy(update={**plain, **arms.unique_actors()})]
         properties = [arms.one_of_variants(arms.breakdown_key)]
         query = _trend(series, arms, display=CUMULATIVE, interval=metric.interval, breakdown=arms.breakdown_key,
                        properties=properties, test_accounts=metric.filter_test_accounts)  # fmt: skip
@@ -158,7 +171,7 @@ def exposure_query(
         filters = {**custom.raw,
                    **_overrides(arms, breakdown=arms.breakdown_key, properties=properties, display=CUMULATIVE)}
         return query, filters
-    exposure = EventsNode(event=EXPOSURE_EVENT, name=EXPOSURE_EVENT, math="dau")
+    exposure = EventsNode(event=EXPOSURE_EVENT, name=EXPOSURE_EVENT, **arms.unique_actors())
     response = "$feature_flag_response"
     properties = [arms.one_of_variants(response),
                   EventPropertyFilter(key="$feature_flag", value=[arms.flag_key], operator="exact")]  # fmt: skip
@@ -177,6 +190,9 @@ def funnel_query(metric: LegacyMetric, arms: Arms) -> tuple[FunnelsQuery, dict[s
         breakdownFilter=arms.by_flag(limit=FUNNEL_BREAKDOWN_LIMIT),
         funnelsFilter=metric.funnels_filter,
         filterTestAccounts=metric.filter_test_accounts,
+        aggregation_group_type_index=arms.group_type_index,
     )
     filters = {**metric.raw, **_overrides(arms, breakdown=arms.breakdown_key, properties=[])}
+    if arms.group_type_index is not None:
+        filters["aggregation_group_type_index"] = arms.group_type_index
     return query, filters

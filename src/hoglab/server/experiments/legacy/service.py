@@ -63,6 +63,7 @@ class Plan:
     variants: tuple[str, ...]
     secondary: bool
     cache_key: str
+    group_type_index: int | None = None
 
 
 def plan_for(project: ProjectRecord, record: ExperimentRecord, flag: FlagRecord, index: int | None) -> Plan:
@@ -80,6 +81,11 @@ def plan_for(project: ProjectRecord, record: ExperimentRecord, flag: FlagRecord,
     if index is None and metric.insight == "TRENDS" and raw_custom:  # PostHog reads it for the primary only
         custom = read_custom_exposure(raw_custom)
     variants = tuple(str(v["key"]) for v in flag.variants if isinstance(v, Mapping) and v.get("key"))
+    # The unit the experiment randomises: the metric's group type, else its flag's (PostHog sets it there).
+    group = metric.group_type_index
+    if group is None:
+        flagged = (flag.filters or {}).get("aggregation_group_type_index")
+        group = flagged if isinstance(flagged, int) and not isinstance(flagged, bool) and 0 <= flagged <= 4 else None
     depends_on = {
         "experiment": record.id,
         "metric": "primary" if index is None else index,
@@ -89,9 +95,10 @@ def plan_for(project: ProjectRecord, record: ExperimentRecord, flag: FlagRecord,
         "variants": variants,
         "start": iso(record.start_date),
         "end": iso(record.end_date),
+        "group_type_index": group,
     }
     key = "experiment_" + cache_key(project.id, depends_on, timezone=project.timezone or "UTC")
-    return Plan(metric, custom, flag.key, variants, index is not None, key)
+    return Plan(metric, custom, flag.key, variants, index is not None, key, group)
 
 
 def compute(ctx: RunContext, plan: Plan, arms: Arms) -> dict[str, Any]:
@@ -117,7 +124,7 @@ def _arms(record: ExperimentRecord, plan: Plan, project: ProjectRecord, now: dat
         check_variants([], plan.variants, any_rows=False)  # raises: nothing can have been exposed yet
     assert start is not None
     end = record.end_date if record.end_date is not None and record.end_date < now else None
-    return Arms(plan.flag_key, plan.variants, start, end, project.timezone or "UTC")
+    return Arms(plan.flag_key, plan.variants, start, end, project.timezone or "UTC", plan.group_type_index)
 
 
 def _wrap(body: bytes, last_refresh: datetime, *, cached: bool) -> bytes:

@@ -1,6 +1,8 @@
 """The HogQL of an experiment metric: per-variant sufficient statistics, as PostHog's experiment query builder.
 
-Every statement starts from the **exposures**, one row per person:
+Every statement starts from the **exposures**, one row per person (per group for an experiment whose flag has an
+``aggregation_group_type_index`` N: the exposure event's ``$group_N``, exposures without one left out; each metric
+event then counts for its own ``$group_N``, as PostHog's entity key):
 
 * the exposure events are ``$feature_flag_called`` with ``$feature_flag`` = the flag's key (variant from
   ``$feature_flag_response``), or the custom ``exposure_config`` event with its property filters, or the events of
@@ -127,8 +129,12 @@ def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: 
         chosen = f"argMin({variant}, timestamp)"
     else:
         chosen = f"if(uniqExact({variant}) > 1, {p.add(MULTIPLE_VARIANT_KEY)}, any({variant}))"
+    entity = experiment.entity
+    if experiment.group_type_index is not None:
+        # An exposure without the group has no unit to count (PostHog's query would pool them under '').
+        parts = [*parts, f"{entity} != ''"]
     return f"""
-        SELECT person_id AS entity_id, {chosen} AS variant,
+        SELECT {entity} AS entity_id, {chosen} AS variant,
                min(timestamp) AS first_exposure_time, max(timestamp) AS last_exposure_time
         FROM events
         WHERE timestamp >= {p.add(experiment.start)} AND timestamp <= {p.add(end)} AND {" AND ".join(parts)}
@@ -200,11 +206,11 @@ def _per_person(node: SeriesFields, window: int) -> str:
 
 
 def _events_of(node: SeriesFields, p: Params, project: Any, attr: str, start: datetime, stop: str,
-               actions: Actions | None) -> str:  # fmt: skip
+               actions: Actions | None, entity: str = "person_id") -> str:  # fmt: skip
     conditions = series_conditions(None, node, p, project=project, attr=attr, actions=actions)
     where = " AND ".join([f"timestamp >= {p.add(start)}", f"timestamp < {stop}", *conditions])
     value = _value_expr(node, attr)
-    return (f"SELECT person_id AS entity_id, timestamp, {value} AS value, `$session_id` AS session_id "
+    return (f"SELECT {entity} AS entity_id, timestamp, {value} AS value, `$session_id` AS session_id "
             f"FROM events WHERE {where}")  # fmt: skip
 
 
@@ -214,7 +220,7 @@ def _stop(p: Params, end: datetime, window: int) -> str:
 
 def _entity_values(node: SeriesFields, p: Params, project: Any, attr: str, experiment: ResolvedExperiment,
                    end: datetime, window: int, actions: Actions | None) -> str:  # fmt: skip
-    events = _events_of(node, p, project, attr, experiment.start, _stop(p, end, window), actions)
+    events = _events_of(node, p, project, attr, experiment.start, _stop(p, end, window), actions, experiment.entity)
     return f"""
         SELECT x.entity_id AS entity_id, x.variant AS variant, {_per_person(node, window)} AS value
         FROM exposures AS x LEFT JOIN ({events}) AS m ON x.entity_id = m.entity_id
@@ -297,7 +303,7 @@ def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p
         since = ""
     exposures = exposures_sql(experiment, p, project, end, exposure=(exposure_parts, variant))
     relevant = f"""
-        SELECT person_id AS entity_id, timestamp, toInt64({mask}) AS m0 FROM events
+        SELECT {experiment.entity} AS entity_id, timestamp, toInt64({mask}) AS m0 FROM events
         WHERE timestamp >= {p.add(experiment.start)} AND timestamp <= {_stop(p, end, window)} AND m0 != 0
     """
     if since:

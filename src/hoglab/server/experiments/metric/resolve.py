@@ -51,6 +51,14 @@ class ResolvedExperiment(_Frozen):
     end: datetime | None = None
     exposure_criteria: ExperimentExposureCriteria = ExperimentExposureCriteria()
     stats_config: dict[str, Any] = {}
+    # The flag's aggregation_group_type_index: the experiment randomises groups of that type, not persons.
+    group_type_index: int | None = None
+
+    @property
+    def entity(self) -> str:
+        """HogQL of an event's unit: ``person_id``, or ``$group_N`` for an experiment by group (PostHog's entity
+        key: the exposure event's group, and each metric event's own group)."""
+        return "person_id" if self.group_type_index is None else f"`$group_{self.group_type_index}`"
 
 
 class ResolvedExperimentQuery(_Frozen):
@@ -105,10 +113,16 @@ def resolve_experiment(
     stop = end or record.end_date
     criteria = exposure_criteria or ExperimentExposureCriteria.model_validate(record.exposure_criteria or {})
     stats = ExperimentStatsConfig.model_validate(record.stats_config or {}).model_dump(mode="json", exclude_none=True)
+    group = (flag.filters or {}).get("aggregation_group_type_index")
+    if group is not None and (isinstance(group, bool) or not isinstance(group, int) or not 0 <= group <= 4):
+        raise ValidationFailed(
+            f"Experiment {experiment_id}'s flag has aggregation_group_type_index {group!r}: a group type index is 0-4.",
+            attr="query__experiment_id",
+        )
     return ResolvedExperiment(
         experiment_id=experiment_id, flag_key=flag.key, variants=variants, start=start.astimezone(UTC),
         end=None if stop is None else stop.astimezone(UTC),
-        exposure_criteria=criteria, stats_config=stats,
+        exposure_criteria=criteria, stats_config=stats, group_type_index=group,
     )  # fmt: skip
 
 

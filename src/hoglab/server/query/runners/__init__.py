@@ -47,6 +47,7 @@ RUNNER_MODULES = (
     "lifecycle",
     "stickiness",
     "paths",
+    "groups",
 )
 
 

@@ -16,6 +16,12 @@ For example (a sketch of a call and its answer, not run)::
 * ``source``: ``InsightActorsQuery`` (trends: ``series`` index, ``day`` as the answer's ``days`` entry, ``breakdown``,
   ``compare``; retention, lifecycle, stickiness and paths: see ``insight_actors.py``) or ``FunnelsActorsQuery``
   (``funnelStep`` n > 0: reached step n; -n: reached step n-1 but not n; ``funnelStepBreakdown``).
+* Groups: when the source counts groups (a funnel, retention or lifecycle with ``aggregation_group_type_index``,
+  a trend or stickiness series with ``math: unique_group``), the actors are those groups (PostHog's group
+  strategy): default ``select`` ``group``, which is ``{id, type: "group", group_key, group_type_index,
+  properties, group_properties, created_at}``; other columns are HogQL over the ``groups`` table (``key``,
+  ``properties.plan``); ``search`` matches the name or the key; ``properties`` are group filters; ``orderBy``
+  ``group`` sorts by name. Groups never identified (no ``$groupidentify``) have no row: ``missing_actors_count``.
 """
 
 from __future__ import annotations
@@ -28,16 +34,17 @@ from hoglab.schema import MAX_SELECT_RETURNED_ROWS, ActorsQuery, FunnelsActorsQu
 
 from ...errors import ValidationFailed
 from ...filters.dates import resolve_date_range, shift
-from ...filters.properties import Params, property_filters_to_hogql
+from ...filters.properties import Params, hogql_expression, property_filters_to_hogql
 from .base import RunContext, register
 from .breakdowns import BREAKDOWN_NULL, breakdown_value_sql, has_breakdown
 from .common import first_event_time
 from .events import strip_alias
 from .funnels import funnel_person_rows
+from .groups import GROUP_NAME, group_order
 from .insight_actors import INSIGHT_ACTOR_KINDS, insight_actors_sql
 from .person_tuples import ACTOR_DISPLAY_NAME, ACTOR_PERSON
 from .trends import previous_range
-from .trends_sql import effective_math
+from .trends_sql import effective_math, group_actor, group_condition
 
 __all__ = ["run_actors"]
 
@@ -68,8 +75,12 @@ def _trend_actors(source: InsightActorsQuery, ctx: RunContext, p: Params) -> str
         math = effective_math(series, interval)
         if math == "weekly_active" or math == "monthly_active":
             start = shift(start, "day", -(7 if math == "weekly_active" else 30) + 1)
-    conditions = series_conditions(query, series, p, project=ctx.project, attr=f"source.source.series.{index}",
-                                   actions=ctx.actions)  # fmt: skip
+    attr = f"source.source.series.{index}"
+    conditions = series_conditions(query, series, p, project=ctx.project, attr=attr, actions=ctx.actions)
+    grouped = group_condition(series, attr)
+    if grouped:
+        conditions.append(grouped)
+    actor = group_actor(series, attr) or "person_id"
     conditions += [f"timestamp >= {p.add(start)}", f"timestamp {'<' if source.day is not None else '<='} {p.add(end)}"]
     if has_breakdown(query.breakdownFilter) and source.breakdown is not None:
         value = source.breakdown
@@ -77,7 +88,7 @@ def _trend_actors(source: InsightActorsQuery, ctx: RunContext, p: Params) -> str
         conditions.append(
             f"{breakdown_value_sql(query.breakdownFilter, p)} = {p.add(value if value is not None else BREAKDOWN_NULL)}"
         )
-    return f"SELECT DISTINCT person_id AS actor_id FROM events WHERE {' AND '.join(conditions)}"
+    return f"SELECT DISTINCT {actor} AS actor_id FROM events WHERE {' AND '.join(conditions)}"
 
 
 def _funnel_actors(source: FunnelsActorsQuery, ctx: RunContext, p: Params) -> str:
@@ -106,10 +117,98 @@ def _jsonable(value: Any, kind: str) -> Any:
     return value
 
 
+def _group_index(source: Any) -> int | None:
+    """The group type the source's cell counts (its actors are groups), or ``None`` for persons."""
+    if isinstance(source, FunnelsActorsQuery):
+        return source.source.aggregation_group_type_index
+    if not isinstance(source, InsightActorsQuery):
+        return None
+    query = source.source
+    if query.kind in ("TrendsQuery", "StickinessQuery"):
+        index = source.series or 0
+        series = query.series[index] if index < len(query.series) else None
+        return series.math_group_type_index if series is not None and series.math == "unique_group" else None
+    return getattr(query, "aggregation_group_type_index", None)
+
+
+def _group_value(value: Any) -> Any:
+    """The ``group`` column: ``[key, index, properties, created_at]`` as PostHog's group actor object."""
+    if not isinstance(value, list) or len(value) != 4:
+        return value
+    key, index, properties, created_at = value
+    try:
+        props = orjson.loads(properties) if properties else {}
+    except orjson.JSONDecodeError:
+        props = {}
+    return {"id": key, "type": "group", "group_key": key, "group_type_index": index, "properties": props,
+            "group_properties": props, "created_at": created_at}  # fmt: skip
+
+
+def _group_actors(query: ActorsQuery, ctx: RunContext, p: Params, index: int, source_sql: str) -> dict[str, Any]:
+    select = list(query.select or ["group"])
+    kinds, columns = [], []
+    for i, column in enumerate(select):
+        text = strip_alias(column)
+        if text in ("group", "actor"):
+            kinds.append("group")
+            columns.append(f"tuple(key, index, properties, created_at) AS c{i}")
+        else:
+            kinds.append("")
+            columns.append(f"{hogql_expression(text, f'select.{i}')} AS c{i}")
+    where = [f"index = {p.add(index)}", f"key IN (SELECT actor_id FROM ({source_sql}))"]
+    for key in ("properties", "fixedProperties"):
+        condition = property_filters_to_hogql(getattr(query, key), p, attr=key, timezone=ctx.timezone,
+                                              group_scope=True)  # fmt: skip
+        if condition:
+            where.append(condition)
+    if query.search:
+        term = p.add(f"%{query.search}%")
+        where.append(f"(toString(properties.name) ILIKE {term} OR key ILIKE {term})")
+    order = []
+    for i, entry in enumerate(query.orderBy or []):
+        text = strip_alias(entry)
+        if text.split()[0] in ("group", "actor"):
+            order.append(f"{GROUP_NAME} {'DESC' if 'DESC' in text.upper() else 'ASC'}")
+        else:
+            order += group_order([entry], attr=f"orderBy.{i}")
+    limit = min(query.limit or 100, MAX_SELECT_RETURNED_ROWS)
+    offset = query.offset or 0
+    hogql = (f"SELECT {', '.join(columns)} FROM groups WHERE {' AND '.join(where)} "
+             f"ORDER BY {', '.join(order or group_order(None))} LIMIT {limit + 1} OFFSET {offset}")  # fmt: skip
+    compiled = ctx.compile(hogql, values=p.values, max_limit=MAX_SELECT_RETURNED_ROWS + 1)
+    result = ctx.execute_json(compiled)
+    found = orjson.loads(result.data)
+    counted = ctx.run(
+        f"SELECT count() AS n FROM ({source_sql}) WHERE actor_id NOT IN "
+        f"(SELECT key FROM groups WHERE index = {p.add(index)})",
+        values=p.values,
+    )
+    rows = [[_group_value(v) if k == "group" else v for v, k in zip(row, kinds, strict=True)] for row in found[:limit]]
+    return {
+        "columns": select,
+        "results": rows,
+        "types": list(result.types),
+        "hogql": compiled.hogql,
+        "hasMore": len(found) > limit,
+        "limit": limit,
+        "offset": offset,
+        "missing_actors_count": int(counted.column("n")[0].as_py()),
+        "timings": ctx.timings.to_list(),
+    }
+
+
 @register("ActorsQuery")
 def run_actors(query: ActorsQuery, ctx: RunContext) -> dict[str, Any]:
     """Answer an ActorsQuery: ``columns, results, types, hasMore, limit, offset, missing_actors_count``."""
     p = Params()
+    group_index = _group_index(query.source)
+    if group_index is not None:
+        if isinstance(query.source, FunnelsActorsQuery):
+            return _group_actors(query, ctx, p, group_index, _funnel_actors(query.source, ctx, p))
+        if isinstance(query.source, InsightActorsQuery) and query.source.source.kind in INSIGHT_ACTOR_KINDS:
+            return _group_actors(query, ctx, p, group_index, insight_actors_sql(query.source, ctx, p))
+        assert isinstance(query.source, InsightActorsQuery)
+        return _group_actors(query, ctx, p, group_index, _trend_actors(query.source, ctx, p))
     select = list(query.select or ["person", "id", "created_at"])
     kinds, columns = [], []
     for i, column in enumerate(select):

@@ -1,5 +1,7 @@
 """Breakdowns shared by trends and funnels: the value expression, PostHog's special buckets, the top-N ranking.
 
+* A breakdown is an event, person or group property (``breakdown_type: "group"`` reads the event's group of
+  ``breakdown_group_type_index``; ``breakdowns`` items carry their own ``group_type_index``) or a HogQL expression.
 * A missing property and an empty string both land in ``$$_posthog_breakdown_null_$$``.
 * The top ``breakdown_limit`` values (default 25) are kept, ranked by the series total (descending; ascending for
   ``min`` math, as PostHog), ties by value; the rest are summed, interval by interval, into
@@ -13,15 +15,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ValidationFailed
-from ...filters.properties import Params, hogql_expression, property_access
+from ...filters.properties import Params, group_type_index, hogql_expression, property_access
 
 __all__ = [
     "BREAKDOWN_NULL",
     "BREAKDOWN_OTHER",
     "DEFAULT_BREAKDOWN_LIMIT",
+    "Breakdown",
     "breakdown_items",
     "breakdown_limit",
     "breakdown_value_sql",
@@ -42,13 +46,44 @@ def _get(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-def breakdown_items(bf: Any) -> list[tuple[str, str]]:
-    """``[(type, property), ...]``: one for ``breakdown``, up to three for ``breakdowns``; ``[]`` for none."""
+@dataclass(frozen=True)
+class Breakdown:
+    """One breakdown: its type (``event``, ``person``, ``group``, ``hogql``...), property and group type index;
+    ``attr`` names it in errors."""
+
+    kind: str
+    prop: str
+    group_index: Any = None
+    attr: str = "breakdownFilter"
+
+    def expr(self, kinds: tuple[str, ...] = ("event", "person", "group", "hogql")) -> str:
+        """HogQL of the raw value (a property access or the HogQL expression); a 400 for a type not in ``kinds``."""
+        if self.kind not in kinds:
+            raise ValidationFailed(
+                f"Breakdowns of type {self.kind!r} are not supported here ({', '.join(kinds)} are).",
+                attr=f"{self.attr}.breakdown_type" if self.attr == "breakdownFilter" else self.attr,
+            )
+        if self.kind == "hogql":
+            single = self.attr == "breakdownFilter"
+            return hogql_expression(self.prop, "breakdownFilter.breakdown" if single else self.attr)
+        if self.kind == "group":
+            where = "breakdown_group_type_index" if self.attr == "breakdownFilter" else "group_type_index"
+            index = group_type_index(self.group_index, f"{self.attr}.{where}")
+            return property_access(self.prop, "group", index)
+        return property_access(self.prop, self.kind)
+
+
+def breakdown_items(bf: Any) -> list[Breakdown]:
+    """One :class:`Breakdown` for ``breakdown``, up to three for ``breakdowns``; ``[]`` for none."""
     if bf is None:
         return []
     many = _get(bf, "breakdowns")
     if many:
-        return [(str(_get(item, "type") or "event"), str(_get(item, "property"))) for item in many]
+        return [
+            Breakdown(str(_get(item, "type") or "event"), str(_get(item, "property")), _get(item, "group_type_index"),
+                      f"breakdownFilter.breakdowns.{i}")
+            for i, item in enumerate(many)
+        ]  # fmt: skip
     breakdown = _get(bf, "breakdown")
     if breakdown is None or breakdown == "" or breakdown == []:
         return []
@@ -57,7 +92,7 @@ def breakdown_items(bf: Any) -> list[tuple[str, str]]:
         if len(breakdown) != 1:
             raise ValidationFailed("Give one breakdown property, or several in 'breakdowns'.", attr="breakdownFilter")
         breakdown = breakdown[0]
-    return [(kind, str(breakdown))]
+    return [Breakdown(kind, str(breakdown), _get(bf, "breakdown_group_type_index"))]
 
 
 def has_breakdown(bf: Any) -> bool:
@@ -68,22 +103,14 @@ def breakdown_limit(bf: Any) -> int:
     return int(_get(bf, "breakdown_limit") or DEFAULT_BREAKDOWN_LIMIT)
 
 
-def _one_value_sql(kind: str, prop: str, p: Params, attr: str) -> str:
-    if kind in ("event", "person"):
-        expr = f"toString({property_access(prop, kind)})"
-    elif kind == "hogql":
-        expr = f"toString{hogql_expression(prop, attr)}"
-    else:
-        raise ValidationFailed(
-            f"Breakdowns of type {kind!r} are not supported (event, person and hogql are).", attr=attr
-        )
-    return f"ifNull(nullIf({expr}, {p.add('')}), {p.add(BREAKDOWN_NULL)})"
+def _one_value_sql(item: Breakdown, p: Params) -> str:
+    return f"ifNull(nullIf(toString({item.expr()}), {p.add('')}), {p.add(BREAKDOWN_NULL)})"
 
 
 def breakdown_value_sql(bf: Any, p: Params) -> str:
     """HogQL for the breakdown value of an event: a string, or an array of strings for several breakdowns."""
     items = breakdown_items(bf)
-    parts = [_one_value_sql(kind, prop, p, f"breakdownFilter.breakdowns.{i}") for i, (kind, prop) in enumerate(items)]
+    parts = [_one_value_sql(item, p) for item in items]
     if len(items) == 1 and not _get(bf, "breakdowns"):
         return parts[0]
     return "[" + ", ".join(parts) + "]"

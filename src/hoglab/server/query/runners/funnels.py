@@ -1,4 +1,5 @@
-"""``FunnelsQuery``: how many persons go through 2 to 20 steps within a window, in PostHog's shapes.
+"""``FunnelsQuery``: how many persons (or groups, ``aggregation_group_type_index``) go through 2 to 20 steps within
+a window, in PostHog's shapes.
 
 For example (a sketch of a call and its answer, not run)::
 
@@ -23,7 +24,7 @@ from hoglab.schema import FunnelsQuery
 
 from ...errors import ValidationFailed
 from ...filters.dates import QueryDateRange, bucket_key_sql, resolve_date_range
-from ...filters.properties import Params, hogql_expression, property_access
+from ...filters.properties import Params, group_type_index, hogql_expression
 from .base import RunContext, register
 from .breakdowns import breakdown_items, breakdown_limit
 from .common import Actions, first_event_time, get, is_action, require_action, series_label
@@ -46,10 +47,9 @@ def _bv_expr(query: FunnelsQuery, p: Params) -> str | None:
         return None
     if len(items) > 1:
         raise ValidationFailed("Funnels break down by one property.", attr="breakdownFilter.breakdowns")
-    kind, prop = items[0]
-    if kind not in ("event", "person"):
-        raise ValidationFailed("Funnels break down by an event or person property.", attr="breakdownFilter")
-    return f"ifNull(toString({property_access(prop, kind)}), {p.add('')})"
+    if items[0].kind not in ("event", "person", "group"):
+        raise ValidationFailed("Funnels break down by an event, person or group property.", attr="breakdownFilter")
+    return f"ifNull(toString({items[0].expr()}), {p.add('')})"
 
 
 def funnel_person_rows(query: FunnelsQuery, ctx: RunContext, p: Params) -> tuple[str, QueryDateRange]:
@@ -81,12 +81,19 @@ def funnel_person_rows(query: FunnelsQuery, ctx: RunContext, p: Params) -> tuple
         require_action(ex, ctx.actions, f"funnelsFilter.exclusions.{j}")
     aggregate_by = ff.funnelAggregateByHogQL
     actor = hogql_expression(aggregate_by, "funnelsFilter.funnelAggregateByHogQL") if aggregate_by else "person_id"
+    actor_condition = "true"
+    if query.aggregation_group_type_index is not None:
+        # Groups go through the funnel instead of persons (PostHog's aggregation target); events without a group of
+        # that type take no part.
+        column = f"`$group_{group_type_index(query.aggregation_group_type_index, 'aggregation_group_type_index')}`"
+        actor, actor_condition = column, f"{column} != ''"
     start, end = rng.bounds_utc()
     sql = person_rows_sql(
         query, list(query.series), p, project=ctx.project, time_from=p.add(rng.date_from), time_to=p.add(end),
         bv_expr=_bv_expr(query, p), attribution=attribution, attribution_step=attribution_step, order=order,
         window=window_micros(ff), exclusions=exclusions if order != "unordered" else [], actor=actor,
         actions=ctx.actions,
+        actor_condition=actor_condition,
     )  # fmt: skip
     del start
     return sql, rng

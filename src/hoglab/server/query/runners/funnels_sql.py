@@ -84,9 +84,11 @@ def person_rows_sql(
     exclusions: list[Any],
     actor: str,
     actions: Actions | None = None,
+    actor_condition: str = "true",
 ) -> str:
-    """One row per person and breakdown value: ``actor_id, pv, step_reached (0-based; -1 none), times``;
-    ``actions``: the project's, for steps and exclusions that name one."""
+    """One row per person (or ``actor``: a group's key) and breakdown value: ``actor_id, pv, step_reached
+    (0-based; -1 none), times``; only events meeting ``actor_condition`` take part. ``actions``: the project's,
+    for steps and exclusions that name one."""
     from .common import series_conditions
 
     n = len(steps)
@@ -166,6 +168,7 @@ def person_rows_sql(
                            {packed_event_key("ts0", "lowest", "m0", "x0")} AS k0
                     FROM events
                     WHERE timestamp >= {time_from} AND timestamp <= {time_to} AND {global_filter}
+                          AND {actor_condition}
                 )
                 WHERE {relevant}
                 GROUP BY actor_id

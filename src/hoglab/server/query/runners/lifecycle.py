@@ -16,6 +16,9 @@ PostHog's semantics (``LifecycleQueryRunner``), restated for a person and the in
 * ``resurrecting``: active in this interval, not in the one before, and not new.
 * ``dormant``: active in the interval before, not in this one; counted negative.
 * Events of ``$process_person_profile: false`` (personless) are left out, as in PostHog.
+* ``aggregation_group_type_index`` ``N``: groups instead of persons (the events' ``$group_N``; events without one
+  are left out), and "new" is the interval of the group's ``created_at`` (its first ``$groupidentify``), as PostHog's
+  lifecycle by group; a group never identified is never new.
 * ``lifecycleFilter.toggledLifecycles`` keeps only the listed statuses (PostHog's UI hides the others; hoglab
   leaves them out of the answer).
 * A series naming an action counts the action's events, labelled ``"<action name> - <status>"``; an action the
@@ -29,7 +32,7 @@ from typing import Any
 from hoglab.schema import LifecycleQuery
 
 from ...filters.dates import QueryDateRange, resolve_date_range, shift
-from ...filters.properties import Params
+from ...filters.properties import Params, group_type_index
 from .base import RunContext, register
 from .common import Actions, first_event_time, require_action, series_conditions, series_label
 from .intervals import interval_number_sql
@@ -66,7 +69,16 @@ def lifecycle_actor_rows_sql(
         f"timestamp < {p.add(shift(buckets[-1], rng.interval, 1))}",
     ]
     index = interval_number_sql(rng.interval, before, "timestamp", p, keys=window)
-    created = interval_number_sql(rng.interval, before, "persons.created_at", p, keys=window)
+    actor, created_at = "person_id", "persons.created_at"
+    # Persons are joined once per active person, after the events are grouped (not once per event).
+    joined = "LEFT JOIN persons ON persons.id = activity.actor_id"
+    if query.aggregation_group_type_index is not None:
+        group = group_type_index(query.aggregation_group_type_index, "aggregation_group_type_index")
+        actor, created_at = f"`$group_{group}`", "group_created.created_at"
+        where.append(f"{actor} != ''")
+        joined = (f"LEFT JOIN (SELECT key, created_at FROM groups WHERE index = {p.add(group)}) AS group_created "
+                  "ON group_created.key = activity.actor_id")  # fmt: skip
+    created = interval_number_sql(rng.interval, before, created_at, p, keys=window)
     # Interval numbers count from the one before the range (0); the range is 1..n. A person created before the
     # window has a negative number (-1 for hours), which no active interval has; one without a row, NULL.
     statuses = (
@@ -74,18 +86,17 @@ def lifecycle_actor_rows_sql(
         "if(active[i - 1] = a - 1, 'returning', 'resurrecting')), active, arrayEnumerate(active))"
     )
     dormant = "arrayMap(a -> (a + 1, 'dormant'), arrayFilter(a -> NOT has(active, a + 1), active))"
-    # Persons are joined once per active person, after the events are grouped (not once per event).
     return f"""
         SELECT actor_id, tupleElement(pair, 1) AS day, tupleElement(pair, 2) AS status
         FROM (
             SELECT actor_id, arrayConcat(arrayZip(active, {statuses}), {dormant}) AS pairs FROM (
                 SELECT activity.actor_id AS actor_id, activity.active AS active, {created} AS created
                 FROM (
-                    SELECT person_id AS actor_id, arraySort(groupUniqArray({index})) AS active
+                    SELECT {actor} AS actor_id, arraySort(groupUniqArray({index})) AS active
                     FROM events WHERE {" AND ".join(where)}
                     GROUP BY actor_id
                 ) AS activity
-                LEFT JOIN persons ON persons.id = activity.actor_id
+                {joined}
             )
         ) ARRAY JOIN pairs AS pair
         WHERE tupleElement(pair, 1) BETWEEN 1 AND {len(buckets)}"""

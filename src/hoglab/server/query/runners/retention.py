@@ -18,6 +18,8 @@ PostHog's semantics (``RetentionQueryRunner``), restated:
   ``retention_first_ever_occurrence`` is read as ``retention_first_time`` (hoglab's choice).
 * ``minimumOccurrences`` ``m``: a period counts as a return only with at least ``m`` returning events in it.
 * ``cumulative``: a person who came back in period ``k`` counts in every period up to ``k``.
+* ``aggregation_group_type_index`` ``N``: groups instead of persons, a group being the events' ``$group_N``
+  (events without a group of that type are left out), as PostHog's retention by group.
 * ``retentionReference`` (total or previous) only changes how PostHog's UI shows percentages: the counts are the same.
 * A breakdown groups people by the value of the property on their events (``''`` when missing), each value with
   its own cohorts; the top ``breakdown_limit`` (25) values by cohort sizes are kept, the rest summed into
@@ -37,7 +39,7 @@ from hoglab.schema import RetentionEntity, RetentionQuery
 from ...errors import ValidationFailed
 from ...filters.actions import action_condition
 from ...filters.dates import bucket_key, resolve_date_range, shift, start_of_interval
-from ...filters.properties import Params, hogql_expression, property_access, property_filters_to_hogql
+from ...filters.properties import Params, group_type_index, property_filters_to_hogql
 from .base import RunContext, register
 from .breakdowns import BREAKDOWN_OTHER, breakdown_items, breakdown_limit
 from .common import Actions, first_event_time, series_conditions
@@ -124,17 +126,7 @@ def _breakdown_sql(query: RetentionQuery) -> str | None:
         return None
     if len(items) > 1:
         raise ValidationFailed("Retention breaks down by one property.", attr="breakdownFilter.breakdowns")
-    kind, prop = items[0]
-    if kind in ("event", "person"):
-        expr = property_access(prop, kind)
-    elif kind == "hogql":
-        expr = hogql_expression(prop, "breakdownFilter.breakdown")
-    else:
-        raise ValidationFailed(
-            f"Retention breakdowns of type {kind!r} are not supported (event, person and hogql are).",
-            attr="breakdownFilter.breakdown_type",
-        )
-    return f"ifNull(toString({expr}), '')"
+    return f"ifNull(toString({items[0].expr()}), '')"
 
 
 def retention_actor_rows_sql(
@@ -155,6 +147,10 @@ def retention_actor_rows_sql(
         returning_entity, p, "retentionFilter.returningEntity", timezone, actions
     )
     where = series_conditions(query, None, p, project=project, attr="properties", event=False)
+    actor = "person_id"
+    if query.aggregation_group_type_index is not None:
+        actor = f"`$group_{group_type_index(query.aggregation_group_type_index, 'aggregation_group_type_index')}`"
+        where.append(f"{actor} != ''")
     first_time = rf.retentionType in ("retention_first_time", "retention_first_ever_occurrence")
     n = len(rr.starts)
     index = interval_number_sql(rr.interval, rr.starts[0], "timestamp", p, keys=rr.keys, attr="retentionFilter.period")
@@ -180,7 +176,7 @@ def retention_actor_rows_sql(
         returns, qualified = f"groupUniqArrayIf(i, is_return AND {in_range})", "all_returns"
     # Each event's interval number and entity tests are computed once, below the aggregation.
     events = f"""
-        SELECT person_id AS actor_id, {bv} AS bv, timestamp, {index} AS i, {target} AS is_target,
+        SELECT {actor} AS actor_id, {bv} AS bv, timestamp, {index} AS i, {target} AS is_target,
                {"is_target" if same else returning} AS is_return
         FROM events WHERE {" AND ".join(where)}"""
     offsets = (

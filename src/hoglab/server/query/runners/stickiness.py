@@ -15,7 +15,9 @@ PostHog's semantics (``StickinessQueryRunner``), restated:
   whole intervals between the event and ``date_to``); ``days`` then run to ``ceil(intervals / k)``.
 * ``computedAs: cumulative``: ``data[i]`` is the people active in ``i + 1`` intervals *or more*.
 * ``compareFilter``: each series is followed by the same series over the previous period (``compare_label``).
-* ``math: "hogql"`` counts distinct values of ``math_hogql`` instead of persons; other maths count persons.
+* ``math: "hogql"`` counts distinct values of ``math_hogql`` instead of persons; ``math: "unique_group"`` counts
+  the groups of ``math_group_type_index`` (events without one left out; StickinessQuery has no
+  ``aggregation_group_type_index``, as PostHog's); other maths count persons.
 * A series naming an action is labelled with the action's name; one naming an action the project does not have
   is left out of the results (PostHog's ``1 = 2`` filter, series dropped).
 """
@@ -33,6 +35,7 @@ from .base import RunContext, register
 from .common import Actions, first_event_time, get, is_action, series_action, series_conditions, series_label
 from .intervals import interval_start_sql
 from .trends import previous_range
+from .trends_sql import group_actor, group_condition
 
 __all__ = [
     "is_cumulative",
@@ -83,7 +86,10 @@ def stickiness_actor_rows_sql(
         # Whole intervals on the project's wall clock (the zone given, or ClickHouse would count them in UTC).
         age = f"age({p.add(rng.interval)}, timestamp, {p.add(end)}, {p.add(rng.timezone)})"
         period = age if query.intervalCount == 1 else f"floor({age} / {int(query.intervalCount)})"
-    actor = "person_id"
+    actor = group_actor(series, f"series.{index}") or "person_id"
+    grouped = group_condition(series, f"series.{index}")
+    if grouped:
+        where.append(grouped)
     if series.math == "hogql" and series.math_hogql:
         actor = hogql_expression(series.math_hogql, f"series.{index}.math_hogql")
     criteria = query.stickinessFilter.stickinessCriteria if query.stickinessFilter else None

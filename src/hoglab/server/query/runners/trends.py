@@ -80,9 +80,16 @@ def _clean(value: Any) -> float:
     return 0.0 if math.isnan(number) or math.isinf(number) else number
 
 
+def _is_other(bv: Any) -> bool:
+    """Whether a breakdown value is the "other" bucket (one marker, or one per breakdown of several)."""
+    if isinstance(bv, tuple | list):
+        return bool(bv) and all(v == BREAKDOWN_OTHER for v in bv)
+    return bool(bv == BREAKDOWN_OTHER)
+
+
 def _sort_key(item: dict[str, Any]) -> tuple[Any, ...]:
     bv = item.get("breakdown_value")
-    special = 2 if bv == BREAKDOWN_OTHER else 1 if bv == BREAKDOWN_NULL else 0
+    special = 2 if _is_other(bv) else 1 if bv == BREAKDOWN_NULL else 0
     aggregated = item.get("aggregated_value")
     total = float(aggregated) if aggregated is not None else float(sum(item.get("data") or []))
     return (special, -total, str(bv))
@@ -101,7 +108,7 @@ def _action(series: Any, order: int, days: list[str], actions: Actions) -> dict[
         "math": get(series, "math"),
         "math_property": get(series, "math_property"),
         "math_hogql": get(series, "math_hogql"),
-        "math_group_type_index": None,
+        "math_group_type_index": get(series, "math_group_type_index"),
         "properties": {},
     }
 
@@ -145,7 +152,7 @@ def trends_items(
             values = {None: values.get("", {})}
         items = []
         for bv, by_bucket in values.items():
-            if bv == BREAKDOWN_OTHER:
+            if _is_other(bv):
                 has_more = True
                 if hide_other:
                     continue
@@ -186,6 +193,11 @@ def _filter(query: TrendsQuery, rng: QueryDateRange) -> dict[str, Any]:
     if query.breakdownFilter and query.breakdownFilter.breakdown is not None:
         out["breakdown"] = query.breakdownFilter.breakdown
         out["breakdown_type"] = query.breakdownFilter.breakdown_type
+        if query.breakdownFilter.breakdown_group_type_index is not None:
+            out["breakdown_group_type_index"] = query.breakdownFilter.breakdown_group_type_index
+    if query.aggregation_group_type_index is not None:
+        # Echoed only, as PostHog: a trend counts groups through a series' unique_group math.
+        out["aggregation_group_type_index"] = query.aggregation_group_type_index
     return out
 
 

@@ -4,7 +4,10 @@
 breakdown value (``''`` without a breakdown), ``value`` the math. Every math is one query:
 
 * ``total`` ``count()``; ``dau`` ``uniqExact(person_id)``; ``unique_session`` ``uniqExact($session_id)`` over
-  events that have one; property math ``sum/avg/min/max`` of ``toFloat(property)``, percentiles with
+  events that have one; ``unique_group`` ``uniqExact($group_N)`` of ``math_group_type_index`` N (PostHog's
+  "unique organizations"), events without a group of that type left out (also for ``dau``, ``weekly_active`` and
+  ``monthly_active`` with a ``math_group_type_index``: PostHog still counts persons there, of events that have
+  the group); property math ``sum/avg/min/max`` of ``toFloat(property)``, percentiles with
   ``quantileExactInclusive`` (exact, numpy's default "linear" method); ``hogql`` the expression.
 * ``*_count_per_actor``: events per person per interval, then the aggregate over persons.
 * ``weekly_active``/``monthly_active``: for each day (hour), persons active in the 7 (30) days ending with it.
@@ -22,11 +25,37 @@ from hoglab.schema.nodes import COUNT_PER_ACTOR_MATH, PROPERTY_MATH
 
 from ...errors import ValidationFailed
 from ...filters.dates import QueryDateRange, bucket_key_sql
-from ...filters.properties import Params, hogql_expression, property_access
-from .breakdowns import BREAKDOWN_OTHER, breakdown_limit, breakdown_value_sql, has_breakdown, ranked_sql
+from ...filters.properties import Params, group_type_index, hogql_expression, property_access
+from .breakdowns import (
+    BREAKDOWN_OTHER,
+    breakdown_items,
+    breakdown_limit,
+    breakdown_value_sql,
+    has_breakdown,
+    ranked_sql,
+)
 from .common import Actions, get, series_conditions, series_match
 
-__all__ = ["SeriesSQL", "series_sql"]
+__all__ = ["GROUPS_MATH", "SeriesSQL", "group_actor", "series_sql"]
+
+GROUPS_MATH = frozenset({"unique_group", "dau", "weekly_active", "monthly_active"})
+"""Maths that a ``math_group_type_index`` restricts to events with a group of that type (PostHog's
+``is_groups_math``); ``unique_group`` also counts those groups instead of persons."""
+
+
+def group_actor(series: Any, attr: str) -> str | None:
+    """``$group_N`` when the series counts groups (``math: unique_group``), else ``None`` (it counts persons)."""
+    if get(series, "math") != "unique_group":
+        return None
+    return f"`$group_{group_type_index(get(series, 'math_group_type_index'), f'{attr}.math_group_type_index')}`"
+
+
+def group_condition(series: Any, attr: str) -> str | None:
+    """The condition a groups math adds (``$group_N != ''``), or ``None``."""
+    index = get(series, "math_group_type_index")
+    if index is None or get(series, "math") not in GROUPS_MATH:
+        return None
+    return f"`$group_{group_type_index(index, f'{attr}.math_group_type_index')}` != ''"
 
 _QUANTILES = {"median": 0.5, "p75": 0.75, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 _ACTIVE_DAYS = {"weekly_active": 7, "monthly_active": 30}
@@ -59,6 +88,8 @@ def _plain_value(series: Any, math: str, p: Params, attr: str) -> str:
         return "uniqExact(person_id)"
     if math == "unique_session":
         return "uniqExactIf(`$session_id`, `$session_id` != '')"
+    if math == "unique_group":
+        return f"uniqExact({group_actor(series, attr)})"
     if math == "hogql":
         return hogql_expression(get(series, "math_hogql"), f"{attr}.math_hogql")
     if math in PROPERTY_MATH:
@@ -97,7 +128,11 @@ def series_sql(
     bucket = "''" if total_value else bucket_key_sql(rng.interval)
     start, end = rng.bounds_utc()
     time_from, time_to = p.add(start), p.add(end)
-    filters = " AND ".join(series_conditions(query, series, p, project=project, attr=attr, event=False)) or "true"
+    conditions = series_conditions(query, series, p, project=project, attr=attr, event=False)
+    grouped = group_condition(series, attr)
+    if grouped:
+        conditions.append(grouped)
+    filters = " AND ".join(conditions) or "true"
     timezone = getattr(project, "timezone", None) or "UTC"
     event_cond = series_match(series, p, actions=actions, timezone=timezone, attr=attr) or "true"
     where = f"{event_cond} AND {filters}"
@@ -118,13 +153,15 @@ def series_sql(
                 WHERE timestamp >= {time_from} AND timestamp <= {time_to} AND {where}
                 GROUP BY bucket, bv, person_id
             ) GROUP BY bucket, bv"""
-    elif cumulative and math == "dau" and not total_value:
-        # Cumulative unique users count each person once, in the interval of their first event (PostHog).
+    elif cumulative and math in ("dau", "unique_group") and not total_value:
+        # Cumulative unique users count each person once, in the interval of their first event (PostHog); unique
+        # groups each group once the same way.
+        actor = group_actor(series, attr) or "person_id"
         inner = f"""
             SELECT bucket, bv, count() AS value FROM (
-                SELECT min({bucket}) AS bucket, {bv} AS bv, person_id FROM events
+                SELECT min({bucket}) AS bucket, {bv} AS bv, {actor} AS actor FROM events
                 WHERE timestamp >= {time_from} AND timestamp <= {time_to} AND {where}
-                GROUP BY person_id, bv
+                GROUP BY actor, bv
             ) GROUP BY bucket, bv"""
     else:
         value = _plain_value(series, math, p, attr)
@@ -135,7 +172,11 @@ def series_sql(
     if with_breakdown:
         limit = breakdown_limit(bf)
         ascending = math == "min"
-        inner = ranked_sql(inner, limit, p.add(BREAKDOWN_OTHER), ascending=ascending)
+        # Several breakdowns: the value is an array, and so is "other" (one marker per breakdown), or the ranked
+        # value would mix an array and a string.
+        many = len(breakdown_items(bf))
+        other = [BREAKDOWN_OTHER] * many if get(bf, "breakdowns") else BREAKDOWN_OTHER
+        inner = ranked_sql(inner, limit, p.add(other), ascending=ascending)
         max_rows = (limit + 1) * n_buckets + 1
     else:
         max_rows = n_buckets + 1

@@ -1,0 +1,453 @@
+"""Groups (PostHog's group analytics) as ingestion applies them: group types, ``$groups`` and ``$groupidentify``.
+
+PostHog's rules, restated (its plugin server's group-type manager and group store):
+
+* A project has at most five group types. An unknown type name met in an event's ``$groups`` (or as the
+  ``$group_type`` of a ``$groupidentify``) is created with the next index: the number of types the project has,
+  moved past any index taken (first seen 0, next 1, ...). A sixth type is dropped: no index, no ``$group_N``.
+  Types are never created by flags or queries.
+* ``$groups`` (an object ``{"company": "acme"}``; anything else is ignored) puts ``$group_<index> = <key>`` in the
+  event's properties for each known type; the key is kept as text (``42`` → ``"42"``); an empty or non-scalar
+  key is skipped. The events table derives its ``$group_N`` columns from those properties.
+* ``$groupidentify`` (``$group_type``, ``$group_key``, ``$group_set``) creates or updates the group: ``$group_set``
+  is merged into its properties (a key is set when absent or different; keys not mentioned are kept); there is no
+  set-once and no unset by event; updates apply in the order events arrive (their timestamps are not compared).
+  A new group's ``created_at`` is the event's timestamp. An empty type or key skips the event's group part.
+* Events with ``$groups`` but no ``$groupidentify`` create no group row (only the type).
+
+>>> state = GroupState(1)
+>>> props = {"$groups": {"company": "acme", "project": 42}}
+>>> state.enrich(props, _T0)
+True
+>>> props["$group_0"], props["$group_1"]
+('acme', '42')
+>>> state.identify({"$group_type": "company", "$group_key": "acme", "$group_set": {"plan": "pro"}}, _T0)
+>>> state.groups[(0, "acme")].properties
+{'plan': 'pro'}
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from ..engine.base import Engine
+from ..engine.ddl import DATABASE, MAX_GROUP_TYPES
+from ..engine.settings import quote_string
+from .persons import next_version
+
+__all__ = [
+    "MAX_GROUP_KEY",
+    "MAX_GROUP_TYPES",
+    "Group",
+    "GroupRows",
+    "GroupState",
+    "GroupStore",
+    "GroupType",
+    "group_key_text",
+]
+
+MAX_GROUP_KEY = 400
+"""Longest group key and group type name kept (PostHog's column width)."""
+_T0 = datetime(2026, 1, 1, tzinfo=UTC)
+_LOAD_SETTINGS = {"max_result_rows": 0, "max_execution_time": 0}
+
+_stores: weakref.WeakKeyDictionary[Any, GroupStore] = weakref.WeakKeyDictionary()
+_stores_lock = threading.Lock()
+
+
+def group_key_text(value: Any) -> str | None:
+    """A group key as PostHog keeps it: text (numbers as their JSON text), at most 400 characters; ``None`` for
+    an empty key or one that is not a scalar.
+
+    >>> group_key_text(42), group_key_text(" acme "), group_key_text(""), group_key_text({"a": 1})
+    ('42', ' acme ', None, None)
+    """
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        text = str(int(value)) if value.is_integer() else repr(value)
+    elif isinstance(value, str):
+        text = value
+    else:
+        return None
+    text = text[:MAX_GROUP_KEY]
+    return text if text.strip() else None
+
+
+def _type_name(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value[:MAX_GROUP_KEY]
+
+
+@dataclass(slots=True)
+class GroupType:
+    """One group type of a project: its name, index and the names PostHog's UI shows (``update_metadata``)."""
+
+    index: int
+    name: str
+    created_at: datetime
+    name_singular: str | None = None
+    name_plural: str | None = None
+    default_columns: list[str] | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        """PostHog's ``GroupType`` object."""
+        return {
+            "group_type": self.name,
+            "group_type_index": self.index,
+            "name_singular": self.name_singular,
+            "name_plural": self.name_plural,
+            "detail_dashboard": None,
+            "default_columns": self.default_columns,
+            "created_at": self.created_at.isoformat().replace("+00:00", "Z"),
+        }
+
+
+@dataclass(slots=True)
+class Group:
+    """One group: its key within its type, its properties and when it was first identified."""
+
+    index: int
+    key: str
+    created_at: datetime
+    properties: dict[str, Any] = field(default_factory=dict)
+    updated_at: datetime | None = None
+
+
+@dataclass
+class GroupRows:
+    """Rows to append: group types and groups, one commit's worth."""
+
+    types: list[tuple[int, int, str, str | None, str | None, str | None, datetime, int, int]] = field(
+        default_factory=list
+    )
+    groups: list[tuple[int, int, str, datetime, str, datetime, int]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.types or self.groups)
+
+
+_TYPES_SCHEMA = pa.schema([
+    ("team_id", pa.int64()), ("group_type_index", pa.uint8()), ("group_type", pa.string()),
+    ("name_singular", pa.string()), ("name_plural", pa.string()), ("default_columns", pa.string()),
+    ("created_at", pa.timestamp("us", tz="UTC")), ("is_deleted", pa.uint8()), ("version", pa.uint64()),
+])  # fmt: skip
+_GROUPS_SCHEMA = pa.schema([
+    ("team_id", pa.int64()), ("group_type_index", pa.uint8()), ("group_key", pa.string()),
+    ("created_at", pa.timestamp("us", tz="UTC")), ("group_properties", pa.string()),
+    ("updated_at", pa.timestamp("us", tz="UTC")), ("version", pa.uint64()),
+])  # fmt: skip
+
+
+def _table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
+    columns = list(zip(*rows, strict=True))
+    return pa.table([pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
+
+
+class GroupState:
+    """The group types of one project and the groups it has read or changed, with the changes not yet written.
+
+    ``types`` is the whole list (at most five); ``groups`` holds the groups looked up so far (``GroupStore``
+    loads them by key before a batch uses them) and every group changed here.
+    """
+
+    def __init__(self, team_id: int) -> None:
+        self.team_id = team_id
+        self.types: dict[str, GroupType] = {}
+        self.deleted: set[int] = set()
+        self.groups: dict[tuple[int, str], Group] = {}
+        self._dirty_types: set[int] = set()
+        self._dirty_groups: set[tuple[int, str]] = set()
+
+    # -- types ------------------------------------------------------------------------------------------------
+
+    def by_index(self, index: int) -> GroupType | None:
+        return next((t for t in self.types.values() if t.index == index), None)
+
+    def type_index(self, name: Any, at: datetime, *, create: bool = True) -> int | None:
+        """The index of type ``name``, created with the next free index if new (``None``: no sixth type)."""
+        type_name = _type_name(name)
+        if type_name is None:
+            return None
+        known = self.types.get(type_name)
+        if known is not None:
+            return known.index
+        if not create:
+            return None
+        taken = {t.index for t in self.types.values()}
+        index = len(taken)
+        while index in taken:
+            index += 1
+        if index >= MAX_GROUP_TYPES:
+            return None
+        self.types[type_name] = GroupType(index, type_name, at)
+        self.deleted.discard(index)
+        self._dirty_types.add(index)
+        return index
+
+    def put_type(self, group_type: GroupType) -> None:
+        """Add or replace a type at its own index (a pull or a file keeps the source's indexes)."""
+        for name, existing in list(self.types.items()):
+            if existing.index == group_type.index or name == group_type.name:
+                del self.types[name]
+        self.types[group_type.name] = group_type
+        self.deleted.discard(group_type.index)
+        self._dirty_types.add(group_type.index)
+
+    def delete_type(self, index: int) -> bool:
+        found = self.by_index(index)
+        if found is None:
+            return False
+        del self.types[found.name]
+        self.deleted.add(index)
+        self._dirty_types.add(index)
+        return True
+
+    def touch_type(self, index: int) -> None:
+        """Mark a type changed in place (its names or columns) so the next rows write it."""
+        self._dirty_types.add(index)
+
+    # -- events -----------------------------------------------------------------------------------------------
+
+    def enrich(self, properties: dict[str, Any], at: datetime) -> bool:
+        """Write ``$group_<index>`` for each group of ``properties["$groups"]`` (creating types); whether any was."""
+        groups = properties.get("$groups")
+        if not isinstance(groups, dict) or not groups:
+            return False
+        changed = False
+        for name, raw_key in groups.items():
+            key = group_key_text(raw_key)
+            if key is None:
+                continue
+            index = self.type_index(name, at)
+            if index is not None and properties.get(f"$group_{index}") != key:
+                properties[f"$group_{index}"] = key
+                changed = True
+        return changed
+
+    def identify(self, properties: Mapping[str, Any], at: datetime) -> None:
+        """Apply a ``$groupidentify`` event's ``$group_set`` to its group (created at ``at`` if new)."""
+        key = group_key_text(properties.get("$group_key"))
+        if key is None or _type_name(properties.get("$group_type")) is None:
+            return
+        index = self.type_index(properties.get("$group_type"), at)
+        if index is None:
+            return
+        updates = properties.get("$group_set")
+        self.upsert(index, key, updates if isinstance(updates, dict) else {}, at)
+
+    def upsert(self, index: int, key: str, updates: Mapping[str, Any], at: datetime, *, replace: bool = False,
+               created_at: datetime | None = None, updated_at: datetime | None = None) -> Group:  # fmt: skip
+        """Merge ``updates`` into the group's properties (``replace``: they become its properties), creating it
+        (first seen ``at``, or ``created_at``). ``updated_at`` defaults to the time the change is written."""
+        group = self.groups.get((index, key))
+        if group is None:
+            group = self.groups[(index, key)] = Group(index, key, created_at or at, dict(updates), updated_at)
+            self._dirty_groups.add((index, key))
+            return group
+        changed = False
+        if replace:
+            if group.properties != updates:
+                group.properties = dict(updates)
+                changed = True
+            if created_at is not None and created_at != group.created_at:
+                group.created_at = created_at
+                changed = True
+        else:
+            for name, value in updates.items():
+                if name not in group.properties or type(group.properties[name]) is not type(value) or \
+                        group.properties[name] != value:  # fmt: skip
+                    group.properties[name] = value
+                    changed = True
+        if changed:
+            group.updated_at = updated_at
+            self._dirty_groups.add((index, key))
+        return group
+
+    def unset(self, index: int, key: str, names: Iterable[str]) -> bool:
+        """Remove properties of a group (PostHog's ``delete_property``); whether it had any of them."""
+        group = self.groups.get((index, key))
+        if group is None:
+            return False
+        removed = [n for n in names if n in group.properties]
+        for name in removed:
+            del group.properties[name]
+        if removed:
+            group.updated_at = None
+            self._dirty_groups.add((index, key))
+        return bool(removed)
+
+    def take_rows(self, version: int, now: datetime) -> GroupRows:
+        """Rows recording every change since the last call, at ``version``."""
+        rows = GroupRows()
+        team = self.team_id
+        for index in sorted(self._dirty_types):
+            t = self.by_index(index)
+            if t is None:
+                rows.types.append((team, index, "", None, None, None, now, 1, version))
+                continue
+            columns = orjson.dumps(t.default_columns).decode() if t.default_columns is not None else None
+            rows.types.append((team, t.index, t.name, t.name_singular, t.name_plural, columns, t.created_at, 0,
+                               version))  # fmt: skip
+        for index, key in sorted(self._dirty_groups):
+            g = self.groups[(index, key)]
+            g.updated_at = g.updated_at or now
+            rows.groups.append((team, index, key, g.created_at, orjson.dumps(g.properties).decode(), g.updated_at,
+                                version))  # fmt: skip
+        self._dirty_types.clear()
+        self._dirty_groups.clear()
+        return rows
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self._dirty_types or self._dirty_groups)
+
+
+class GroupStore:
+    """The group types and groups of every project of one engine, cached, written with their changes.
+
+    One per engine (``GroupStore.for_engine``), shared by capture, file loads, the flags service, pulls and the
+    groups API; ``lock`` serialises changes and their writes. A project's types are read once (at most five
+    rows); its groups are read by key when a batch or a flag needs them, and kept.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.lock = threading.RLock()
+        self._states: dict[int, GroupState] = {}
+        self._looked_up: dict[int, set[tuple[int, str]]] = {}
+
+    @classmethod
+    def for_engine(cls, engine: Engine) -> GroupStore:
+        with _stores_lock:
+            store = _stores.get(engine)
+            if store is None:
+                store = _stores[engine] = cls(engine)
+            return store
+
+    def state(self, team_id: int) -> GroupState:
+        """The project's state with its group types loaded (call with ``lock`` held)."""
+        team = int(team_id)
+        state = self._states.get(team)
+        if state is None:
+            state = self._states[team] = self._load_types(team)
+            self._looked_up[team] = set()
+        return state
+
+    def types(self, team_id: int) -> list[GroupType]:
+        """The project's group types by index."""
+        with self.lock:
+            return sorted(self.state(team_id).types.values(), key=lambda t: t.index)
+
+    def mapping(self, team_id: int) -> dict[str, int]:
+        """Type name -> index."""
+        return {t.name: t.index for t in self.types(team_id)}
+
+    def with_groups(self, team_id: int, keys: Iterable[tuple[int, str]]) -> GroupState:
+        """The project's state holding these groups (those that exist), read from the engine once each."""
+        state = self.state(team_id)
+        looked = self._looked_up.setdefault(state.team_id, set())
+        wanted = sorted({k for k in keys if k not in looked and k not in state.groups})
+        if wanted:
+            for group in self._read_groups(state.team_id, wanted):
+                state.groups.setdefault((group.index, group.key), group)
+            looked.update(wanted)
+        return state
+
+    def group(self, team_id: int, index: int, key: str) -> Group | None:
+        """One group as stored (a copy), or ``None``."""
+        with self.lock:
+            found = self.with_groups(team_id, [(index, key)]).groups.get((index, key))
+            if found is None:
+                return None
+            return Group(found.index, found.key, found.created_at, dict(found.properties), found.updated_at)
+
+    def write(self, rows: GroupRows) -> None:
+        """Append group rows; call before inserting the events that name them."""
+        if rows.types:
+            self.engine.insert_arrow("group_type_mapping", _table(rows.types, _TYPES_SCHEMA))
+        if rows.groups:
+            self.engine.insert_arrow("groups", _table(rows.groups, _GROUPS_SCHEMA))
+
+    def commit(self, state: GroupState, now: datetime | None = None) -> None:
+        """Write what ``state`` changed (call with ``lock`` held); on failure the cached state is dropped."""
+        if not state.dirty:
+            return
+        try:
+            self.write(state.take_rows(next_version(), now or datetime.now(UTC)))
+        except BaseException:
+            self.invalidate(state.team_id)
+            raise
+
+    def invalidate(self, team_id: int | None = None) -> None:
+        """Forget cached state (after a failed write or a load): the next use reads what the tables hold."""
+        with self.lock:
+            if team_id is None:
+                self._states.clear()
+                self._looked_up.clear()
+            else:
+                self._states.pop(int(team_id), None)
+                self._looked_up.pop(int(team_id), None)
+
+    # -- reading ----------------------------------------------------------------------------------------------
+
+    def _load_types(self, team: int) -> GroupState:
+        rows = self.engine.execute(
+            f"""SELECT group_type_index AS i, argMax(group_type, version) AS name,
+                       argMax(tuple(name_singular), version).1 AS singular,
+                       argMax(tuple(name_plural), version).1 AS plural,
+                       argMax(tuple(default_columns), version).1 AS columns,
+                       argMax(created_at, version) AS created, argMax(is_deleted, version) AS deleted
+                FROM {DATABASE}.group_type_mapping WHERE team_id = {team} GROUP BY i ORDER BY i""",
+            settings=_LOAD_SETTINGS,
+        ).to_pylist()
+        state = GroupState(team)
+        for row in rows:
+            if row["deleted"]:
+                state.deleted.add(int(row["i"]))
+                continue
+            columns = orjson.loads(row["columns"]) if row["columns"] else None
+            created = row["created"] if row["created"].tzinfo else row["created"].replace(tzinfo=UTC)
+            state.types[row["name"]] = GroupType(int(row["i"]), row["name"], created, row["singular"], row["plural"],
+                                                 columns if isinstance(columns, list) else None)  # fmt: skip
+        return state
+
+    def _read_groups(self, team: int, keys: list[tuple[int, str]]) -> list[Group]:
+        found: list[Group] = []
+        # Keys come in batches of a capture request or a flags request: a literal list stays small.
+        for start in range(0, len(keys), 1000):
+            chunk = keys[start : start + 1000]
+            wanted = ", ".join(f"({int(i)}, {quote_string(k)})" for i, k in chunk)
+            rows = self.engine.execute(
+                f"""SELECT group_type_index AS i, group_key AS k, argMax(created_at, version) AS created,
+                           argMax(group_properties, version) AS props, argMax(updated_at, version) AS updated
+                    FROM {DATABASE}.groups
+                    WHERE team_id = {team} AND (group_type_index, group_key) IN ({wanted})
+                    GROUP BY i, k""",
+                settings=_LOAD_SETTINGS,
+            ).to_pylist()
+            for row in rows:
+                try:
+                    props = orjson.loads(row["props"] or "{}")
+                except orjson.JSONDecodeError:
+                    props = {}
+                found.append(Group(int(row["i"]), row["k"], _aware(row["created"]),
+                                   props if isinstance(props, dict) else {}, _aware(row["updated"])))  # fmt: skip
+        return found
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
