@@ -216,7 +216,7 @@ def remote_actions(client: Client, *documents: Any) -> dict[int, Any]:
     from ..server.hogql.catalog import ActionDefinition
 
     actions: dict[int, Any] = {}
-    for item in client.paginate(client.path("actions/")):
+    for item in client.actions._all():  # every live action, paged as the client lists them
         if isinstance(item, Mapping) and isinstance(item.get("id"), int):
             steps = tuple(item.get("steps") or ())
             actions[item["id"]] = ActionDefinition(item["id"], item.get("name"), steps, bool(item.get("deleted")))

@@ -40,7 +40,7 @@ from .breakdowns import BREAKDOWN_NULL, breakdown_value_sql, has_breakdown
 from .common import first_event_time
 from .events import strip_alias
 from .funnels import funnel_person_rows
-from .groups import GROUP_NAME, group_order
+from .groups import GROUP_NAME, group_order, group_search
 from .insight_actors import INSIGHT_ACTOR_KINDS, insight_actors_sql
 from .person_tuples import ACTOR_DISPLAY_NAME, ACTOR_PERSON
 from .trends import previous_range
@@ -162,8 +162,7 @@ def _group_actors(query: ActorsQuery, ctx: RunContext, p: Params, index: int, so
         if condition:
             where.append(condition)
     if query.search:
-        term = p.add(f"%{query.search}%")
-        where.append(f"(toString(properties.name) ILIKE {term} OR key ILIKE {term})")
+        where.append(group_search(p, query.search))
     order = []
     for i, entry in enumerate(query.orderBy or []):
         text = strip_alias(entry)

@@ -32,7 +32,7 @@ from ...filters.properties import Params, hogql_expression, property_filters_to_
 from .base import RunContext, register
 from .events import strip_alias
 
-__all__ = ["GROUP_NAME", "group_order", "run_groups"]
+__all__ = ["GROUP_NAME", "group_order", "group_search", "run_groups"]
 
 GROUP_NAME = "coalesce(toString(properties.name), key)"
 """HogQL of a group's shown name: its ``name`` property, else its key (PostHog's ``group_name``)."""
@@ -60,6 +60,13 @@ def group_order(entries: list[str] | None, attr: str = "orderBy") -> list[str]:
     return order
 
 
+def group_search(p: Params, search: str) -> str:
+    """The condition of a groups search (GroupsQuery's and ActorsQuery's ``search``, as PostHog's): the group's
+    ``name`` property or its key contains the text, case-insensitively."""
+    term = p.add(f"%{search}%")
+    return f"(toString(properties.name) ILIKE {term} OR key ILIKE {term})"
+
+
 @register("GroupsQuery")
 def run_groups(query: GroupsQuery, ctx: RunContext) -> dict[str, Any]:
     """Answer a GroupsQuery: ``columns, results, types, hasMore, limit, offset, hogql``."""
@@ -80,8 +87,7 @@ def run_groups(query: GroupsQuery, ctx: RunContext) -> dict[str, Any]:
     if filters:
         where.append(filters)
     if query.search:
-        term = p.add(f"%{query.search}%")
-        where.append(f"(toString(properties.name) ILIKE {term} OR toString(key) ILIKE {term})")
+        where.append(group_search(p, query.search))
     limit = min(query.limit or 100, MAX_SELECT_RETURNED_ROWS)
     offset = query.offset or 0
     hogql = (
