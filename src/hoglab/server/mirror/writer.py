@@ -287,10 +287,6 @@ class Mirror:
 
     # -- actions, flags, cohorts, experiments ---------------------------------------------------------------------
 
-    def write_action(self, remote: Mapping[str, Any]) -> int:
-        """Check and store one remote action (see :meth:`write_objects`); the local id."""
-        return self._write_action(remote, action_fields(remote)[0])
-
     def _write_action(self, remote: Mapping[str, Any], fields: dict[str, Any]) -> int:
         """Create or update the copy of a remote action (matched by mapping, else by name among the live local
         ones); the local id."""
@@ -388,18 +384,6 @@ class Mirror:
     def write_flag(self, remote: Mapping[str, Any]) -> int:
         """Check and store one remote flag (see :meth:`write_objects`); the local id."""
         return self._write_flag(remote, flag_fields(remote)[0])
-
-    def write_cohort(self, remote: Mapping[str, Any]) -> int:
-        """Check and store one remote cohort (see :meth:`write_objects`); the local id."""
-        return self._write_cohort(remote, cohort_fields(remote)[0])
-
-    def write_holdout(self, remote: Mapping[str, Any]) -> int:
-        """Check and store one remote holdout (see :meth:`write_objects`); the local id."""
-        return self._write_holdout(remote, holdout_fields(remote)[0])
-
-    def write_saved_metric(self, remote: Mapping[str, Any]) -> int:
-        """Check and store one remote saved metric (see :meth:`write_objects`); the local id."""
-        return self._write_saved_metric(remote, saved_metric_fields(remote)[0])
 
     def _write_experiment(self, remote: Mapping[str, Any], fields: dict[str, Any]) -> int:
         """Create or update the copy of a remote experiment (and, when new, its flag); the local id. Actions its

@@ -156,16 +156,6 @@ class SavedMetricRepository:
         with self._db.write() as conn:
             conn.execute(f"DELETE FROM experiment_saved_metric_links WHERE id IN ({','.join('?' * len(ids))})", ids)
 
-    def experiments_using(self, saved_metric_id: int) -> list[int]:
-        """The ids of the experiments linked to the saved metric."""
-        with self._db.read() as conn:
-            rows = conn.execute(
-                "SELECT DISTINCT experiment_id FROM experiment_saved_metric_links WHERE saved_metric_id = ?"
-                " ORDER BY experiment_id",
-                (saved_metric_id,),
-            ).fetchall()
-        return [int(row[0]) for row in rows]
-
     def list(self, team_id: int, *, limit: int = 100, offset: int = 0) -> Page[SavedMetricRecord]:
         """A page of the project's saved metrics by name, case ignored (PostHog's ``Lower("name")``)."""
         with self._db.read() as conn:
