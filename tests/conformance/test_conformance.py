@@ -124,8 +124,8 @@ def function_cases() -> list[Case]:
     return cases
 
 
-def toml_cases(file: str) -> tuple[list[Case], dict[str, list[dict[str, Any]]]]:
-    """``hogql.toml`` / ``insights.toml``: cases with PostHog's asserted answers, and their fixtures."""
+def toml_cases(file: str) -> list[Case]:
+    """``hogql.toml`` / ``insights.toml``: cases with PostHog's asserted answers."""
     data = tomllib.loads((HERE / file).read_text())
     cases = []
     for entry in data.get("case", []):
@@ -138,19 +138,20 @@ def toml_cases(file: str) -> tuple[list[Case], dict[str, list[dict[str, Any]]]]:
                 request=json.loads(entry["request"]) if "request" in entry else {},
             )
         )  # fmt: skip
-    return cases, data.get("fixtures", {})
+    return cases
 
 
 def all_cases() -> tuple[list[Case], dict[str, list[dict[str, Any]]]]:
+    """Every case, and the fixtures (``fixtures.json``: PostHog's test events by name, in capture's shape)."""
     cases = function_cases()
-    fixtures: dict[str, list[dict[str, Any]]] = {}
     for file in ("hogql.toml", "insights.toml"):
         if (HERE / file).exists():
-            more, fix = toml_cases(file)
-            cases += more
-            fixtures.update(fix)
+            cases += toml_cases(file)
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "case ids must be unique"
+    fixtures = json.loads((HERE / "fixtures.json").read_text())
+    missing = {c.fixture for c in cases if c.fixture} - fixtures.keys()
+    assert not missing, f"cases name fixtures that fixtures.json lacks: {missing}"
     return cases, fixtures
 
 
