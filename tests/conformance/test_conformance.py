@@ -390,6 +390,8 @@ def _at(value: Any, path: str) -> Any:
             value = value[int(part)]
         elif isinstance(value, dict) and part in value:
             value = value[part]
+        elif isinstance(value, list) and part == "length":
+            value = len(value)
         else:
             return MISSING
     return value
