@@ -216,37 +216,36 @@ class Service:
 
     def __init__(self, service: LocalService) -> None:
         self.service = service
-        self.projects: dict[str, tuple[int, httpx.Client]] = {}
+        self.projects: dict[str, tuple[int, dict[str, str]]] = {}
         self.http = httpx.Client(base_url=service.url, timeout=120)
 
-    def project(self, fixture: str) -> tuple[int, httpx.Client]:
+    def project(self, fixture: str) -> tuple[int, dict[str, str]]:
+        """The project of a fixture (its events captured, and arrived) and the headers of a key to it."""
         if fixture not in self.projects:
             store = self.service.state.store
             record = store.projects.create(f"conformance {fixture or 'empty'}")
             _, key = store.keys.create(store.users.default().id, ["*"], [record.id], label="conformance")
-            client = httpx.Client(base_url=self.service.url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
+            self.projects[fixture] = (record.id, {"Authorization": f"Bearer {key}"})
             events = FIXTURES.get(fixture, []) if fixture else []
             if events:
                 sent = self.http.post("/batch/", json={"api_key": record.api_token, "batch": events})
                 assert sent.status_code == 200, sent.text
-                self._wait(record.id, client, len(events))
-            self.projects[fixture] = (record.id, client)
+                self._wait(fixture, len(events))
         return self.projects[fixture]
 
-    @staticmethod
-    def _wait(project: int, client: httpx.Client, n: int) -> None:
+    def _wait(self, fixture: str, n: int) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            body = {"query": {"kind": "HogQLQuery", "query": "SELECT count() FROM events"}, "refresh": "force_blocking"}
-            answer = client.post(f"/api/projects/{project}/query/", json=body)
-            if answer.status_code == 200 and answer.json()["results"][0][0] >= n:
+            status, body = self.hogql("SELECT count() FROM events", fixture)
+            if status == 200 and body["results"][0][0] >= n:
                 return
             time.sleep(0.05)
         raise AssertionError(f"the fixture's {n} events did not arrive")
 
     def ask(self, query: dict[str, Any], fixture: str = "") -> tuple[int, dict[str, Any]]:
-        project, client = self.project(fixture)
-        answer = client.post(f"/api/projects/{project}/query/", json={"query": query, "refresh": "force_blocking"})
+        project, headers = self.project(fixture)
+        body = {"query": query, "refresh": "force_blocking"}
+        answer = self.http.post(f"/api/projects/{project}/query/", json=body, headers=headers)
         try:
             body = answer.json()
         except ValueError:
@@ -410,8 +409,6 @@ def outcomes(hoglab_service: LocalService) -> Iterator[dict[str, Outcome]]:
             write_docs(found)
         yield found
     finally:
-        for _, client in service.projects.values():
-            client.close()
         service.http.close()
 
 
