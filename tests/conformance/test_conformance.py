@@ -384,6 +384,15 @@ def classify(case: Case, answer: tuple[Any, ...], oracle: tuple[Any, ...] | None
 
 
 def _at(value: Any, path: str) -> Any:
+    """The part of an answer at a dotted path (``results.0.data``; ``length`` of a list; ``*`` every element, the
+    values sorted: an assertion on a set)."""
+    head, star, rest = path.partition(".*.")
+    if star:
+        items = _at(value, head)
+        if not isinstance(items, list):
+            return MISSING
+        found = [_at(item, rest) for item in items]
+        return MISSING if MISSING in found else sorted(found, key=json.dumps)
     for part in path.split("."):
         if isinstance(value, list) and part.lstrip("-").isdigit() and -len(value) <= int(part) < len(value):
             value = value[int(part)]
