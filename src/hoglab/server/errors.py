@@ -1,8 +1,10 @@
 """Errors the service answers with, each one ``{type, code, detail, attr}`` with the right status.
 
 Raise an ``APIError`` subclass anywhere below the routers; ``http/errors.py`` turns it (and FastAPI's own
-validation and routing errors) into PostHog's error body. Anything else is a 500 ``server_error`` whose detail
-never leaks internals; it is logged with a traceback instead.
+validation and routing errors) into PostHog's error body. A field the HogQL writer refuses (``hoglab.translate``'s
+``TranslationFailed``) is answered as a ``ValidationFailed``: :meth:`ValidationFailed.from_translation` is the one
+mapping, used by the error handlers and the query service alike. Anything else is a 500 ``server_error`` whose
+detail never leaks internals; it is logged with a traceback instead.
 
     APIError
      ├── ValidationFailed        400 validation_error / invalid_input (or a specific code)
@@ -26,6 +28,7 @@ from typing import ClassVar
 
 from hoglab.errors import HoglabError
 from hoglab.schema import ErrorBody, ErrorType
+from hoglab.translate.errors import TranslationFailed
 
 __all__ = [
     "APIError",
@@ -74,6 +77,16 @@ class ValidationFailed(APIError):
     error_type = "validation_error"
     default_code = "invalid_input"
     default_detail = "Invalid input."
+
+    @classmethod
+    def from_translation(cls, error: TranslationFailed) -> ValidationFailed:
+        """The 400 of a field ``hoglab.translate`` refused: the body the service gives its own refusals.
+
+        >>> error = TranslationFailed("Expected a number, got 'x'.", attr="properties.0")
+        >>> ValidationFailed.from_translation(error).body().attr
+        'properties.0'
+        """
+        return cls(error.detail, attr=error.attr, code=error.code)
 
 
 class InvalidRequest(APIError):

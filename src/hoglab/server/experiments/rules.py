@@ -16,9 +16,10 @@ from hoglab.schema import (
     RequestModel,
     parse_metric,
 )
+from hoglab.translate.metric.query import FEATURE_FLAG_CALLED
+from hoglab.translate.properties import hogql_expression
 
 from ..errors import NotFound, ValidationFailed
-from ..filters.properties import hogql_expression
 from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, HoldoutRecord, Store, UserRecord
 from ..store.experiments import METRIC_COLUMNS
 from ..validation import validate_body
@@ -60,7 +61,6 @@ MODEL_ERROR_ATTRS = {
     "Metric uuids must be unique within the list.": "metrics",
     "Experiments do not support global filter properties": "filters__properties",
 }
-FEATURE_FLAG_CALLED = "$feature_flag_called"
 
 
 def to_utc(value: datetime | None, attr: str) -> datetime | None:

@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hoglab.schema import validation_error_body
+from hoglab.translate.errors import TranslationFailed
 
 from ..errors import (
     APIError,
@@ -51,6 +52,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(APIError)
     async def _api_error(_: Request, exc: APIError) -> JSONResponse:
         return error_response(exc)
+
+    @app.exception_handler(TranslationFailed)
+    async def _untranslatable(_: Request, exc: TranslationFailed) -> JSONResponse:
+        return error_response(ValidationFailed.from_translation(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _request_validation(_: Request, exc: RequestValidationError) -> JSONResponse:

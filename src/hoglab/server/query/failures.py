@@ -6,12 +6,13 @@ import logging
 import re
 
 from hoglab.schema import ErrorBody
+from hoglab.translate.budget import CompileBudgetExceeded
+from hoglab.translate.errors import TranslationFailed
 
 from ..engine.base import EngineError, MemoryLimitExceeded, QueryCancelled, QueryError, QueryTimeout, TooManyRows
 from ..engine.memory import AnswerMemoryExceeded
 from ..errors import APIError, QueryTimedOut, ServerError, Throttled, ValidationFailed
 from ..hogql import HogQLError
-from ..hogql.budget import CompileBudgetExceeded
 from .fairness import ProjectBusy
 from .jobs import TooManyQueries
 
@@ -123,6 +124,8 @@ def api_error(exc: BaseException) -> APIError:
     """The HTTP error for a failure while answering a query (the table of errors in docs/api.md, "Query")."""
     if isinstance(exc, APIError):
         return exc
+    if isinstance(exc, TranslationFailed):
+        return ValidationFailed.from_translation(exc)
     if isinstance(exc, CompileBudgetExceeded):
         return ValidationFailed(exc.message, attr="query", code="query_too_complex")
     if isinstance(exc, HogQLError):

@@ -23,10 +23,11 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from hoglab.translate.budget import CompileBudget
+
 from ..engine.base import EngineError, MemoryLimitExceeded, TooManyRows
 from ..engine.limits import LimitedEngine, release_memory, statement_limits
 from ..errors import NotFound, ServerError, ValidationFailed
-from ..hogql.budget import CompileBudget
 from ..store.db import utcnow
 from . import draft_sql as drafting
 from .answers import answer_members, cache_members, dumps, join_members

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from hoglab.schema import parse_metric
-from hoglab.server.experiments.metric.query import Shape, mean_sql
-from hoglab.server.experiments.metric.resolve import ResolvedExperiment
-from hoglab.server.filters.params import Params
+from hoglab.translate.metric.experiment import ResolvedExperiment
+from hoglab.translate.metric.query import Shape, mean_sql
+from hoglab.translate.params import Params
 
 from .metric_cases import END, FLAG, START, arms, at as _at, correlated, event, exposure, purchase, run
 

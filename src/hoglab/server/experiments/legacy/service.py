@@ -30,10 +30,11 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from hoglab.translate.budget import CompileBudget
+
 from ...engine.base import EngineError
 from ...engine.limits import LimitedEngine, statement_limits
 from ...errors import NotFound, ServerError
-from ...hogql.budget import CompileBudget
 from ...query.answers import dumps, join_members
 from ...query.cache import cache_key, data_version
 from ...query.failures import api_error

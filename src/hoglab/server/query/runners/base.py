@@ -23,11 +23,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS
+from hoglab.translate.actions import ActionDefinition
+from hoglab.translate.budget import CompileBudget
 
 from ...filters.hogql_filters import filters_expansion
 from ...hogql import CompiledQuery, compile_hogql
-from ...hogql.budget import CompileBudget
-from ...hogql.catalog import ActionDefinition, Catalog
+from ...hogql.catalog import Catalog
 from ...hogql.textguard import text_guards_enabled
 from ..catalog import ENGINE_CATALOG
 
@@ -127,7 +128,7 @@ class RunContext:
     ``tag`` goes on every engine query of the request (``log_comment``), so cancelling the request kills them all.
     ``catalog`` is what the compiler is told of the engine (its materialized properties: the engine's) and of the
     project (its actions, which runners read through :attr:`actions` too, so both see the same definitions).
-    ``compile_budget`` bounds each statement's compiling (``hogql/budget.py``); ``compile_slot`` is entered
+    ``compile_budget`` bounds each statement's compiling (``translate/budget.py``); ``compile_slot`` is entered
     around it: the project's share of compiling (``query/fairness.py``), one statement at a time per project.
     """
 

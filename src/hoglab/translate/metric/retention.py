@@ -26,10 +26,11 @@ from typing import Any
 
 from hoglab.schema import ExperimentRetentionMetric
 
-from ...filters.params import Params
-from ...query.runners.common import Actions, series_conditions
+from ..actions import Actions
+from ..params import Params
+from ..series import series_conditions
+from .experiment import ResolvedExperiment
 from .query import PLAIN, PerUnit, Shape, exposures_sql, window_seconds
-from .resolve import ResolvedExperiment
 
 __all__ = ["retention_sql", "retention_units"]
 

@@ -20,7 +20,7 @@ with 0. **mean**: ``total`` (events), ``sum``/``avg``/``min``/``max`` of a prope
 ``dau`` (1 if any); outliers are capped at the percentiles of all exposed persons' values (``ignore_zeros`` leaves
 zeros out of the upper one). **ratio**: numerator and denominator the same way, person by person. **funnel**: the
 exposure is step 0 of an ordered/strict/unordered funnel over the metric's steps (the shared per-person replay of
-``runners/funnel_replay.py``), within the conversion window of the exposure (3 years without one).
+``funnel_replay.py``), within the conversion window of the exposure (3 years without one).
 
 **Breakdowns** (``breakdownFilter``, PostHog's ``BreakdownInjector``): each unit's value of every breakdown property
 is read off its *first exposure event* (``$$_posthog_breakdown_null_$$`` when missing), columns ``b1``..``b3``
@@ -38,33 +38,40 @@ values and a random sample above; hoglab stays exact (and deterministic) at ever
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlglot import exp
 
-from hoglab.schema import ActionsNode, ExperimentFunnelMetric, ExperimentMeanMetric, ExperimentRatioMetric, SeriesFields
+from hoglab.schema import (
+    ActionsNode,
+    AnyExperimentMetric,
+    ExperimentFunnelMetric,
+    ExperimentMeanMetric,
+    ExperimentRatioMetric,
+    SeriesFields,
+)
 
-from ...errors import ValidationFailed
-from ...filters.actions import action_condition
-from ...filters.params import Params
-from ...filters.properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
-from ...hogql.parse import parse_hogql_expr
-from ...query.runners.common import Actions, series_conditions
-from ...query.runners.funnel_replay import packed_event_key, replay_expr, unpacked
-from ...query.runners.funnels_sql import unordered_replay
-from ..rules import FEATURE_FLAG_CALLED
-from .resolve import ResolvedExperiment
+from ..actions import Actions, action_condition
+from ..errors import TranslationFailed
+from ..funnel_replay import packed_event_key, replay_expr, unordered_replay, unpacked
+from ..params import Params
+from ..parse import parse_hogql_expr
+from ..properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
+from ..series import series_conditions
+from .experiment import ResolvedExperiment
 
 __all__ = [
     "BREAKDOWN_NULL",
+    "FEATURE_FLAG_CALLED",
     "MULTIPLE_VARIANT_KEY",
     "NO_WINDOW_SECONDS",
     "PLAIN",
     "RATIO_COVARIATE_COLUMNS",
     "Shape",
+    "cuped_lookback",
     "exposures_sql",
     "funnel_sql",
     "mean_sql",
@@ -72,6 +79,8 @@ __all__ = [
     "window_seconds",
 ]
 
+FEATURE_FLAG_CALLED = "$feature_flag_called"
+"""PostHog's exposure event: the SDKs send it when a flag is evaluated."""
 MULTIPLE_VARIANT_KEY = "$multiple"
 BREAKDOWN_NULL = "$$_posthog_breakdown_null_$$"
 RATIO_COVARIATE_COLUMNS = ("pre_sum", "pre_sum_squares", "pre_denominator_sum", "pre_denominator_sum_squares",
@@ -158,6 +167,37 @@ def window_seconds(metric: Any) -> int:
     if metric.conversion_window and metric.conversion_window_unit:
         return int(metric.conversion_window) * _UNIT_SECONDS[metric.conversion_window_unit]
     return 0
+
+
+def cuped_lookback(metric: AnyExperimentMetric, experiment: ResolvedExperiment, days: int | None) -> int | None:
+    """The CUPED lookback in days when CUPED applies to this metric, else ``None`` (PostHog's metric check after
+    ``resolve_experiment_cuped_config``; ratio metrics: hoglab's opt-in extension ``stats_config.cuped.ratio``).
+
+    ``days`` is the experiment's lookback as the stats resolve it (``hoglab.stats.posthog.resolve_cuped``),
+    ``None`` when CUPED is off.
+
+    >>> from datetime import UTC, datetime
+    >>> from hoglab.schema import parse_metric
+    >>> exp = ResolvedExperiment(experiment_id=1, flag_key="f", variants=("control", "test"),
+    ...                          start=datetime(2026, 1, 1, tzinfo=UTC), stats_config={"cuped": {"enabled": True}})
+    >>> cuped_lookback(parse_metric({"metric_type": "mean", "source": {"event": "buy"}}), exp, 14)
+    14
+    >>> cuped_lookback(parse_metric({"metric_type": "funnel", "series": [{"event": "buy"}],
+    ...                              "funnel_order_type": "unordered"}), exp, 14) is None
+    True
+    """
+    if days is None:
+        return None
+    if metric.metric_type == "mean":
+        if getattr(metric.source, "math_property_type", None) == "session_properties":
+            return None  # PostHog's session-property means have no pre-exposure sessions to read
+        return days
+    if metric.metric_type == "funnel":
+        return None if metric.funnel_order_type == "unordered" else days
+    if metric.metric_type == "ratio":
+        section = experiment.stats_config.get("cuped")
+        return days if isinstance(section, Mapping) and section.get("ratio") is True else None
+    return None
 
 
 def _exposure_parts(
@@ -269,7 +309,7 @@ def hogql_math(text: str | None, attr: str) -> tuple[str, str]:
         value, aggregate = call.group("inner").strip(), function
     if parse_hogql_expr(value).find(exp.AggFunc) is not None:
         # Else the engine refuses it, quoting SQL the user never wrote and naming no field.
-        raise ValidationFailed(
+        raise TranslationFailed(
             f"{text[:80]!r} can't be read as a value per event: use one sum, avg, min, max or count around a "
             "per-event expression (sum(toFloat(properties.price))), or the per-event expression alone.",
             attr=attr,
