@@ -7,6 +7,8 @@ it counts an import inside a function like one at the top of a module, so three 
   start or open it inside their functions, which is allowed): every toolkit module is imported in a fresh
   interpreter and nothing of ``hoglab.server``, nor chDB, may come with it;
 * no import cycle between modules of different folders (a cycle inside one folder is that folder's business);
+* each class name is defined once in the whole package (two ``NotFound`` would make which one a module gets depend
+  on how many dots its import has);
 * ``hoglab.translate``, the HogQL writer both halves call, imports nothing but ``hoglab.schema``, ``hoglab.errors``,
   pydantic, sqlglot and the standard library (import-linter can forbid a list, not allow one);
 * docs/architecture.md draws the tree as it is: every package a folder of the drawing, every folder drawn a
@@ -15,6 +17,7 @@ it counts an import inside a function like one at the top of a module, so three 
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import subprocess
@@ -118,6 +121,17 @@ def test_no_import_cycle_crosses_folders() -> None:
         if len(folders) > 1:
             crossing.append(sorted(component))
     assert not crossing, f"import cycles across folders (inside functions too): {crossing}"
+
+
+def test_no_class_name_is_defined_twice() -> None:
+    where: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert len(where) > 300  # the walk found the package's classes
+    twice = {name: places for name, places in where.items() if len(places) > 1}
+    assert not twice, f"class names defined more than once: {twice}"
 
 
 def test_translate_imports_only_the_schema_sqlglot_and_the_standard_library() -> None:

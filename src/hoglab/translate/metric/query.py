@@ -70,7 +70,7 @@ __all__ = [
     "NO_WINDOW_SECONDS",
     "PLAIN",
     "RATIO_COVARIATE_COLUMNS",
-    "Shape",
+    "MetricShape",
     "cuped_lookback",
     "exposures_sql",
     "funnel_sql",
@@ -93,13 +93,13 @@ _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86_400, "week":
 
 
 @dataclass(frozen=True)
-class Shape:
+class MetricShape:
     """What a metric's statement computes beyond the per-variant sums.
 
     ``breakdowns``: ``(type, property)`` pairs (event or person), one column ``b<i>`` each; ``lookback_days``: the
     CUPED pre-exposure window (``None``: no covariate).
 
-    >>> Shape((("event", "$browser"),), 14).columns
+    >>> MetricShape((("event", "$browser"),), 14).columns
     ['b1']
     """
 
@@ -123,7 +123,7 @@ class Shape:
         return start - timedelta(days=self.lookback_days) if self.lookback_days else start
 
 
-PLAIN = Shape()
+PLAIN = MetricShape()
 """No breakdown, no CUPED."""
 
 
@@ -147,7 +147,7 @@ class PerUnit:
     def _with(self) -> str:
         return ", ".join(f"{name} AS ({sql})" for name, sql in (*self.ctes, ("units", self.select)))
 
-    def aggregate(self, measures: str, shape: Shape) -> str:
+    def aggregate(self, measures: str, shape: MetricShape) -> str:
         """The per-variant (and per breakdown value) ``measures`` over the units."""
         return f"WITH {self._with()} SELECT variant{shape.lead()}, {measures} FROM units GROUP BY variant{shape.lead()}"
 
@@ -247,7 +247,7 @@ def breakdown_value_sql(kind: str, prop: str, p: Params) -> str:
 
 
 def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: datetime,
-                  exposure: tuple[list[str], str] | None = None, shape: Shape = PLAIN,
+                  exposure: tuple[list[str], str] | None = None, shape: MetricShape = PLAIN,
                   first_uuid: bool = False, actions: Actions | None = None) -> str:  # fmt: skip
     """One row per exposed person: ``entity_id, variant, first_exposure_time, last_exposure_time`` and the
     breakdown values of their first exposure event, ``b1``.. (PostHog's ``BreakdownInjector``); with
@@ -367,7 +367,7 @@ def _stop(p: Params, end: datetime, window: int) -> str:
 
 
 def _entity_values(node: SeriesFields, p: Params, project: Any, attr: str, experiment: ResolvedExperiment,
-                   end: datetime, window: int, shape: Shape, actions: Actions | None) -> str:  # fmt: skip
+                   end: datetime, window: int, shape: MetricShape, actions: Actions | None) -> str:  # fmt: skip
     """Per exposed unit: ``entity_id, variant, b..``, ``value`` and with CUPED ``covariate`` (one scan)."""
     events = _events_of(node, p, project, attr, shape.since(experiment.start), _stop(p, end, window), actions,
                         experiment.entity)  # fmt: skip
@@ -382,7 +382,7 @@ def _entity_values(node: SeriesFields, p: Params, project: Any, attr: str, exper
     """
 
 
-def _covariate_sums(shape: Shape, value: str = "value") -> str:
+def _covariate_sums(shape: MetricShape, value: str = "value") -> str:
     if not shape.lookback_days:
         return ""
     return (f", sum(covariate) AS cov, sum(covariate * covariate) AS cov_squares, "
@@ -390,7 +390,7 @@ def _covariate_sums(shape: Shape, value: str = "value") -> str:
 
 
 def mean_units(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-               end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
+               end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """Each exposed unit's ``value`` (capped at the outlier percentiles when the metric sets them) and, with CUPED,
     its ``covariate``."""
     window = window_seconds(metric)
@@ -428,7 +428,7 @@ def mean_units(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: 
 
 
 def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-             end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
+             end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, squares`` (and the CUPED sums) of each variant and breakdown value (``$multiple``
     included; the runner drops it): the sums of :func:`mean_units`."""
     units = mean_units(metric, experiment, p, project, end, shape, actions)
@@ -437,7 +437,7 @@ def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Pa
 
 
 def ratio_units(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
+                end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """Each exposed unit's ``numerator`` and ``denominator`` (each a mean metric's value) and, with a lookback,
     their pre-exposure ``numerator_covariate`` and ``denominator_covariate``."""
     window = window_seconds(metric)
@@ -459,7 +459,7 @@ def ratio_units(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p
 
 
 def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-              end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
+              end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, squares, denominator_sum, denominator_squares, product`` of each variant and
     breakdown value (the sums of :func:`ratio_units`); with a lookback, hoglab's ratio CUPED sums too
     (:data:`RATIO_COVARIATE_COLUMNS`: y, d the unit's numerator and denominator, a, b the same over the
@@ -478,7 +478,7 @@ def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: 
 
 
 def funnel_units(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                 end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
+                 end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """Each exposed unit's ``step`` (the furthest metric step reached, 0 for the exposure alone; the replay's
     default for a unit without metric events) and ``value`` (1 when it reached the last step); with a lookback, the
     0/1 ``covariate`` "did the last step's event in the pre-exposure window" (PostHog's
@@ -547,7 +547,7 @@ def funnel_units(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment,
 
 
 def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-               end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
+               end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, s1..sN`` (units reaching each metric step) of each variant and breakdown value;
     with a lookback, ``cov, cov_squares, cov_product`` of the 0/1 covariate: the sums of :func:`funnel_units`."""
     units = funnel_units(metric, experiment, p, project, end, shape, actions)

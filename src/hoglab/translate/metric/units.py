@@ -33,7 +33,7 @@ from ..actions import Actions
 from ..params import Params
 from ..values import escape_identifier
 from .experiment import ResolvedExperiment
-from .query import PerUnit, Shape, cuped_lookback, exposures_sql, funnel_units, mean_units, ratio_units
+from .query import MetricShape, PerUnit, cuped_lookback, exposures_sql, funnel_units, mean_units, ratio_units
 from .retention import retention_units
 
 __all__ = ["metric_units", "units_sql"]
@@ -47,7 +47,7 @@ def metric_units(metric: AnyExperimentMetric, experiment: ResolvedExperiment, p:
     the stats resolve it, ``None`` when CUPED is off (:func:`.query.cuped_lookback`)."""
     items = (metric.breakdownFilter.breakdowns or []) if metric.breakdownFilter is not None else []
     lookback = cuped_lookback(metric, experiment, cuped_days)
-    shape = Shape(tuple((str(i.type or "event"), str(i.property)) for i in items), lookback)
+    shape = MetricShape(tuple((str(i.type or "event"), str(i.property)) for i in items), lookback)
     if metric.metric_type == "mean":
         return mean_units(metric, experiment, p, project, end, shape, actions)
     if metric.metric_type == "ratio":

@@ -37,7 +37,7 @@ from hoglab.stats.posthog import (
 from hoglab.translate.metric.experiment import ResolvedExperiment
 from hoglab.translate.metric.query import (
     RATIO_COVARIATE_COLUMNS,
-    Shape,
+    MetricShape,
     cuped_lookback,
     funnel_sql,
     mean_sql,
@@ -96,14 +96,14 @@ def variant_stats(metric_type: str, key: str, row: Mapping[str, Any] | None, ste
     return ExperimentStats(key, n, total, squares, **covariate)
 
 
-def _shape(metric: AnyExperimentMetric, experiment: ResolvedExperiment) -> Shape:
+def _shape(metric: AnyExperimentMetric, experiment: ResolvedExperiment) -> MetricShape:
     items = (metric.breakdownFilter.breakdowns or []) if metric.breakdownFilter is not None else []
     breakdowns = tuple((str(item.type or "event"), str(item.property)) for item in items)
-    return Shape(breakdowns, cuped_lookback(metric, experiment, cuped_days(experiment)))
+    return MetricShape(breakdowns, cuped_lookback(metric, experiment, cuped_days(experiment)))
 
 
 def _sql(metric: AnyExperimentMetric, resolved: ResolvedExperimentQuery, ctx: RunContext, p: Params,
-         shape: Shape) -> str:  # fmt: skip
+         shape: MetricShape) -> str:  # fmt: skip
     experiment = resolved.experiment
     end = experiment.end or ctx.now
     actions = ctx.actions  # the project's, for a metric or an exposure that names one

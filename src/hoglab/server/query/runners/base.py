@@ -258,15 +258,15 @@ def register(kind: str) -> Callable[[Runner], Runner]:
     return _registrar(RUNNERS, "a runner", kind)
 
 
-Resolver = Callable[[Any, "ProjectRecord", "Store"], Any]
+QueryResolver = Callable[[Any, "ProjectRecord", "Store"], Any]
 """``resolver(query_model, project, store) -> model``: the query with what it refers to in the store read in."""
 
-RESOLVERS: dict[str, Resolver] = {}
+RESOLVERS: dict[str, QueryResolver] = {}
 """Query kind → resolver, for kinds that name stored objects (an experiment by id). The service resolves before
 its cache lookup, so the cache key covers the stored settings and the runner gets the resolved model."""
 
 
-def register_resolver(kind: str) -> Callable[[Resolver], Resolver]:
+def register_resolver(kind: str) -> Callable[[QueryResolver], QueryResolver]:
     """Decorator: make ``resolver`` the one for ``kind``."""
     return _registrar(RESOLVERS, "a resolver", kind)
 
