@@ -38,7 +38,7 @@ class ResolvedExperiment(BaseModel):
     team_config: dict[str, Any] = {}
     only_count_matured_users: bool = False
     holdout_key: str | None = None
-    # hoglab's compare_to_holdout sets it to the holdout arm; otherwise PostHog's choice (``baseline``).
+    # hoglab's compare_to_holdout sets it to the holdout arm; otherwise PostHog's choice (the service's baseline()).
     baseline_override: str | None = None
     # The flag's aggregation_group_type_index: the experiment randomises groups of that type, not persons.
     group_type_index: int | None = None
