@@ -16,12 +16,13 @@ from hoglab.schema import (
     RequestModel,
     parse_metric,
 )
+from hoglab.translate.metric.query import FEATURE_FLAG_CALLED
+from hoglab.translate.properties import hogql_expression
 
-from ..errors import NotFound, ValidationFailed
-from ..filters.properties import hogql_expression
-from ..http.bodies import validate_body
+from ..errors import ResourceNotFound, ValidationFailed
 from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, HoldoutRecord, Store, UserRecord
 from ..store.experiments import METRIC_COLUMNS
+from ..validation import validate_body
 from .holdouts import flag_holdout, holdout_body, holdout_change, holdout_for
 from .legacy.filters import read_metric
 from .saved_metrics import link_bodies, link_saved_metrics
@@ -60,7 +61,6 @@ MODEL_ERROR_ATTRS = {
     "Metric uuids must be unique within the list.": "metrics",
     "Experiments do not support global filter properties": "filters__properties",
 }
-FEATURE_FLAG_CALLED = "$feature_flag_called"
 
 
 def to_utc(value: datetime | None, attr: str) -> datetime | None:
@@ -123,7 +123,7 @@ NOT_FOUND_IDS = 10
 """How many of the project's experiment ids a 404 lists (the first ones; the rest are counted)."""
 
 
-def experiment_not_found(store: Store, team_id: int, experiment_id: int) -> NotFound:
+def experiment_not_found(store: Store, team_id: int, experiment_id: int) -> ResourceNotFound:
     """The 404 for an experiment the project does not have, listing the ids it does have (only its own).
 
     ``Experiment 99 not found in project 1 (ids: 1, 2).``; past :data:`NOT_FOUND_IDS` ids it says how many more.
@@ -134,7 +134,7 @@ def experiment_not_found(store: Store, team_id: int, experiment_id: int) -> NotF
     else:
         more = f", … {total - len(ids)} more" if total > len(ids) else ""
         known = "ids: " + ", ".join(map(str, ids)) + more
-    return NotFound(f"Experiment {experiment_id} not found in project {team_id} ({known}).")
+    return ResourceNotFound(f"Experiment {experiment_id} not found in project {team_id} ({known}).")
 
 
 def experiment_body(
@@ -145,7 +145,7 @@ def experiment_body(
     holdout: Mapping[str, Any] | None = None,
     saved_metrics: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The ``Experiment`` answer: the seed's fields, the nested flag and creator, the holdout and the saved metric
+    """The ``Experiment`` answer: PostHog's fields, the nested flag and creator, the holdout and the saved metric
     links (:func:`experiment_answers` reads them from the store)."""
     return {
         "id": record.id,

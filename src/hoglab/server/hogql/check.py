@@ -4,16 +4,16 @@ The check is an allow-list of sqlglot node classes, not a deny-list: a construct
 tomorrow is refused until someone decides it is safe. Names of tables are not checked here (resolve.py maps
 each one to a guarded view or refuses it); this step refuses what no resolution could make safe.
 
->>> from .parse import parse_hogql
+>>> from hoglab.translate.parse import parse_hogql
 >>> check_query(parse_hogql("select count() from events"))
 >>> check_query(parse_hogql("select hostName()"))
 Traceback (most recent call last):
 ...
-hoglab.server.hogql.errors.HogQLError: Function 'hostName' is not allowed
+hoglab.translate.errors.HogQLError: Function 'hostName' is not allowed
 >>> check_query(parse_hogql("select countt() from events"))
 Traceback (most recent call last):
 ...
-hoglab.server.hogql.errors.HogQLError: Function 'countt' is not allowed; did you mean 'count'?
+hoglab.translate.errors.HogQLError: Function 'countt' is not allowed; did you mean 'count'?
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import re
 
 from sqlglot import exp
 
-from .errors import HogQLError, node_span
+from hoglab.translate.errors import HogQLError, node_span
+
 from .functions import function_names, is_allowed_function
 from .suggest import did_you_mean
 

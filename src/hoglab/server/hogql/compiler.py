@@ -20,16 +20,17 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from hoglab.translate.errors import HogQLError, hint_quoted_string, node_span
+from hoglab.translate.parse import parse_hogql, parse_hogql_expr
+from hoglab.translate.values import bind_placeholders
+
 from .actions import expand_matches_action
 from .catalog import NO_MATERIALIZED, Catalog
 from .check import check_query
-from .errors import HogQLError, hint_quoted_string, node_span
-from .parse import parse_hogql, parse_hogql_expr
 from .printer import apply_limit, name_columns, print_clickhouse, print_hogql, remember_texts
 from .props import NameRead, use_materialized
 from .resolve import Env, Resolver
 from .textguard import guard_text_equalities
-from .values import bind_placeholders
 
 __all__ = ["REQUIRED_SETTINGS", "CompiledQuery", "FiltersCondition", "compile_hogql"]
 

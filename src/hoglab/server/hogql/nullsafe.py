@@ -10,7 +10,7 @@
   ``IN`` are wrapped ``ifNull(.., 0)``, so ``NOT (properties.x = 'a')`` keeps those rows too and a comparison
   selected as a column is ``0``, never NULL. Wrapping a value that is never NULL changes nothing.
 
->>> from .parse import parse_hogql
+>>> from hoglab.translate.parse import parse_hogql
 >>> select = parse_hogql("select concat(a, 'b'), a != NULL from t")
 >>> apply_null_rules(list(select.walk()))
 >>> select.sql("clickhouse")
@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from hoglab.translate.values import call
+
 from .props import PROP_META
-from .values import call
 
 __all__ = ["NULLABLE_META", "apply_null_rules"]
 

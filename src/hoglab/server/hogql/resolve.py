@@ -25,12 +25,14 @@ from typing import Any
 
 from sqlglot import exp
 
-from .budget import checkpoint
+from hoglab.translate.budget import checkpoint
+from hoglab.translate.errors import HogQLError, node_span
+from hoglab.translate.parse import parse_hogql_expr
+from hoglab.translate.values import escape_identifier
+
 from .catalog import NO_MATERIALIZED, Catalog
 from .check import chain_top
-from .errors import HogQLError, node_span
 from .nullsafe import NULLABLE_META, apply_null_rules
-from .parse import parse_hogql_expr
 from .props import (
     EVENT_PROPERTIES_META,
     JSON_META,
@@ -48,7 +50,6 @@ from .query_log import query_log_view
 from .scope import Columns, Scope, Source, collect_sources, expand_stars, output_columns, scope_nodes, walk_scope
 from .suggest import did_you_mean
 from .tables import TABLES, ViewOptions, build_view
-from .values import escape_identifier
 
 __all__ = ["Resolver"]
 
@@ -152,7 +153,7 @@ class Resolver:
         return env
 
     def _resolve_select(self, select: exp.Select, env: Env) -> None:
-        checkpoint()  # the compile budget (budget.py): each SELECT is a unit of work
+        checkpoint()  # the compile budget (translate/budget.py): each SELECT is a unit of work
         scope = Scope(select=select, env_aliases=set(env.aliases))
         prewhere = select.args.get("prewhere")
         if prewhere is not None:

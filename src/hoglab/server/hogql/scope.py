@@ -1,6 +1,6 @@
 """One SELECT's view of the world: its sources, its aliases, and the nodes that belong to it.
 
->>> from .parse import parse_hogql
+>>> from hoglab.translate.parse import parse_hogql
 >>> select = parse_hogql("select a.x from (select 1 as x) a")
 >>> [n.sql() for n in scope_nodes(Scope(select=select, env_aliases=set())) if isinstance(n, exp.Column)]
 ['a.x']
@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Literal
 
 from sqlglot import exp
 
-from .dialect import HogQLDialect
-from .errors import HogQLError, node_span
+from hoglab.translate.dialect import HogQLDialect
+from hoglab.translate.errors import HogQLError, node_span
+
 from .props import JSON_META, NAME_META, PROP_META, mark_json
 from .suggest import did_you_mean
 from .tables import TABLES, TableSchema

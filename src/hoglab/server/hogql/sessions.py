@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from sqlglot import exp, parse_one
 
-from .dialect import HogQLDialect
+from hoglab.translate.dialect import HogQLDialect
 
 __all__ = [
     "ATTRIBUTION_KEYS",

@@ -19,10 +19,11 @@ from typing import Literal
 
 from sqlglot import exp
 
+from hoglab.translate.values import call
+
 from .catalog import NO_MATERIALIZED, Catalog
 from .query_log import QUERY_LOG_FIELDS
 from .sessions import OTHER_NAMES, SESSION_FIELDS, session_view_items
-from .values import call
 
 __all__ = [
     "GROUP_TYPES",

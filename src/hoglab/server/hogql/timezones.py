@@ -9,7 +9,7 @@ explicit argument when the user gave none, as PostHog's printer does.
 PostHog's conveniences ``toInt``/``toFloat``/``toDecimal`` become ClickHouse casts that return NULL when the
 value does not convert (they accept strings and numbers alike).
 
->>> from .parse import parse_hogql
+>>> from hoglab.translate.parse import parse_hogql
 >>> tree = parse_hogql("select now(), today(), toDateTime('2024-01-01'), toFloat(x)")
 >>> for item in apply_timezone(tree, "Europe/Berlin").expressions:
 ...     print(item.sql("clickhouse"))
@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from hoglab.translate.values import call
+
 from .functions import TZ_FUNCTIONS
-from .values import call
 
 __all__ = ["apply_timezone"]
 

@@ -21,13 +21,14 @@ from fastapi import Depends, Path, Query, Request
 
 from hoglab.schema import ActionWrite
 
-from ..errors import MethodNotAllowed, NotFound, ValidationFailed
+from ..errors import MethodNotAllowed, ResourceNotFound, ValidationFailed
 from ..filters.actions import check_steps
 from ..state import ServiceState, get_state
 from ..store import ActionRecord, DuplicateActionName
 from ..store.db import utcnow
-from .auth import MAX_ID, AuthContext, require_scope
-from .bodies import MAX_PAGE_LIMIT, json_body_openapi, page_links, parse_json_object, raw_body, validate_body
+from ..validation import MAX_ID, validate_body
+from .auth import AuthContext, require_scope
+from .bodies import MAX_PAGE_LIMIT, json_body_openapi, page_links, parse_json_object, raw_body
 from .routing import SlashRouter
 
 __all__ = ["action_body", "router"]
@@ -91,7 +92,7 @@ def _duplicate(exc: DuplicateActionName) -> ValidationFailed:
 def _load(state: ServiceState, auth: AuthContext, action_id: int) -> ActionRecord:
     record = state.store.actions.get(auth.project.id, action_id)
     if record is None:
-        raise NotFound()
+        raise ResourceNotFound()
     return record
 
 
@@ -145,7 +146,7 @@ def _update(request: Request, auth: AuthContext, state: ServiceState, action_id:
     except DuplicateActionName as exc:
         raise _duplicate(exc) from None
     if record is None:
-        raise NotFound()
+        raise ResourceNotFound()
     return action_body(state, record)
 
 

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from hoglab.schema import HogQLFilters, HogQLQuery, QueryRequest, validation_error_body
+from hoglab.translate.actions import ActionDefinition
 
-from ..engine.catalog import ENGINE_CATALOG
 from ..errors import ValidationFailed
 from ..filters.actions import action_to_expr
-from ..hogql.catalog import ActionDefinition, WithActions, actions_version
+from ..hogql.catalog import WithActions, actions_version
 from .bounds import check_compile_budget
 from .cache import cache_key
+from .catalog import ENGINE_CATALOG
 from .runners import RESOLVERS, RUNNERS, load_runners
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def unwrap_source(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def execution_mode(request: QueryRequest) -> str:
-    """PostHog's ``refresh`` → execution mode (reference 1.3): ``async: true`` wins; ``true`` forces a blocking
+    """PostHog's ``refresh`` → execution mode (docs/api.md, "Query"): ``async: true`` wins; ``true`` forces a blocking
     run; omitted, ``false`` and ``force_cache`` mean ``blocking`` on this endpoint."""
     if request.async_:
         return "async"
@@ -178,7 +179,7 @@ def project_actions(store: Store | None, project_id: int) -> tuple[ActionDefinit
 
 def project_catalog(actions: tuple[ActionDefinition, ...]) -> WithActions:
     """What the compiler is handed for a project's request: the engine's columns, the project's actions and the
-    one compiler of actions (``filters/actions.py``) that ``matchesAction`` expands them with."""
+    actions' conditions (``filters/actions.py`` ``action_to_expr``) that ``matchesAction`` expands them with."""
     return WithActions(ENGINE_CATALOG, actions, action_to_expr)
 
 

@@ -18,8 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hoglab.translate.params import Params
+from hoglab.translate.properties import group_type_index, hogql_expression, property_access
+
 from ...errors import ValidationFailed
-from ...filters.properties import Params, group_type_index, hogql_expression, property_access
 
 __all__ = [
     "BREAKDOWN_NULL",

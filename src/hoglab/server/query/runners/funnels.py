@@ -21,13 +21,16 @@ import math
 from typing import Any
 
 from hoglab.schema import FunnelsQuery
+from hoglab.translate.actions import Actions
+from hoglab.translate.dates import QueryDateRange, bucket_key_sql, resolve_date_range
+from hoglab.translate.params import Params
+from hoglab.translate.properties import group_type_index, hogql_expression
+from hoglab.translate.series import get, is_action, require_action, series_label
 
 from ...errors import ValidationFailed
-from ...filters.dates import QueryDateRange, bucket_key_sql, resolve_date_range
-from ...filters.properties import Params, group_type_index, hogql_expression
 from .base import RunContext, register
 from .breakdowns import breakdown_items, breakdown_limit
-from .common import Actions, first_event_time, get, is_action, require_action, series_label
+from .common import first_event_time
 from .funnels_sql import PERSON_ROWS_SETTINGS, person_rows_sql, window_micros
 
 __all__ = ["funnel_person_rows", "run_funnels"]

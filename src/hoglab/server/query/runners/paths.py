@@ -33,11 +33,13 @@ from collections import defaultdict
 from typing import Any
 
 from hoglab.schema import PathsQuery
+from hoglab.translate.dates import QueryDateRange, resolve_date_range
+from hoglab.translate.params import Params
+from hoglab.translate.properties import hogql_expression
+from hoglab.translate.series import series_conditions
 
-from ...filters.dates import QueryDateRange, resolve_date_range
-from ...filters.properties import Params, hogql_expression
 from .base import RunContext, register
-from .common import first_event_time, series_conditions
+from .common import first_event_time
 
 __all__ = ["SESSION_GAP_SECONDS", "grouping_regex", "path_steps_sql", "paths_range", "reachable_edges", "run_paths"]
 

@@ -28,11 +28,14 @@ import math
 from typing import Any
 
 from hoglab.schema import StickinessQuery
+from hoglab.translate.actions import Actions
+from hoglab.translate.dates import QueryDateRange, resolve_date_range
+from hoglab.translate.params import Params
+from hoglab.translate.properties import hogql_expression
+from hoglab.translate.series import get, is_action, series_action, series_conditions, series_label
 
-from ...filters.dates import QueryDateRange, resolve_date_range
-from ...filters.properties import Params, hogql_expression
 from .base import RunContext, register
-from .common import Actions, first_event_time, get, is_action, series_action, series_conditions, series_label
+from .common import first_event_time
 from .intervals import interval_start_sql
 from .trends import previous_range
 from .trends_sql import group_actor, group_condition

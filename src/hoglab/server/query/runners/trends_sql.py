@@ -22,10 +22,13 @@ from datetime import timedelta
 from typing import Any
 
 from hoglab.schema.nodes import COUNT_PER_ACTOR_MATH, PROPERTY_MATH
+from hoglab.translate.actions import Actions
+from hoglab.translate.dates import QueryDateRange, bucket_key_sql
+from hoglab.translate.params import Params
+from hoglab.translate.properties import group_type_index, hogql_expression, property_access
+from hoglab.translate.series import get, series_conditions, series_match
 
 from ...errors import ValidationFailed
-from ...filters.dates import QueryDateRange, bucket_key_sql
-from ...filters.properties import Params, group_type_index, hogql_expression, property_access
 from .breakdowns import (
     BREAKDOWN_OTHER,
     breakdown_items,
@@ -34,7 +37,6 @@ from .breakdowns import (
     has_breakdown,
     ranked_sql,
 )
-from .common import Actions, get, series_conditions, series_match
 
 __all__ = ["GROUPS_MATH", "SeriesSQL", "group_actor", "series_sql"]
 

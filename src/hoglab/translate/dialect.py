@@ -32,7 +32,7 @@ from sqlglot.tokens import Token, TokenType
 from .budget import checkpoint
 from .errors import HogQLError
 
-__all__ = ["HOGQL_PLACEHOLDER", "ClickHouseOutput", "HogQLDialect"]
+__all__ = ["HOGQL_PLACEHOLDER", "HogQLDialect", "HogQLGenerator"]
 
 HOGQL_PLACEHOLDER = "hogql"
 """``Placeholder.kind`` of a HogQL ``{name}`` placeholder (ClickHouse's ``{name:Type}`` is refused)."""
@@ -199,22 +199,3 @@ class HogQLDialect(ClickHouse):  # type: ignore[misc]
 
     Parser = HogQLParser
     Generator = HogQLGenerator
-
-
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class ClickHouseOutputGenerator(HogQLGenerator):
-    def identifier_sql(self, expression: exp.Identifier) -> str:
-        # ClickHouse's lexer knows more than sqlglot's: ``$$`` starts a heredoc string and “ ” ‘ ’ are quotes.
-        # An unquoted name holding such characters could change what the printed SQL means, so every name
-        # that is not plain ASCII is quoted.
-        if not expression.quoted and not _PLAIN.match(expression.name):
-            expression = exp.Identifier(this=expression.name, quoted=True)
-        return str(super().identifier_sql(expression))
-
-
-class ClickHouseOutput(HogQLDialect):
-    """HogQLDialect for printing SQL that ClickHouse will run: every non-plain name is quoted."""
-
-    Generator = ClickHouseOutputGenerator

@@ -5,7 +5,7 @@
 >>> parse_hogql("select 1; select 2")
 Traceback (most recent call last):
 ...
-hoglab.server.hogql.errors.HogQLError: Only one statement is allowed (line 1, column 9)
+hoglab.translate.errors.HogQLError: Only one statement is allowed (line 1, column 9)
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def parse_hogql_expr(text: str) -> exp.Expr:
     >>> parse_hogql_expr("1 from events")
     Traceback (most recent call last):
     ...
-    hoglab.server.hogql.errors.HogQLError: Not a single expression: '1 from events'
+    hoglab.translate.errors.HogQLError: Not a single expression: '1 from events'
     """
     select = parse_hogql(f"SELECT {text}")
     extra = [k for k, v in select.args.items() if v and k != "expressions"]
