@@ -149,6 +149,19 @@ class HogQLParser(ClickHouseParser):  # type: ignore[misc]  # sqlglot is untyped
         node.update_positions(start=start.start, end=self._prev.end, line=start.line, col=start.col)
         return node
 
+    RANGE_PARSERS: ClassVar[dict[Any, Any]] = {
+        **ClickHouseParser.RANGE_PARSERS,
+        TokenType.RLIKE: lambda self, this: self._parse_regex(this, exp.RegexpLike),
+        TokenType.IRLIKE: lambda self, this: self._parse_regex(this, exp.RegexpILike),
+    }
+
+    def _parse_regex(self, this: exp.Expr | None, kind: type[exp.Expr]) -> exp.Expr:
+        # HogQL's regex operators: ``~`` and ``=~`` match, ``~*`` and ``=~*`` match ignoring case, ``!~`` and ``!~*``
+        # their negations (PostHog's Regex, IRegex, NotRegex and NotIRegex).
+        negate = self._prev.text.startswith("!")
+        node = kind(this=this, expression=self._parse_bitwise())
+        return exp.Not(this=node) if negate else node
+
     def _parse_table_sample(self, as_modifier: bool = False) -> exp.TableSample | None:
         token = self._curr
         sample = super()._parse_table_sample(as_modifier=as_modifier)
@@ -191,7 +204,16 @@ class HogQLDialect(ClickHouse):  # type: ignore[misc]
 
     class Tokenizer(ClickHouse.Tokenizer):  # type: ignore[misc]
         SINGLE_TOKENS: ClassVar[dict[str, TokenType]] = {
-            k: v for k, v in ClickHouse.Tokenizer.SINGLE_TOKENS.items() if k != "$"
+            **{k: v for k, v in ClickHouse.Tokenizer.SINGLE_TOKENS.items() if k != "$"},
+            "~": TokenType.RLIKE,  # HogQL has no bitwise ~ (that is bitNot); ~ is a regex match
+        }
+        KEYWORDS: ClassVar[dict[str, TokenType]] = {
+            **ClickHouse.Tokenizer.KEYWORDS,
+            "=~": TokenType.RLIKE,
+            "!~": TokenType.RLIKE,
+            "~*": TokenType.IRLIKE,
+            "=~*": TokenType.IRLIKE,
+            "!~*": TokenType.IRLIKE,
         }
         VAR_SINGLE_TOKENS: ClassVar[set[str]] = {"$"}
         HEREDOC_STRINGS: ClassVar[list[str | tuple[str, str]]] = []

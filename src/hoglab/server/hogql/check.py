@@ -48,7 +48,7 @@ _ALLOWED_NODES: tuple[type[exp.Expr], ...] = (
     # operators
     exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg, exp.Not, exp.And, exp.Or, exp.Xor,
     exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Is, exp.Like,
-    exp.ILike, exp.Between, exp.DPipe, exp.Concat, exp.Case, exp.If,
+    exp.ILike, exp.RegexpLike, exp.RegexpILike, exp.Between, exp.DPipe, exp.Concat, exp.Case, exp.If,
     # function calls (names checked below)
     exp.Anonymous, exp.AnonymousAggFunc, exp.CombinedAggFunc, exp.ParameterizedAgg,
     exp.CombinedParameterizedAgg, exp.Quantile, exp.Explode, exp.Cast, exp.Extract, exp.Trim, exp.StrPosition,
