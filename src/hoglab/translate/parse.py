@@ -97,6 +97,9 @@ def _refuse_posthog_only_syntax(tokens: list[Token]) -> None:
 def _parse_error(err: ParseError, tokens: list[Token], text: str) -> HogQLError:
     info = err.errors[0] if err.errors else {}
     description = str(info.get("description") or _first_line(str(err)))
+    if "sqlglot" in description or "Required keyword" in description:  # sqlglot's own words mean nothing here
+        near = str(info.get("highlight") or "").strip()
+        description = f"unexpected {near!r}" if near else "the query does not parse here"
     line, col = info.get("line"), info.get("col")
     start: int | None = None
     if isinstance(line, int) and isinstance(col, int):
@@ -108,12 +111,30 @@ def _parse_error(err: ParseError, tokens: list[Token], text: str) -> HogQLError:
     return HogQLError(f"Syntax error: {description}", start=start, query=text)
 
 
+# Tokens after which an IN starts an operand: ``in(a, b)`` there is PostHog's function form of ``a IN b`` (not NOT:
+# ``x NOT IN (..)`` is the operator).
+_CALL_START = {
+    *_OPERAND_START, TokenType.WHERE, TokenType.HAVING, TokenType.WHEN, TokenType.AND, TokenType.OR,
+    TokenType.ON, TokenType.PREWHERE, TokenType.QUALIFY, TokenType.EQ, TokenType.NEQ, TokenType.GT, TokenType.GTE,
+    TokenType.LT, TokenType.LTE, TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH, TokenType.ALIAS,
+}  # fmt: skip
+
+
+def _in_calls_as_functions(tokens: list[Token]) -> None:
+    """``in(1, (1, 2))`` where an operand starts is a call named ``in`` (posthog_names.py writes it as IN)."""
+    for prev, tok, nxt in zip([None, *tokens], tokens, [*tokens[1:], None], strict=False):
+        opens = nxt is not None and nxt.token_type == TokenType.L_PAREN
+        if tok.token_type == TokenType.IN and opens and (prev is None or prev.token_type in _CALL_START):
+            tok.token_type = TokenType.VAR
+
+
 def _parse(text: str) -> exp.Expr:
     if len(text) > MAX_QUERY_LENGTH:
         raise HogQLError(f"The query is longer than {MAX_QUERY_LENGTH} characters")
     tokens = _tokenize(text)
     _check_tokens(tokens)
     _refuse_posthog_only_syntax(tokens)
+    _in_calls_as_functions(tokens)
     dialect = HogQLDialect()
     try:
         trees = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(tokens, text)

@@ -25,6 +25,7 @@ from sqlglot import exp
 from hoglab.translate.errors import HogQLError, node_span
 
 from .functions import function_names, is_allowed_function
+from .posthog_names import POSTHOG_ONLY
 from .suggest import did_you_mean
 
 __all__ = ["INTERNAL_PREFIX", "RESERVED_NAMES", "chain_top", "check_query", "function_name"]
@@ -157,6 +158,8 @@ def _check_call(node: exp.Expr) -> None:
         raise _error("The view() table function is not allowed", node)
     if isinstance(node, exp.Anonymous) and isinstance(node.this, exp.Identifier) and node.this.quoted:
         raise _error("Quoted function names are not allowed", node)
+    if lowered in POSTHOG_ONLY:
+        raise _error(f"Function '{name}' needs PostHog itself, which hoglab is not: {POSTHOG_ONLY[lowered]}", node)
     if not is_allowed_function(name):
         hint = did_you_mean(name, function_names())
         raise _error(f"Function '{name}' is not allowed" + (f"; {hint}" if hint else ""), node)

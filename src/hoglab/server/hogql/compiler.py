@@ -27,6 +27,7 @@ from hoglab.translate.values import bind_placeholders
 from .actions import expand_matches_action
 from .catalog import NO_MATERIALIZED, Catalog
 from .check import check_query
+from .posthog_names import rewrite_posthog_names
 from .printer import apply_limit, name_columns, print_clickhouse, print_hogql, remember_texts
 from .props import NameRead, use_materialized
 from .resolve import Env, Resolver
@@ -193,6 +194,7 @@ def _compile(
     bound = bind_placeholders(tree, values, timezone=timezone, special={"filters": _filters_builder(filters, timezone)})
     # Actions expand before the allow-lists: their conditions are checked and guarded like the user's own text.
     bound = expand_matches_action(bound, catalog, timezone=timezone)
+    bound = rewrite_posthog_names(bound)
     assert isinstance(bound, (exp.Select, exp.SetOperation))
     check_query(bound)
     top, limits = apply_limit(bound, default_limit=default_limit, max_limit=max_limit)

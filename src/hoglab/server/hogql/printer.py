@@ -129,8 +129,8 @@ def remember_texts(top: exp.Select) -> None:
     target = first_select(top.args["from_"].this) if _is_wrapper(top) else top
     if target is None:
         return
-    for item in target.expressions:
-        item.meta[TEXT_META] = item.sql(dialect=HogQLDialect, comments=False)
+    for item in target.expressions:  # an earlier step may have kept the text as written (posthog_names.py)
+        item.meta.setdefault(TEXT_META, item.sql(dialect=HogQLDialect, comments=False))
 
 
 def _is_wrapper(top: exp.Select) -> bool:
