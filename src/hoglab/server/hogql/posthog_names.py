@@ -60,7 +60,7 @@ _ARITY: dict[str, tuple[int, int | None]] = {
     "touuid": (1, 1), "languagecodetoname": (1, 1), "hogql_lookupdomaintype": (1, 1),
     "hogql_lookuppaidsourcetype": (1, 1), "hogql_lookuporganicsourcetype": (1, 1),
     "hogql_lookuppaidmediumtype": (1, 1), "hogql_lookuporganicmediumtype": (1, 1), "uniqtheta": (1, None),
-    "uniqthetaif": (2, None), "arrayreversesort": (1, None),
+    "uniqthetaif": (2, None), "arrayreversesort": (1, None), "sortablesemver": (1, 1),
 }  # fmt: skip
 
 POSTHOG_ONLY: dict[str, str] = {
@@ -204,6 +204,12 @@ _TEMPLATES: dict[str, Callable[..., exp.Expr]] = {
         _array([item.split(" ", 1)[1] for item in _LANGUAGES.split("|")]),
         _string("Unknown"),
     ),
+    # PostHog's semantic-version UDF: the leading dotted numbers as an array of integers
+    "sortablesemver": lambda v: call(
+        "arrayMap",
+        exp.Lambda(this=call("toUInt32OrZero", exp.column("part")), expressions=[exp.to_identifier("part")]),
+        call("splitByChar", _string("."), call("extract", v, _string(r"(\d+(\.\d+)+)"))),
+    ),
     "hogql_lookupdomaintype": lambda x: _category_lookup(x, SOURCE_CATEGORIES),
     "hogql_lookuppaidsourcetype": lambda x: _category_lookup(x, SOURCE_CATEGORIES, "Paid "),
     "hogql_lookuporganicsourcetype": lambda x: _category_lookup(x, SOURCE_CATEGORIES, "Organic "),
@@ -281,6 +287,8 @@ def rewrite_posthog_names(tree: exp.Expr) -> exp.Expr:
         replacement = _rewrite(node)
         if replacement is None:
             continue
+        if TEXT_META in node.meta:
+            replacement.meta[TEXT_META] = node.meta[TEXT_META]
         for part in replacement.walk():  # errors about the new nodes point at the call the user wrote
             for key in ("line", "col", "start", "end"):
                 if key in node.meta and key not in part.meta:

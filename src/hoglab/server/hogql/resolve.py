@@ -26,6 +26,7 @@ from typing import Any
 from sqlglot import exp
 
 from hoglab.translate.budget import checkpoint
+from hoglab.translate.dialect import HogQLDialect
 from hoglab.translate.errors import HogQLError, node_span
 from hoglab.translate.parse import parse_hogql_expr
 from hoglab.translate.values import escape_identifier
@@ -353,8 +354,15 @@ class Resolver:
         if len(keys) != 1 or not (base.meta.get(JSON_META) or base.meta.get(PROP_META)):
             return
         key = keys[0]
+        position = _written_index(bracket, key)
+        if position is not None:
+            # an element of a JSON array, 1-based as ClickHouse's JSON functions (and PostHog) count them
+            if position == 0:
+                raise _err("SQL indexes start from one, not from zero. E.g: array[1]", bracket)
+            bracket.replace(json_access(base, [exp.Literal.number(position)], self.catalog, self.team_id))
+            return
         if not (isinstance(key, exp.Literal) and key.is_string):
-            raise _err("Property keys in [...] must be strings, e.g. properties['$browser']", key)
+            raise _err("Property keys in [...] must be strings or array positions, e.g. properties['$browser']", key)
         table = {EVENT_PROPERTIES_META: "events", PERSON_PROPERTIES_META: "persons"}
         kind = next((t for meta, t in table.items() if base.meta.get(meta)), None)
         if kind is not None and not self._virtual:
@@ -399,6 +407,16 @@ class Resolver:
                 continue
             view = exp.Subquery(this=self._view(source), alias=exp.TableAlias(this=source.alias_identifier()))
             source.node.replace(view)
+
+
+def _written_index(bracket: exp.Bracket, key: exp.Expr) -> int | None:
+    """The integer the user wrote in ``x[n]``: sqlglot keeps ClickHouse's 1-based index 0-based in the tree."""
+    negative = isinstance(key, exp.Neg)
+    literal = key.this if negative else key
+    if not (isinstance(literal, exp.Literal) and literal.is_int):
+        return None
+    stored = -int(literal.this) if negative else int(literal.this)
+    return stored + int(HogQLDialect.INDEX_OFFSET) - int(bracket.args.get("offset") or 0)
 
 
 def _keys(names: list[str]) -> list[exp.Expr]:

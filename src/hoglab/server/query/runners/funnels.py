@@ -130,7 +130,8 @@ def _steps(
         action = is_action(series)
         step: dict[str, Any] = {
             "action_id": get(series, "id") if action else get(series, "event"),
-            "name": series_label(series, actions),
+            # an "any event" step has no name in PostHog's funnel answer (its trends call it "All events")
+            "name": series_label(series, actions) if action or get(series, "event") is not None else None,
             "custom_name": get(series, "custom_name"),
             "order": j,
             "people": [],

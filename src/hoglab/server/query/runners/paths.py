@@ -130,9 +130,11 @@ def _limited(query: PathsQuery, p: Params) -> tuple[str, str, str | None]:
 
 
 def paths_range(query: PathsQuery, ctx: RunContext) -> QueryDateRange:
+    # a range that ends before it starts selects no event: PostHog answers it with no path, not an error
     return resolve_date_range(
-        query.dateRange, "day", now=ctx.now, timezone=ctx.timezone, first_event=lambda: first_event_time(ctx)
-    )
+        query.dateRange, "day", now=ctx.now, timezone=ctx.timezone, first_event=lambda: first_event_time(ctx),
+        empty_when_inverted=True,
+    )  # fmt: skip
 
 
 def path_steps_sql(query: PathsQuery, rng: QueryDateRange, p: Params, *, project: Any) -> str:
