@@ -133,7 +133,7 @@ class StaticCatalog:
 
 
 class WithActions:
-    """Another catalog's columns, and a project's actions with the compiler of actions: what the query service
+    """Another catalog's columns, and a project's actions with their conditions: what the query service
     hands the compiler.
 
     Its version moves with the columns' and with any action's definition, so a statement using
