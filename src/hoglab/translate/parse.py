@@ -128,10 +128,32 @@ def _in_calls_as_functions(tokens: list[Token]) -> None:
             tok.token_type = TokenType.VAR
 
 
+_DOTTED_NUMBER = re.compile(r"\d+(\.[A-Za-z0-9_$]+)+\Z")
+
+
+def _split_dotted_numbers(tokens: list[Token]) -> list[Token]:
+    """``a.1.id`` tokenizes as ``a`` ``.`` ``1.id``: split the last into ``1`` ``.`` ``id`` (a number is an element,
+    never part of a name)."""
+    out: list[Token] = []
+    for tok in tokens:
+        dotted = tok.token_type in (TokenType.VAR, TokenType.NUMBER) and _DOTTED_NUMBER.match(tok.text)
+        if not (out and out[-1].token_type == TokenType.DOT and dotted):
+            out.append(tok)
+            continue
+        start = tok.start
+        for i, piece in enumerate(tok.text.split(".")):
+            if i:
+                out.append(Token(TokenType.DOT, ".", tok.line, tok.col, start - 1, start - 1))
+            kind = TokenType.NUMBER if piece.isdigit() else TokenType.VAR
+            out.append(Token(kind, piece, tok.line, tok.col, start, start + len(piece) - 1))
+            start += len(piece) + 1
+    return out
+
+
 def _parse(text: str) -> exp.Expr:
     if len(text) > MAX_QUERY_LENGTH:
         raise HogQLError(f"The query is longer than {MAX_QUERY_LENGTH} characters")
-    tokens = _tokenize(text)
+    tokens = _split_dotted_numbers(_tokenize(text))
     _check_tokens(tokens)
     _refuse_posthog_only_syntax(tokens)
     _in_calls_as_functions(tokens)

@@ -235,6 +235,9 @@ def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str, person_id: s
         raise TranslationFailed(
             f"Groups are filtered by their own properties (type 'group') or HogQL, not {kind!r}.", attr=f"{attr}.type"
         )
+    if kind == "session":  # the event's session (a query over sessions reads its own fields: compiler.py)
+        prop = f"session.{escape_identifier(str(_get(flt, 'key')))}"
+        return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr, timezone)
     if kind not in ("event", "feature", "person"):
         raise TranslationFailed(f"Property filters of type {kind!r} are not supported.", attr=f"{attr}.type")
     prop = property_access(str(_get(flt, "key")), "person" if kind == "person" else "event")

@@ -213,6 +213,11 @@ class Resolver:
         while parts and isinstance(parts[-1], exp.Literal) and parts[-1].is_int:
             indexes.insert(0, parts[-1])  # a tuple element: person_display_name.1
             parts = parts[:-1]
+        if parts and any(isinstance(p, exp.Literal) for p in parts) and "properties" in [
+            p.name.lower() for p in parts if isinstance(p, exp.Identifier)
+        ]:
+            raise _err("A number after a dot in a property path (properties.a.1) is not supported by hoglab: "
+                       "write properties.a[1]", column)  # fmt: skip
         if not parts or not all(isinstance(p, exp.Identifier) for p in parts):
             return  # another element access: ClickHouse's business
         names = [p.name for p in parts]
@@ -220,7 +225,8 @@ class Resolver:
             return
         replacement = self._resolve_names(names, column, scope)
         if replacement is not None and indexes and (replacement.meta.get(PROP_META) or replacement.meta.get(JSON_META)):
-            return  # properties.a.1: a number as a JSON key is not supported (as before)
+            raise _err("A number after a dot in a property path (properties.a.1) is not supported by hoglab: "
+                       "write properties.a[1]", column)  # fmt: skip
         for index in indexes if replacement is not None else ():
             replacement = exp.Anonymous(this="tupleElement", expressions=[replacement, exp.Literal.number(index.this)])
         if replacement is not None:
