@@ -142,3 +142,19 @@ def live_client(live_project: TestProject) -> Iterator[Client]:
     c = Client(str(live_project.http.base_url).rstrip("/"), live_project.key, live_project.id, progress=False)
     yield c
     c.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The conformance suite's totals (tests/conformance): how many of PostHog's questions hoglab answers alike."""
+    counts: dict[str, int] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                if name == "conformance":
+                    counts[value] = counts.get(value, 0) + 1
+    if counts:
+        total = sum(counts.values())
+        parts = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("equal", "different", "refused"))
+        terminalreporter.write_line(f"conformance with PostHog: {total} cases: {parts}")

@@ -7,12 +7,17 @@ it counts an import inside a function like one at the top of a module, so three 
   start or open it inside their functions, which is allowed): every toolkit module is imported in a fresh
   interpreter and nothing of ``hoglab.server``, nor chDB, may come with it;
 * no import cycle between modules of different folders (a cycle inside one folder is that folder's business);
+* each class name is defined once in the whole package (two ``NotFound`` would make which one a module gets depend
+  on how many dots its import has);
+* ``hoglab.translate``, the HogQL writer both halves call, imports nothing but ``hoglab.schema``, ``hoglab.errors``,
+  pydantic, sqlglot and the standard library (import-linter can forbid a list, not allow one);
 * docs/architecture.md draws the tree as it is: every package a folder of the drawing, every folder drawn a
   package, the top level's loose modules exactly those drawn, and every ``name.py`` the drawing names present.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import subprocess
@@ -23,8 +28,10 @@ import grimp
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "hoglab"
-TOOLKIT = ["hoglab", "hoglab.errors", "hoglab.local", "hoglab.schema", "hoglab.client", "hoglab.frames",
-           "hoglab.queries", "hoglab.stats", "hoglab.notebook", "hoglab.cli", "hoglab.pull"]  # fmt: skip
+TOOLKIT = ["hoglab", "hoglab.errors", "hoglab.local", "hoglab.schema", "hoglab.translate", "hoglab.client",
+           "hoglab.frames", "hoglab.queries", "hoglab.stats", "hoglab.notebook", "hoglab.cli",
+           "hoglab.pull"]  # fmt: skip
+TRANSLATE_MAY_IMPORT = ("hoglab.translate", "hoglab.schema", "hoglab.errors", "sqlglot", "pydantic")
 
 
 def _modules_under(package: str) -> list[str]:
@@ -114,6 +121,31 @@ def test_no_import_cycle_crosses_folders() -> None:
         if len(folders) > 1:
             crossing.append(sorted(component))
     assert not crossing, f"import cycles across folders (inside functions too): {crossing}"
+
+
+def test_no_class_name_is_defined_twice() -> None:
+    where: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert len(where) > 300  # the walk found the package's classes
+    twice = {name: places for name, places in where.items() if len(places) > 1}
+    assert not twice, f"class names defined more than once: {twice}"
+
+
+def test_translate_imports_only_the_schema_sqlglot_and_the_standard_library() -> None:
+    graph = grimp.build_graph("hoglab", include_external_packages=True, exclude_type_checking_imports=True)
+    modules = graph.find_descendants("hoglab.translate") | {"hoglab.translate"}
+    assert len(modules) > 10  # the walk found the package
+    outside = sorted(
+        f"{module} -> {imported}"
+        for module in modules
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported.split(".")[0] not in sys.stdlib_module_names
+        and not any(imported == allowed or imported.startswith(f"{allowed}.") for allowed in TRANSLATE_MAY_IMPORT)
+    )
+    assert not outside, f"hoglab.translate imports more than the schema, sqlglot and the standard library: {outside}"
 
 
 def _drawn_tree() -> tuple[set[str], dict[str, set[str]]]:

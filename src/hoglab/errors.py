@@ -33,17 +33,21 @@ the other parts define theirs beside their code, under the same root::
     ├── CommandError                                         hoglab.cli.common: one line, exit status 1 or 2
     │   -- the notebook --
     ├── notebook.magic.placeholders.UndefinedName (also NameError) a {name} of a %%hogql cell not defined
-    │   -- the service (hoglab.server; the answer a user gets is always an APIError's body) --
-    ├── server.errors.APIError                               answered as {type, code, detail, attr}
+    │   -- the HogQL writer both halves call (hoglab.translate) --
+    ├── translate.errors.HogQLError      (also ValueError)   a statement refused, with its position
+    ├── translate.errors.TranslationFailed                   a field that can't be written as HogQL (attr); the
+    │                                                        service answers it as its ValidationFailed
+    │   -- the service (hoglab.server; the answer a user gets is always an APIException's body) --
+    ├── server.errors.APIException                           answered as {type, code, detail, attr}
     │   ├── ValidationFailed  (400) ── query.failures.HogQLInvalid, MemoryLimitReached
-    │   ├── InvalidRequest (400) · NotAuthenticated, AuthenticationFailed (401) · PermissionDenied (403)
-    │   ├── NotFound (404) · MethodNotAllowed (405) · UnsupportedMediaType (415) · http.capture.PayloadTooLarge
+    │   ├── InvalidRequest (400) · NotAuthenticated, AuthenticationFailed (401) · Forbidden (403)
+    │   ├── ResourceNotFound (404) · MethodNotAllowed (405) · UnsupportedMediaType (415) ·
+    │   │   http.capture.PayloadTooLarge
     │   ├── Throttled (429, Retry-After) · QueryTimedOut (504) · query.failures.QueryWasCancelled
-    │   └── ServerError (500) ── query.failures.EngineFailed
+    │   └── InternalError (500) ── query.failures.EngineFailed
     ├── server.engine.base.EngineError                       the engine refused or failed a statement
-    │   └── QueryError, QueryTimeout, MemoryLimitExceeded, TooManyRows, QueryCancelled, errors.EngineInUse,
-    │       materialized.MaterializeError (a key that cannot become a column)
-    ├── server.hogql.errors.HogQLError   (also ValueError)   a statement the compiler refuses, with its position
+    │   └── StatementFailed, StatementTimedOut, MemoryLimitExceeded, TooManyRows, QueryCancelled,
+    │       errors.EngineInUse, materialized.MaterializeError (a key that cannot become a column)
     ├── server.ingest.errors.IngestError (also ValueError)   events or files that cannot be stored
     │   └── LoadError
     ├── server.store.db.StoreError · server.store.flags.DuplicateFlagKey
@@ -51,7 +55,7 @@ the other parts define theirs beside their code, under the same root::
     └── server.flags: request.FlagsRequestError, properties.UnsupportedFilter,
         cohorts.CohortNotComputable (also ValueError)
 
-Service errors below the HTTP layer are turned into an ``APIError`` in one place each (``query/failures.py``
+Service errors below the HTTP layer are turned into an ``APIException`` in one place each (``query/failures.py``
 for queries, the routers for the rest), so a user's mistake is a 4xx with a body, never a 500.
 
 An :class:`APIError` carries the answer's ``status``, its PostHog error body (``type``, ``code``, ``detail``,

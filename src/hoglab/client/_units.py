@@ -2,12 +2,12 @@
 
 Against hoglab, one ``ExperimentUnitsQuery`` posted to ``POST /query/arrow/`` answers every row as Arrow: the
 server resolves the stored experiment and runs the per-unit stage its ``ExperimentQuery`` runner aggregates
-(``hoglab.server.experiments.metric.units``), so the frame's per-variant sums are the results' statistics.
+(``hoglab.translate.metric.units``), so the frame's per-variant sums are the results' statistics.
 
 PostHog has neither the endpoint nor the kind: the toolkit then writes the same HogQL itself, from the experiment
-and project it reads over the API (the builder is the service's, imported only then, so it needs hoglab's
-``server`` extra), and pages it by unit id (keyset: PostHog refuses OFFSET to personal API keys). The metrics are
-hoglab's reading of PostHog's rules (docs/api.md, "ExperimentQuery").
+and project it reads over the API, with the same builder (``hoglab.translate``, imported only then; it needs none
+of the service's dependencies), and pages it by unit id (keyset: PostHog refuses OFFSET to personal API keys).
+The metrics are hoglab's reading of PostHog's rules (docs/api.md, "ExperimentQuery").
 
 The frame (one row per unit, ``df.attrs["columns"]`` says which column is which metric's):
 
@@ -162,17 +162,12 @@ def _moment(text: Any) -> datetime | None:
 
 
 def resolve_remote(client: Client, experiment: Mapping[str, Any]) -> tuple[Any, Any]:
-    """The experiment (as the service's runners read it) and the project's settings they need (time zone, test
-    account filters), from what the API answers: for HogQL the toolkit writes itself with the service's builders,
-    which are imported only now (hoglab's ``server`` extra)."""
+    """The experiment (as the HogQL builders read it) and the project's settings they need (time zone, test
+    account filters), from what the API answers: for HogQL the toolkit writes itself with ``hoglab.translate``,
+    the service's own builders, imported only now."""
     from ..schema import ExperimentExposureCriteria, ExperimentStatsConfig
+    from ..translate.metric.experiment import ResolvedExperiment
 
-    try:
-        from ..server.experiments.metric.resolve import ResolvedExperiment
-    except ImportError as exc:  # pragma: no cover - hoglab without the server extra
-        raise HoglabError(
-            "This needs hoglab's metric definitions (its service's builders): pip install 'hoglab[server]'."
-        ) from exc
     start = _moment(experiment.get("start_date"))
     if start is None:
         raise InvalidArgument("experiment: a draft (no start_date) has no exposed units yet.", argument="experiment")
@@ -213,7 +208,7 @@ def remote_actions(client: Client, *documents: Any) -> dict[int, Any]:
     """
     if not any(_names_an_action(document) for document in documents):
         return {}
-    from ..server.hogql.catalog import ActionDefinition
+    from ..translate.actions import ActionDefinition
 
     actions: dict[int, Any] = {}
     for item in client.actions._all():  # every live action, paged as the client lists them
@@ -229,14 +224,16 @@ def remote_units_sql(resolved: Any, project: Any, metrics: Sequence[Mapping[str,
     """The HogQL (and values) of the units, written here for a server without ``ExperimentUnitsQuery`` (PostHog),
     by the service's own builder, for the experiment and project :func:`resolve_remote` read."""
     from ..schema import parse_metric
-    from ..server.experiments.metric.units import units_sql
-    from ..server.filters.params import Params
+    from ..stats.posthog import resolve_cuped
+    from ..translate.metric.units import units_sql
+    from ..translate.params import Params
 
     now = datetime.now(UTC)
     p = Params()
     parsed = [parse_metric(dict(m)) for m in metrics]
+    cuped = resolve_cuped(resolved.stats_config)  # the experiment's own setting: PostHog's answer has no team's
     sql = units_sql(resolved, parsed, properties, p, project, resolved.end or now, now, after=after, limit=limit,
-                    actions=actions)  # fmt: skip
+                    actions=actions, cuped_days=cuped.lookback_days if cuped.enabled else None)  # fmt: skip
     return sql, p.values
 
 
@@ -278,10 +275,6 @@ def experiment_units(
         raise InvalidArgument(f"page_size: expected a positive integer, got {page_size!r}.", argument="page_size")
     raw: pd.DataFrame | None = None
     if client._bulk_rows is not False:
-        import pyarrow as pa
-
-        from ..frames.arrow import arrow_frame
-
         query = {"kind": "ExperimentUnitsQuery", "experiment_id": experiment.get("id"), "metrics": metrics,
                  "properties": props}  # fmt: skip
         try:
@@ -292,6 +285,10 @@ def experiment_units(
             client._bulk_rows = False
         else:
             if response.headers.get("content-type", "").startswith(ARROW_STREAM):
+                import pyarrow as pa  # only for an Arrow answer: against PostHog the toolkit needs no pyarrow
+
+                from ..frames.arrow import arrow_frame
+
                 client._bulk_rows = True
                 raw = arrow_frame(pa.ipc.open_stream(response.content).read_all())
             else:

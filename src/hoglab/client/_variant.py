@@ -4,7 +4,7 @@ A breakdown on ``$feature/<flag>`` or ``$feature_flag_response`` reads each *eve
 after (or before) the exposure may lack: a retention's returning events then fall in another breakdown value than
 their cohort and are lost (the demo's 4-week retention by ``$feature/new-checkout`` reads 20.7% / 21.1% where the
 truth is 39.3% / 38.3%). ``by_variant`` breaks down by a *person-level* value instead: the variant the experiment's
-exposure rules give the person (the same rules as its results, :mod:`hoglab.server.experiments.metric.query`:
+exposure rules give the person (the same rules as its results, :mod:`hoglab.translate.metric.query`:
 ``first_seen`` is the variant of the first exposure; under ``exclude`` persons seen with several are left out),
 and keeps only exposed persons. Every event of a person carries the person's variant. For an experiment by group
 the unit is the event's group (``$group_N``) and a funnel or retention counts groups.
@@ -46,7 +46,7 @@ _KINDS = (TrendsQuery, FunnelsQuery, RetentionQuery)
 
 def _inline(sql: str, values: Mapping[str, Any], timezone: str) -> str:
     """``sql`` with each ``{pN}`` replaced by its value as a HogQL literal (a filter or breakdown has no values)."""
-    from ..server.hogql.values import escape_literal
+    from ..translate.values import escape_literal
 
     return _PLACEHOLDER.sub(lambda m: escape_literal(values[m.group(1)], timezone=timezone), sql)
 
@@ -60,8 +60,8 @@ def exposed_persons_hogql(client: Client, experiment: Mapping[str, Any]) -> tupl
 
     resolved, project = resolve_remote(client, experiment)
     actions = remote_actions(client, experiment.get("exposure_criteria"))
-    from ..server.experiments.metric.query import exposures_sql
-    from ..server.filters.params import Params
+    from ..translate.metric.query import exposures_sql
+    from ..translate.params import Params
 
     p = Params()
     sql = exposures_sql(resolved, p, project, resolved.end or datetime.now(UTC), actions=actions)
@@ -129,7 +129,7 @@ def by_variant(query: Any, experiment: Any, *, client: Client | None = None) -> 
         unit = f"`$group_{group}`"
         if not isinstance(q, TrendsQuery):  # trends count groups by a series' math, not by the query's index
             update["aggregation_group_type_index"] = group
-    from ..server.hogql.values import escape_literal
+    from ..translate.values import escape_literal
 
     # Each variant but the last is a test of membership; exposed units not in any of them have the last one.
     tests = [f"{unit} IN (SELECT entity_id FROM ({exposed}) WHERE variant = {escape_literal(v)}), "

@@ -88,6 +88,7 @@ from .filters import (
     PropertyGroupFilterValue,
     PropertyOperator,
     PropertyValue,
+    SessionPropertyFilter,
 )
 from .groups import CreateGroup, Group, GroupsQuery, GroupsQueryResponse, GroupType, GroupTypeMetadata
 from .insights import (
@@ -308,6 +309,7 @@ __all__ = [
     "SecondaryMetric",
     "SeriesFields",
     "SeriesNode",
+    "SessionPropertyFilter",
     "SettingsModel",
     "StickinessCriteria",
     "StickinessFilter",

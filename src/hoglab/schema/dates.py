@@ -4,7 +4,7 @@
 ``m`` months, ``q`` quarters or ``y`` years; ``n`` defaults to 0 (``mStart``: the start of this month); ``Start`` or
 ``End`` moves to the start or end of that unit. ``all`` means "from the project's first event". Anything else is
 an ISO date or datetime. The client checks arguments with this grammar; the service resolves matches to moments
-(insight runners) or to ``now()`` arithmetic (HogQL ``{filters}``) in ``hoglab.server.filters.dates``.
+(insight runners) or to ``now()`` arithmetic (HogQL ``{filters}``) in ``hoglab.translate.dates``.
 
 >>> parse_relative_date("-1mStart")
 RelativeDate(count=1, unit='m', position='Start')

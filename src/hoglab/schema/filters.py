@@ -27,6 +27,7 @@ __all__ = [
     "PropertyGroupFilterValue",
     "PropertyOperator",
     "PropertyValue",
+    "SessionPropertyFilter",
 ]
 
 PropertyOperator = Literal[
@@ -105,6 +106,12 @@ class PersonPropertyFilter(_ValueFilter):
     type: Literal["person"] = "person"
 
 
+class SessionPropertyFilter(_ValueFilter):
+    """A filter on a field of the event's session (``$entry_current_url``, ``$session_duration``, ...)."""
+
+    type: Literal["session"] = "session"
+
+
 class GroupPropertyFilter(_ValueFilter):
     """A filter on a property of the event's group of one type (PostHog group analytics):
     ``{"key": "plan", "value": "pro", "type": "group", "group_type_index": 0}``."""
@@ -149,6 +156,7 @@ AnyPropertyFilter = Annotated[
     EventPropertyFilter
     | FeaturePropertyFilter
     | PersonPropertyFilter
+    | SessionPropertyFilter
     | GroupPropertyFilter
     | ElementPropertyFilter
     | CohortPropertyFilter

@@ -104,7 +104,7 @@ class ServerConfig:
     # share of it; one query's max_memory_usage is never more than its project's part.
     memory_budget: int = 0
     project_memory_share: float = 0.5
-    # Compiling one HogQL statement: CPU seconds, and bytes of SQL printed (hogql/budget.py).
+    # Compiling one HogQL statement: CPU seconds, and bytes of SQL printed (translate/budget.py).
     max_compile_seconds: float = 3.0
     max_compiled_sql_bytes: int = 262_144
     # Event and person properties the compiler reads most become materialized columns, up to

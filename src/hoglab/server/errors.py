@@ -1,21 +1,26 @@
 """Errors the service answers with, each one ``{type, code, detail, attr}`` with the right status.
 
-Raise an ``APIError`` subclass anywhere below the routers; ``http/errors.py`` turns it (and FastAPI's own
-validation and routing errors) into PostHog's error body. Anything else is a 500 ``server_error`` whose detail
-never leaks internals; it is logged with a traceback instead.
+Their names are the service's own (DRF's ``APIException`` root), not the client's: the client's ``hoglab.APIError``,
+``NotFound``, ``PermissionDenied`` and ``ServerError`` are what a caller receives from these answers.
 
-    APIError
+Raise an ``APIException`` subclass anywhere below the routers; ``http/errors.py`` turns it (and FastAPI's own
+validation and routing errors) into PostHog's error body. A field the HogQL writer refuses (``hoglab.translate``'s
+``TranslationFailed``) is answered as a ``ValidationFailed``: :meth:`ValidationFailed.from_translation` is the one
+mapping, used by the error handlers and the query service alike. Anything else is a 500 ``server_error`` whose
+detail never leaks internals; it is logged with a traceback instead.
+
+    APIException
      ├── ValidationFailed        400 validation_error / invalid_input (or a specific code)
      ├── InvalidRequest          400 invalid_request / parse_error
      ├── NotAuthenticated        401 authentication_error / not_authenticated
      ├── AuthenticationFailed    401 authentication_error / authentication_failed
-     ├── PermissionDenied        403 authentication_error / permission_denied
-     ├── NotFound                404 invalid_request / not_found
+     ├── Forbidden               403 authentication_error / permission_denied
+     ├── ResourceNotFound        404 invalid_request / not_found
      ├── MethodNotAllowed        405 invalid_request / method_not_allowed
      ├── UnsupportedMediaType    415 invalid_request / unsupported_media_type
      ├── Throttled               429 throttled_error / throttled (+ Retry-After)
      ├── QueryTimedOut           504 server_error / query_timeout
-     └── ServerError             500 server_error / error
+     └── InternalError           500 server_error / error
 """
 
 from __future__ import annotations
@@ -26,17 +31,18 @@ from typing import ClassVar
 
 from hoglab.errors import HoglabError
 from hoglab.schema import ErrorBody, ErrorType
+from hoglab.translate.errors import TranslationFailed
 
 __all__ = [
-    "APIError",
+    "APIException",
     "AuthenticationFailed",
+    "Forbidden",
+    "InternalError",
     "InvalidRequest",
     "MethodNotAllowed",
     "NotAuthenticated",
-    "NotFound",
-    "PermissionDenied",
     "QueryTimedOut",
-    "ServerError",
+    "ResourceNotFound",
     "Throttled",
     "UnsupportedMediaType",
     "ValidationFailed",
@@ -45,7 +51,7 @@ __all__ = [
 log = logging.getLogger("hoglab.server")
 
 
-class APIError(HoglabError):
+class APIException(HoglabError):
     status_code: ClassVar[int] = 500
     error_type: ClassVar[ErrorType] = "server_error"
     default_code: ClassVar[str] = "error"
@@ -69,63 +75,73 @@ class APIError(HoglabError):
         return ErrorBody(type=self.error_type, code=self.code, detail=self.detail, attr=self.attr)
 
 
-class ValidationFailed(APIError):
+class ValidationFailed(APIException):
     status_code = 400
     error_type = "validation_error"
     default_code = "invalid_input"
     default_detail = "Invalid input."
 
+    @classmethod
+    def from_translation(cls, error: TranslationFailed) -> ValidationFailed:
+        """The 400 of a field ``hoglab.translate`` refused: the body the service gives its own refusals.
 
-class InvalidRequest(APIError):
+        >>> error = TranslationFailed("Expected a number, got 'x'.", attr="properties.0")
+        >>> ValidationFailed.from_translation(error).body().attr
+        'properties.0'
+        """
+        return cls(error.detail, attr=error.attr, code=error.code)
+
+
+class InvalidRequest(APIException):
     status_code = 400
     error_type = "invalid_request"
     default_code = "parse_error"
     default_detail = "Malformed request."
 
 
-class NotAuthenticated(APIError):
+class NotAuthenticated(APIException):
     status_code = 401
     error_type = "authentication_error"
     default_code = "not_authenticated"
     default_detail = "Authentication credentials were not provided."
 
 
-class AuthenticationFailed(APIError):
+class AuthenticationFailed(APIException):
     status_code = 401
     error_type = "authentication_error"
     default_code = "authentication_failed"
     default_detail = "Personal API key found in request Authorization header is invalid."
 
 
-class PermissionDenied(APIError):
+class Forbidden(APIException):
     status_code = 403
     error_type = "authentication_error"
     default_code = "permission_denied"
     default_detail = "You do not have permission to perform this action."
 
 
-class NotFound(APIError):
+class ResourceNotFound(APIException):
     status_code = 404
     error_type = "invalid_request"
     default_code = "not_found"
     default_detail = "Not found."
 
 
-class MethodNotAllowed(APIError):
+class MethodNotAllowed(APIException):
     status_code = 405
     error_type = "invalid_request"
     default_code = "method_not_allowed"
     default_detail = "Method not allowed."
 
 
-class UnsupportedMediaType(APIError):
+class UnsupportedMediaType(APIException):
     status_code = 415
     error_type = "invalid_request"
     default_code = "unsupported_media_type"
     default_detail = "Unsupported media type in request."
 
 
-class Throttled(APIError):
+class Throttled(APIException):
     status_code = 429
     error_type = "throttled_error"
     default_code = "throttled"
@@ -138,12 +154,12 @@ class Throttled(APIError):
         )
 
 
-class QueryTimedOut(APIError):
+class QueryTimedOut(APIException):
     status_code = 504
     error_type = "server_error"
     default_code = "query_timeout"
     default_detail = "Query has hit the max execution time before completing. Narrow the date range or simplify it."
 
 
-class ServerError(APIError):
+class InternalError(APIException):
     pass

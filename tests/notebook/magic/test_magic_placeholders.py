@@ -11,8 +11,8 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from hoglab.notebook.magic.placeholders import UndefinedName, bind_names, find_placeholders, line_column
-from hoglab.server.hogql.dialect import HOGQL_PLACEHOLDER, HogQLDialect
-from hoglab.server.hogql.parse import parse_hogql
+from hoglab.translate.dialect import HOGQL_PLACEHOLDER, HogQLDialect
+from hoglab.translate.parse import parse_hogql
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _TOKENIZER = HogQLDialect().tokenizer_class()

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hoglab.server.hogql.budget import DEFAULT_COMPILE_SECONDS, DEFAULT_MAX_SQL_BYTES
+from hoglab.translate.budget import DEFAULT_COMPILE_SECONDS, DEFAULT_MAX_SQL_BYTES
 from served import ServedProcess, ServedProject
 
 pytestmark = pytest.mark.xdist_group("served_compile")

@@ -21,9 +21,9 @@ from hoglab.server.engine import (
     EngineInUse,
     MemoryLimitExceeded,
     QueryCancelled,
-    QueryError,
     QueryLimits,
-    QueryTimeout,
+    StatementFailed,
+    StatementTimedOut,
     TooManyRows,
     chdb_path,
     open_engine,
@@ -75,24 +75,24 @@ def test_json_and_arrow_agree_on_many_rows(engine: ChdbEngine) -> None:
 
 
 def test_user_mistakes_are_query_errors_with_the_engine_message(engine: ChdbEngine) -> None:
-    with pytest.raises(QueryError) as syntax:
+    with pytest.raises(StatementFailed) as syntax:
         engine.execute("SELEC 1")
     assert syntax.value.code == 62 and syntax.value.name == "SYNTAX_ERROR"
     assert "Syntax error" in syntax.value.message and "readonly" not in syntax.value.message
-    with pytest.raises(QueryError) as unknown:
+    with pytest.raises(StatementFailed) as unknown:
         engine.execute("SELECT nosuch FROM events")
     assert unknown.value.name == "UNKNOWN_IDENTIFIER" and "nosuch" in unknown.value.message
-    with pytest.raises(QueryError, match=r"ZERO|zero|Division"):
+    with pytest.raises(StatementFailed, match=r"ZERO|zero|Division"):
         engine.execute("SELECT intDiv(1, 0)")
 
 
 def test_reads_are_readonly(engine: ChdbEngine, team: int) -> None:
-    with pytest.raises(QueryError) as excinfo:
+    with pytest.raises(StatementFailed) as excinfo:
         engine.execute(f"INSERT INTO events (team_id) VALUES ({team})")
     assert excinfo.value.name == "READONLY"
-    with pytest.raises(QueryError):
+    with pytest.raises(StatementFailed):
         engine.execute("DROP TABLE events")
-    with pytest.raises(QueryError):  # an override cannot lift it
+    with pytest.raises(StatementFailed):  # an override cannot lift it
         engine.execute(f"INSERT INTO events (team_id) VALUES ({team})", settings={"readonly": 0})
     assert engine.execute(f"SELECT count() AS n FROM events WHERE team_id = {team}").to_pylist() == [{"n": 0}]
 
@@ -103,7 +103,7 @@ def test_limits_map_to_their_errors(engine: ChdbEngine) -> None:
     with pytest.raises(MemoryLimitExceeded):
         engine.execute("SELECT groupArray(number) FROM numbers(50000000)", settings={"max_memory_usage": 20_000_000})
     started = time.monotonic()
-    with pytest.raises(QueryTimeout):
+    with pytest.raises(StatementTimedOut):
         engine.execute(SLOW, settings={"max_execution_time": 1})
     assert time.monotonic() - started < 5
 
@@ -121,7 +121,7 @@ def test_settings_apply_to_one_statement_only(engine: ChdbEngine) -> None:
     assert all(current("max_threads") != "1" or os.cpu_count() == 1 for _ in range(3))
     assert engine.execute("SELECT getSetting('log_comment') AS c", tag="req-7").to_pylist() == [{"c": "req-7"}]
     assert engine.execute("SELECT getSetting('log_comment') AS c").to_pylist() == [{"c": ""}]
-    with pytest.raises(QueryError):
+    with pytest.raises(StatementFailed):
         engine.execute("SELECT 1", settings={"no_such_setting": 1})
     assert engine.execute("SELECT 1 AS one").to_pylist() == [{"one": 1}]
 

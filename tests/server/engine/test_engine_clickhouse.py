@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from hoglab.server.config import ServerConfig
-from hoglab.server.engine import Engine, QueryCancelled, QueryError, TooManyRows, open_engine
+from hoglab.server.engine import Engine, QueryCancelled, StatementFailed, TooManyRows, open_engine
 from hoglab.server.engine.chdb import ChdbEngine
 from hoglab.server.engine.clickhouse import ClickHouseEngine, parse_clickhouse_url
 from hoglab.server.ingest import LoadError, load_file
@@ -69,14 +69,14 @@ def test_settings_travel_with_each_query(ch: ClickHouseEngine, shim: ClickHouseS
 
 
 def test_errors_map_like_the_embedded_engine(ch: ClickHouseEngine, team: int) -> None:
-    with pytest.raises(QueryError) as syntax:
+    with pytest.raises(StatementFailed) as syntax:
         ch.execute("SELEC 1")
     assert syntax.value.code == 62 and syntax.value.name == "SYNTAX_ERROR"
     assert "version" not in syntax.value.message and "for url" not in syntax.value.message
-    with pytest.raises(QueryError) as unknown:
+    with pytest.raises(StatementFailed) as unknown:
         ch.execute_json("SELECT nosuch FROM events")
     assert unknown.value.name == "UNKNOWN_IDENTIFIER"
-    with pytest.raises(QueryError):
+    with pytest.raises(StatementFailed):
         ch.execute(f"INSERT INTO events (team_id) SELECT {team}")
 
 

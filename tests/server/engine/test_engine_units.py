@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from hoglab.server.engine import EngineError, MemoryLimitExceeded, QueryCancelled, QueryError, QueryTimeout
+from hoglab.server.engine import EngineError, MemoryLimitExceeded, QueryCancelled, StatementFailed, StatementTimedOut
 from hoglab.server.engine.ddl import create_statements, is_insertable
 from hoglab.server.engine.errors import error_from_message
 from hoglab.server.engine.jsonfmt import split_json_compact
@@ -30,10 +30,10 @@ def test_settings_clause_quotes_values_and_checks_names() -> None:
 @pytest.mark.parametrize(
     ("text", "cls", "code", "name", "message"),
     [
-        ("Code: 62. DB::Exception: Syntax error: failed at position 1. (SYNTAX_ERROR)", QueryError, 62,
+        ("Code: 62. DB::Exception: Syntax error: failed at position 1. (SYNTAX_ERROR)", StatementFailed, 62,
          "SYNTAX_ERROR", "Syntax error: failed at position 1."),
         ("Received ClickHouse exception, code: 159, server response: Code: 159. DB::Exception: Timeout exceeded. "
-         "(TIMEOUT_EXCEEDED) (version 26.9.2.1) (for url http://h:8123)", QueryTimeout, 159, "TIMEOUT_EXCEEDED",
+         "(TIMEOUT_EXCEEDED) (version 26.9.2.1) (for url http://h:8123)", StatementTimedOut, 159, "TIMEOUT_EXCEEDED",
          "Timeout exceeded."),
         ("Code: 241. DB::Exception: Memory limit (for query) exceeded. (MEMORY_LIMIT_EXCEEDED)",
          MemoryLimitExceeded, 241, "MEMORY_LIMIT_EXCEEDED", "Memory limit (for query) exceeded."),

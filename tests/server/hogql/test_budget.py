@@ -9,7 +9,7 @@ import time
 import pytest
 
 from hoglab.server.hogql import compile_hogql
-from hoglab.server.hogql.budget import CompileBudget, CompileBudgetExceeded, checkpoint
+from hoglab.translate.budget import CompileBudget, CompileBudgetExceeded, checkpoint
 
 
 def subqueries(n: int) -> str:

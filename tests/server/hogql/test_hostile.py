@@ -199,6 +199,23 @@ CORPUS: list[tuple[str, str | Check, dict[str, Any] | None]] = [
     ("SELECT count() FROM events WHERE distinct_id = 'd1'", count_is(lambda w: 1), None),
     ("SELECT person_id FROM person_distinct_ids WHERE distinct_id = 'd1'", lambda r, w: r == [[P1]], None),
     ("SELECT person.properties.email FROM events WHERE distinct_id = 'd1'", lambda r, w: r == [["ann@x.com"]], None),
+    # tables and fields added for PostHog's queries (issue 33): each reads the caller's rows only
+    (  # rows of one distinct id may already be merged into its newest (ReplacingMergeTree): compare the ids
+        "SELECT DISTINCT distinct_id FROM raw_person_distinct_ids ORDER BY distinct_id",
+        lambda r, w: r == [[d] for d in sorted({row["distinct_id"] for row in w.team("pdi")})],
+        None,
+    ),
+    ("SELECT count() FROM raw_person_distinct_ids WHERE version = 99", count_is(lambda w: 0), None),
+    ("SELECT poe.properties.email FROM events WHERE distinct_id = 'd1'", lambda r, w: r == [["ann@x.com"]], None),
+    ("SELECT count() FROM events WHERE poe.properties.secret IS NOT NULL", count_is(lambda w: 0), None),
+    (
+        "SELECT count() FROM events WHERE in(distinct_id, (SELECT distinct_id FROM raw_person_distinct_ids))",
+        count_is(
+            lambda w: sum(e["distinct_id"] in {d["distinct_id"] for d in w.team("pdi")} for e in w.team("events"))
+        ),
+        None,
+    ),
+    ("SELECT count() FROM numbers(2 + (SELECT count() FROM events))", REFUSED, None),
     (
         "SELECT pdi.person.properties.email FROM events WHERE distinct_id = 'd1'",
         lambda r, w: r == [["ann@x.com"]],

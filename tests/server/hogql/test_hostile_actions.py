@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from hoglab.server.filters.actions import action_to_expr
-from hoglab.server.hogql import NO_MATERIALIZED, ActionDefinition, HogQLError, WithActions
+from hoglab.server.hogql import NO_MATERIALIZED, HogQLError, WithActions
+from hoglab.translate.actions import ActionDefinition
 
 from .conftest import Runner
 from .world import MARKER, World, prop

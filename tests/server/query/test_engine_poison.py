@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from hoglab.server.engine import QueryError
+from hoglab.server.engine import StatementFailed
 
 
 def test_a_failed_statement_does_not_leak_into_the_next_answer(hoglab_service) -> None:
     engine = hoglab_service.state.engine
     for _ in range(3):
-        with pytest.raises(QueryError, match="Division by zero"):
+        with pytest.raises(StatementFailed, match="Division by zero"):
             # Fails while it runs (row 6), after the JSON head was written.
             engine.execute_json("SELECT intDiv(10, toInt64(number) - 5) AS x FROM numbers(10)")
         answer = engine.execute_json("SELECT 42 AS answer")

@@ -23,8 +23,8 @@ from .base import (
     JsonResult,
     MemoryLimitExceeded,
     QueryCancelled,
-    QueryError,
-    QueryTimeout,
+    StatementFailed,
+    StatementTimedOut,
     TooManyRows,
 )
 from .errors import EngineInUse
@@ -43,9 +43,9 @@ __all__ = [
     "MemoryBudget",
     "MemoryLimitExceeded",
     "QueryCancelled",
-    "QueryError",
     "QueryLimits",
-    "QueryTimeout",
+    "StatementFailed",
+    "StatementTimedOut",
     "TooManyRows",
     "acquire_engine",
     "chdb_path",

@@ -21,8 +21,8 @@ __all__ = [
     "JsonResult",
     "MemoryLimitExceeded",
     "QueryCancelled",
-    "QueryError",
-    "QueryTimeout",
+    "StatementFailed",
+    "StatementTimedOut",
     "TooManyRows",
 ]
 
@@ -37,11 +37,11 @@ class EngineError(HoglabError):
         self.name = name
 
 
-class QueryError(EngineError):
+class StatementFailed(EngineError):
     """The statement is wrong (syntax, unknown column, type mismatch): the user's mistake, a 400."""
 
 
-class QueryTimeout(EngineError):
+class StatementTimedOut(EngineError):
     """``max_execution_time`` was reached."""
 
 

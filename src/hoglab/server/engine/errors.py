@@ -6,14 +6,14 @@ what ClickHouse said (``Unknown identifier ...``) in a 400.
 
 >>> e = error_from_message("Code: 159. DB::Exception: Timeout exceeded: elapsed 1000.0 ms. (TIMEOUT_EXCEEDED)")
 >>> type(e).__name__, e.code, e.name, e.message
-('QueryTimeout', 159, 'TIMEOUT_EXCEEDED', 'Timeout exceeded: elapsed 1000.0 ms.')
+('StatementTimedOut', 159, 'TIMEOUT_EXCEEDED', 'Timeout exceeded: elapsed 1000.0 ms.')
 """
 
 from __future__ import annotations
 
 import re
 
-from .base import EngineError, MemoryLimitExceeded, QueryCancelled, QueryError, QueryTimeout, TooManyRows
+from .base import EngineError, MemoryLimitExceeded, QueryCancelled, StatementFailed, StatementTimedOut, TooManyRows
 
 __all__ = ["EngineInUse", "error_from_message"]
 
@@ -23,7 +23,7 @@ class EngineInUse(EngineError):
 
 
 _BY_CODE: dict[int, type[EngineError]] = {
-    159: QueryTimeout,  # TIMEOUT_EXCEEDED
+    159: StatementTimedOut,  # TIMEOUT_EXCEEDED
     241: MemoryLimitExceeded,  # MEMORY_LIMIT_EXCEEDED
     776: MemoryLimitExceeded,  # RESOURCE_LIMIT_EXCEEDED (a workload's max_memory)
     777: MemoryLimitExceeded,  # MEMORY_RESERVATION_KILLED (evicted to keep its workload under max_memory)
@@ -70,5 +70,5 @@ def error_from_message(text: str) -> EngineError:
     if suffix:
         name = suffix.group(1)
         message = message[: suffix.start()].rstrip()
-    cls = _BY_CODE.get(code) or (EngineError if code in _SERVER_SIDE else QueryError)
+    cls = _BY_CODE.get(code) or (EngineError if code in _SERVER_SIDE else StatementFailed)
     return cls(message, code=code, name=name)

@@ -16,9 +16,10 @@ from hoglab.schema import (
     RequestModel,
     parse_metric,
 )
+from hoglab.translate.metric.query import FEATURE_FLAG_CALLED
+from hoglab.translate.properties import hogql_expression
 
-from ..errors import NotFound, ValidationFailed
-from ..filters.properties import hogql_expression
+from ..errors import ResourceNotFound, ValidationFailed
 from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, HoldoutRecord, Store, UserRecord
 from ..store.experiments import METRIC_COLUMNS
 from ..validation import validate_body
@@ -60,7 +61,6 @@ MODEL_ERROR_ATTRS = {
     "Metric uuids must be unique within the list.": "metrics",
     "Experiments do not support global filter properties": "filters__properties",
 }
-FEATURE_FLAG_CALLED = "$feature_flag_called"
 
 
 def to_utc(value: datetime | None, attr: str) -> datetime | None:
@@ -123,7 +123,7 @@ NOT_FOUND_IDS = 10
 """How many of the project's experiment ids a 404 lists (the first ones; the rest are counted)."""
 
 
-def experiment_not_found(store: Store, team_id: int, experiment_id: int) -> NotFound:
+def experiment_not_found(store: Store, team_id: int, experiment_id: int) -> ResourceNotFound:
     """The 404 for an experiment the project does not have, listing the ids it does have (only its own).
 
     ``Experiment 99 not found in project 1 (ids: 1, 2).``; past :data:`NOT_FOUND_IDS` ids it says how many more.
@@ -134,7 +134,7 @@ def experiment_not_found(store: Store, team_id: int, experiment_id: int) -> NotF
     else:
         more = f", … {total - len(ids)} more" if total > len(ids) else ""
         known = "ids: " + ", ".join(map(str, ids)) + more
-    return NotFound(f"Experiment {experiment_id} not found in project {team_id} ({known}).")
+    return ResourceNotFound(f"Experiment {experiment_id} not found in project {team_id} ({known}).")
 
 
 def experiment_body(

@@ -23,8 +23,8 @@ from zoneinfo import ZoneInfo
 
 from hoglab.errors import HoglabError
 from hoglab.schema import parse_relative_date
+from hoglab.translate.dates import moment_before
 
-from ..filters.dates import moment_before
 from ..filters.patterns import search, text_of
 
 __all__ = ["UnsupportedFilter", "match_property", "text_of"]

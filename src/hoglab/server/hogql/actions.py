@@ -5,15 +5,17 @@ its name, and stands for the action's condition over the events row it is evalua
 each call before its allow-lists run, so the action's condition is checked, resolved and team-guarded like the
 rest of the statement. The action comes from the catalog (:meth:`.catalog.Catalog.actions`: the caller's
 project only, so another project's id is "not found" and its events are never read); its condition is written
-by ``filters/actions.py``, the one compiler of actions the insight runners use too, which the catalog is handed
-(:meth:`.catalog.Catalog.action_condition`; this package never imports ``filters/``, which imports it).
+by ``hoglab.translate.actions``, the one writer of actions the insight runners use too, and bound by
+``filters/actions.py`` ``action_to_expr``, which the catalog is handed (:meth:`.catalog.Catalog.action_condition`;
+this package never imports ``filters/``, which imports it).
 
 The condition names ``event``, ``properties.$current_url``, ``properties.<key>`` and ``elements_chain`` without a
 table, so it reads the ``events`` row of the ``FROM`` it is used in (``FROM events AS e`` works; in a join,
 qualify nothing else by those names).
 
->>> from .catalog import ActionDefinition, WithActions, NO_MATERIALIZED
->>> from .parse import parse_hogql
+>>> from hoglab.translate.actions import ActionDefinition
+>>> from .catalog import WithActions, NO_MATERIALIZED
+>>> from hoglab.translate.parse import parse_hogql
 >>> from sqlglot import exp
 >>> condition = lambda action, *, timezone: exp.paren(exp.condition(f"event = '{action.steps[0]['event']}'"))
 >>> catalog = WithActions(NO_MATERIALIZED, [ActionDefinition(3, "Paid", ({"event": "paid"},))], condition)
@@ -27,8 +29,10 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
-from .catalog import ActionDefinition, Catalog
-from .errors import HogQLError, node_span
+from hoglab.translate.actions import ActionDefinition
+from hoglab.translate.errors import HogQLError, node_span
+
+from .catalog import Catalog
 
 __all__ = ["FUNCTION", "expand_matches_action", "find_action"]
 
@@ -91,7 +95,7 @@ def find_action(actions: Mapping[int, ActionDefinition], ref: int | str) -> Acti
     >>> find_action(found, 5)
     Traceback (most recent call last):
     ...
-    hoglab.server.hogql.errors.HogQLError: There is no action with id 5 in this project
+    hoglab.translate.errors.HogQLError: There is no action with id 5 in this project
     """
     if isinstance(ref, int):
         action = actions.get(ref)

@@ -7,9 +7,10 @@ it prints:
   ``pmat_<key>``): where one is, the compiler reads the column instead of extracting the key from the JSON (the
   same values by construction, ``engine/materialized.py``);
 * the project's **actions** (:class:`ActionDefinition`), which ``matchesAction(id or name)`` expands into the
-  action's condition (``hogql/actions.py``). The condition is written by ``filters/actions.py``, the one
-  compiler of actions, which the compiler does not import (it imports the compiler): the catalog is handed it
-  (:class:`ActionCondition`), as the compiler is handed ``{filters}``' translation.
+  action's condition (``hogql/actions.py``). The condition is written by ``hoglab.translate.actions``, the one
+  writer of actions, and bound by ``filters/actions.py`` ``action_to_expr``, which the compiler does not import
+  (it imports the compiler): the catalog is handed it (:class:`ActionCondition`), as the compiler is handed
+  ``{filters}``' translation.
 
 Whoever compiles passes a catalog: the query service passes the engine's (``query/catalog.py``, which also
 counts each key read, for automatic materialization) with the project's actions and their compiler added
@@ -30,16 +31,14 @@ False
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import json
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlglot import exp
 
-from .errors import HogQLError
+from hoglab.translate.actions import ActionDefinition
+from hoglab.translate.errors import HogQLError
 
 __all__ = [
     "NO_MATERIALIZED",
@@ -50,31 +49,6 @@ __all__ = [
     "WithActions",
     "actions_version",
 ]
-
-
-@dataclass(frozen=True)
-class ActionDefinition:
-    """One action of the project, as the compiler and the query runners read it: its steps as stored (PostHog's
-    ``ActionStepJSON`` dicts). ``bytecode_error`` says why hoglab cannot compile it (a copied ``$autocapture``
-    step with a CSS ``selector``); a query that uses such an action is refused with it.
-
-    >>> ActionDefinition(7, "Signed up", ({"event": "signed_up"},)).steps[0]["event"]
-    'signed_up'
-    """
-
-    id: int
-    name: str | None
-    steps: tuple[Mapping[str, Any], ...]
-    deleted: bool = False
-    bytecode_error: str | None = None
-
-    @functools.cached_property
-    def fingerprint(self) -> str:
-        """A digest of everything that decides which events the action selects (and what it is called); taken
-        once per definition (the query service reuses definitions while the project's actions are unchanged)."""
-        text = json.dumps([self.id, self.name, list(self.steps), self.deleted, self.bytecode_error],
-                          sort_keys=True, default=str)  # fmt: skip
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Catalog(Protocol):
@@ -159,7 +133,7 @@ class StaticCatalog:
 
 
 class WithActions:
-    """Another catalog's columns, and a project's actions with the compiler of actions: what the query service
+    """Another catalog's columns, and a project's actions with their conditions: what the query service
     hands the compiler.
 
     Its version moves with the columns' and with any action's definition, so a statement using

@@ -4,16 +4,16 @@ The check is an allow-list of sqlglot node classes, not a deny-list: a construct
 tomorrow is refused until someone decides it is safe. Names of tables are not checked here (resolve.py maps
 each one to a guarded view or refuses it); this step refuses what no resolution could make safe.
 
->>> from .parse import parse_hogql
+>>> from hoglab.translate.parse import parse_hogql
 >>> check_query(parse_hogql("select count() from events"))
 >>> check_query(parse_hogql("select hostName()"))
 Traceback (most recent call last):
 ...
-hoglab.server.hogql.errors.HogQLError: Function 'hostName' is not allowed
+hoglab.translate.errors.HogQLError: Function 'hostName' is not allowed
 >>> check_query(parse_hogql("select countt() from events"))
 Traceback (most recent call last):
 ...
-hoglab.server.hogql.errors.HogQLError: Function 'countt' is not allowed; did you mean 'count'?
+hoglab.translate.errors.HogQLError: Function 'countt' is not allowed; did you mean 'count'?
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ import re
 
 from sqlglot import exp
 
-from .errors import HogQLError, node_span
+from hoglab.translate.errors import HogQLError, node_span
+
 from .functions import function_names, is_allowed_function
+from .posthog_names import POSTHOG_ONLY
 from .suggest import did_you_mean
 
 __all__ = ["INTERNAL_PREFIX", "RESERVED_NAMES", "chain_top", "check_query", "function_name"]
@@ -47,7 +49,7 @@ _ALLOWED_NODES: tuple[type[exp.Expr], ...] = (
     # operators
     exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg, exp.Not, exp.And, exp.Or, exp.Xor,
     exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Is, exp.Like,
-    exp.ILike, exp.Between, exp.DPipe, exp.Concat, exp.Case, exp.If,
+    exp.ILike, exp.RegexpLike, exp.RegexpILike, exp.Between, exp.DPipe, exp.Concat, exp.Case, exp.If,
     # function calls (names checked below)
     exp.Anonymous, exp.AnonymousAggFunc, exp.CombinedAggFunc, exp.ParameterizedAgg,
     exp.CombinedParameterizedAgg, exp.Quantile, exp.Explode, exp.Cast, exp.Extract, exp.Trim, exp.StrPosition,
@@ -156,6 +158,8 @@ def _check_call(node: exp.Expr) -> None:
         raise _error("The view() table function is not allowed", node)
     if isinstance(node, exp.Anonymous) and isinstance(node.this, exp.Identifier) and node.this.quoted:
         raise _error("Quoted function names are not allowed", node)
+    if lowered in POSTHOG_ONLY:
+        raise _error(f"Function '{name}' needs PostHog itself, which hoglab is not: {POSTHOG_ONLY[lowered]}", node)
     if not is_allowed_function(name):
         hint = did_you_mean(name, function_names())
         raise _error(f"Function '{name}' is not allowed" + (f"; {hint}" if hint else ""), node)

@@ -20,16 +20,18 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from hoglab.translate.errors import HogQLError, hint_quoted_string, node_span
+from hoglab.translate.parse import parse_hogql, parse_hogql_expr
+from hoglab.translate.values import bind_placeholders
+
 from .actions import expand_matches_action
 from .catalog import NO_MATERIALIZED, Catalog
 from .check import check_query
-from .errors import HogQLError, hint_quoted_string, node_span
-from .parse import parse_hogql, parse_hogql_expr
+from .posthog_names import rewrite_posthog_names
 from .printer import apply_limit, name_columns, print_clickhouse, print_hogql, remember_texts
 from .props import NameRead, use_materialized
 from .resolve import Env, Resolver
 from .textguard import guard_text_equalities
-from .values import bind_placeholders
 
 __all__ = ["REQUIRED_SETTINGS", "CompiledQuery", "FiltersCondition", "compile_hogql"]
 
@@ -144,9 +146,33 @@ def _filters_builder(filters: FiltersCondition | None, timezone: str) -> Callabl
         for node in expression.walk():  # positions in the filters' own text would point into the statement's
             for key in ("line", "col", "start", "end"):
                 node.meta.pop(key, None)
+            node.meta[FILTERS_META] = True
         return bind_placeholders(expression, values, timezone=timezone)
 
     return build
+
+
+FILTERS_META = "hq_filters"
+"""Set on the nodes ``{filters}`` expanded to."""
+
+
+def _filters_over_sessions(tree: exp.Expr) -> None:
+    """``{filters}`` in a SELECT over ``sessions`` reads the session's own fields, as PostHog's: its date range
+    ``$start_timestamp`` (events' ``timestamp``) and a session filter ``$field`` (events' ``session.$field``)."""
+    for select in tree.find_all(exp.Select):
+        source = select.args.get("from_")
+        table = source.this if source is not None else None
+        if not (isinstance(table, exp.Table) and table.name == "sessions" and not table.args.get("db")):
+            continue
+        if select.args.get("joins"):
+            continue
+        for column in list(select.find_all(exp.Column)):
+            if not column.meta.get(FILTERS_META) or column.find_ancestor(exp.Select) is not select:
+                continue
+            if column.table == "session" and not column.args.get("db"):
+                column.replace(exp.column(column.name))
+            elif column.name == "timestamp" and not column.table:
+                column.replace(exp.column("$start_timestamp"))
 
 
 def _event_names(tree: exp.Expr) -> list[NameRead]:
@@ -190,8 +216,10 @@ def _compile(
 ) -> CompiledQuery:
     tree = parse_hogql(query)
     bound = bind_placeholders(tree, values, timezone=timezone, special={"filters": _filters_builder(filters, timezone)})
+    _filters_over_sessions(bound)
     # Actions expand before the allow-lists: their conditions are checked and guarded like the user's own text.
     bound = expand_matches_action(bound, catalog, timezone=timezone)
+    bound = rewrite_posthog_names(bound)
     assert isinstance(bound, (exp.Select, exp.SetOperation))
     check_query(bound)
     top, limits = apply_limit(bound, default_limit=default_limit, max_limit=max_limit)

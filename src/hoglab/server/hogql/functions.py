@@ -42,7 +42,8 @@ max2 min2 least greatest sign exp exp2 exp10 log ln log2 log10 log1p sqrt cbrt e
 tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh hypot pow power intExp2 intExp10 round roundBankers
 floor ceil ceiling trunc truncate roundToExp2 roundDuration roundAge roundDown pi e degrees radians factorial
 width_bucket isNaN isFinite isInfinite ifNotFinite bitAnd bitOr bitXor bitNot bitShiftLeft bitShiftRight
-bitCount bitTest bitTestAll bitTestAny mod
+bitCount bitTest bitTestAll bitTestAny mod bitRotateLeft bitRotateRight bitSlice bitHammingDistance multiplyDecimal
+divideDecimal
 """)
 _LOGIC = _names("""
 equals notEquals less greater lessOrEquals greaterOrEquals and or not xor if multiIf coalesce ifNull nullIf
@@ -57,7 +58,10 @@ toInt64OrDefault toFloat64OrDefault toDecimal32 toDecimal64 toDecimal128 toDecim
 toDecimal64OrNull toDecimal128OrNull toDecimal256OrNull toDecimal64OrZero toString toFixedString
 toStringCutToZero toUUID toUUIDOrNull toUUIDOrZero toBool toTypeName toLowCardinality accurateCast
 accurateCastOrNull accurateCastOrDefault reinterpretAsString reinterpretAsUInt64 reinterpretAsInt64
-reinterpretAsFloat64 toIPv4 toIPv6 toIPv4OrNull toIPv6OrNull IPv4NumToString IPv4StringToNum IPv6NumToString
+reinterpretAsFloat64 reinterpretAsUInt8 reinterpretAsUInt16 reinterpretAsUInt32 reinterpretAsUInt128
+reinterpretAsUInt256 reinterpretAsInt8 reinterpretAsInt16 reinterpretAsInt32 reinterpretAsInt128 reinterpretAsInt256
+reinterpretAsFloat32 reinterpretAsUUID
+toIPv4 toIPv6 toIPv4OrNull toIPv6OrNull IPv4NumToString IPv4StringToNum IPv6NumToString
 IPv6StringToNum isIPv4String isIPv6String isIPAddressInRange UUIDStringToNum UUIDNumToString toJSONString
 toInt toFloat toDecimal
 """)
@@ -82,6 +86,7 @@ parseDateTime parseDateTimeOrNull parseDateTimeOrZero parseDateTimeInJodaSyntax
 parseDateTimeInJodaSyntaxOrNull parseDateTimeBestEffort parseDateTimeBestEffortOrNull
 parseDateTimeBestEffortOrZero parseDateTimeBestEffortUS parseDateTimeBestEffortUSOrNull
 parseDateTime64BestEffort parseDateTime64BestEffortOrNull parseDateTime64BestEffortOrZero
+parseDateTime64BestEffortUSOrNull UUIDv7ToDateTime nowInBlock tumble tumbleStart tumbleEnd hop hopStart hopEnd
 toIntervalSecond toIntervalMinute toIntervalHour toIntervalDay toIntervalWeek toIntervalMonth
 toIntervalQuarter toIntervalYear toIntervalMillisecond toModifiedJulianDay toModifiedJulianDayOrNull
 fromModifiedJulianDay fromModifiedJulianDayOrNull
@@ -105,7 +110,10 @@ normalizeUTF8NFKC normalizeUTF8NFKD encodeURLComponent decodeURLComponent encode
 decodeURLFormComponent encodeXMLComponent decodeXMLComponent decodeHTMLComponent extractTextFromHTML ascii
 soundex levenshteinDistance editDistance editDistanceUTF8 damerauLevenshteinDistance jaroSimilarity
 jaroWinklerSimilarity stringJaccardIndex stringJaccardIndexUTF8 ngramDistance ngramSimhash initcap
-initcapUTF8 firstLine convertCharset printf overlay overlayUTF8 left right sparseGrams
+initcapUTF8 firstLine convertCharset printf overlay overlayUTF8 left right sparseGrams base58Encode base58Decode
+tryBase58Decode appendTrailingCharIfAbsent countSubstringsCaseInsensitiveUTF8 multiSearchAllPositionsUTF8
+multiFuzzyMatchAny multiFuzzyMatchAnyIndex multiFuzzyMatchAllIndices ngramSearch ngrams tokens translate
+translateUTF8 regexpQuoteMeta
 """)
 _URLS = _names("""
 protocol domain domainWithoutWWW domainRFC domainWithoutWWWRFC topLevelDomain topLevelDomainRFC
@@ -142,14 +150,28 @@ arrayRotateRight arrayShiftLeft arrayShiftRight arrayDotProduct arrayNormalizedG
 emptyArrayUInt8 emptyArrayUInt64 emptyArrayInt64 emptyArrayFloat64 emptyArrayString emptyArrayDate
 emptyArrayDateTime emptyArrayToSingle range replicate tuple tupleElement untuple tupleHammingDistance
 tupleNames map mapKeys mapValues mapContains mapContainsKey mapFromArrays mapAdd mapSubtract mapPopulateSeries
-mapFilter mapApply mapExists mapAll mapSort mapUpdate mapConcat L1Norm L2Norm LinfNorm L1Distance L2Distance
-cosineDistance dotProduct
+mapFilter mapApply mapExists mapAll mapSort mapUpdate mapConcat mapContainsKeyLike mapExtractKeyLike L1Norm L2Norm
+LinfNorm LpNorm L1Distance L2Distance LinfDistance LpDistance L1Normalize L2Normalize LinfNormalize LpNormalize
+cosineDistance dotProduct tupleToNameValuePairs tuplePlus tupleMinus tupleMultiply tupleDivide tupleNegate
+tupleMultiplyByNumber tupleDivideByNumber bitmapBuild bitmapToArray bitmapSubsetInRange bitmapSubsetLimit subBitmap
+bitmapContains bitmapHasAny bitmapHasAll bitmapCardinality bitmapMin bitmapMax bitmapTransform bitmapAnd bitmapOr
+bitmapXor bitmapAndnot bitmapAndCardinality bitmapOrCardinality bitmapXorCardinality bitmapAndnotCardinality
+""")
+_GEO = _names("""
+greatCircleDistance geoDistance greatCircleAngle pointInEllipses pointInPolygon geohashEncode geohashDecode
+geohashesInBox h3IsValid h3GetResolution h3GetBaseCell h3EdgeAngle h3EdgeLengthM h3EdgeLengthKm geoToH3 h3ToGeo
+h3ToGeoBoundary h3kRing h3HexAreaM2 h3HexAreaKm2 h3IndexesAreNeighbors h3ToChildren h3ToParent h3ToString stringToH3
+h3IsResClassIII h3IsPentagon h3GetFaces h3CellAreaM2 h3CellAreaRads2 h3ToCenterChild h3ExactEdgeLengthM
+h3ExactEdgeLengthKm h3ExactEdgeLengthRads h3NumHexagons h3PointDistM h3PointDistKm h3PointDistRads h3GetRes0Indexes
+h3GetPentagonIndexes h3Line h3Distance h3HexRing h3GetUnidirectionalEdge h3UnidirectionalEdgeIsValid
+h3GetOriginIndexFromUnidirectionalEdge h3GetDestinationIndexFromUnidirectionalEdge h3GetIndexesFromUnidirectionalEdge
+h3GetUnidirectionalEdgesFromHexagon h3GetUnidirectionalEdgeBoundary
 """)
 _OTHER = _names("""
 generateUUIDv4 generateUUIDv7 rand rand32 rand64 randCanonical randUniform randNormal randBernoulli
 materialize ignore identity bar transform runningDifference runningDifferenceStartingWithFirstValue
 runningAccumulate neighbor rowNumberInBlock rowNumberInAllBlocks toColumnTypeName isConstant
-isNullable nullIn nullInIgnoreSet
+isNullable nullIn nullInIgnoreSet indexHint
 """) - {"nullIn", "nullInIgnoreSet"}  # IN by function name can take a table name: refused like in()
 
 WINDOW_FUNCTIONS = _names("""
@@ -161,7 +183,8 @@ AGGREGATE_FUNCTIONS = _names("""
 count sum avg min max any anyLast anyHeavy any_value anyValue first_value last_value argMin argMax uniq
 uniqExact uniqHLL12 uniqCombined uniqCombined64 uniqTheta uniqUpTo groupArray groupArrayLast groupUniqArray
 groupArrayInsertAt groupArrayMovingAvg groupArrayMovingSum groupArraySample groupArraySorted groupBitAnd
-groupBitOr groupBitXor groupBitmap groupConcat median medianExact medianExactLow medianExactHigh
+groupBitOr groupBitXor groupBitmap groupBitmapAnd groupBitmapOr groupBitmapXor
+groupConcat median medianExact medianExactLow medianExactHigh
 medianExactWeighted medianTiming medianTDigest medianBFloat16 quantile quantiles quantileExact
 quantilesExact quantileExactLow quantileExactHigh quantileExactWeighted quantilesExactWeighted
 quantileExactInclusive quantileExactExclusive quantilesExactInclusive quantilesExactExclusive
@@ -188,7 +211,9 @@ AGGREGATE_COMBINATORS: tuple[str, ...] = tuple(
     )
 )  # fmt: skip
 
-SCALAR_FUNCTIONS = _ARITHMETIC | _LOGIC | _CONVERSIONS | _DATES | _STRINGS | _URLS | _HASHES | _JSON | _ARRAYS | _OTHER
+SCALAR_FUNCTIONS = (
+    _ARITHMETIC | _LOGIC | _CONVERSIONS | _DATES | _STRINGS | _URLS | _HASHES | _JSON | _ARRAYS | _GEO | _OTHER
+)
 
 _LOWER_SCALARS = {n.lower() for n in SCALAR_FUNCTIONS | WINDOW_FUNCTIONS}
 _LOWER_AGGREGATES = {n.lower() for n in AGGREGATE_FUNCTIONS}
@@ -214,6 +239,8 @@ TZ_FUNCTIONS: dict[str, int] = {
     "parsedatetimeornull": 2,
     "parsedatetimeorzero": 2,
     "makedatetime": 6,
+    "parsedatetime64besteffortusornull": 2,
+    "uuidv7todatetime": 1,
 }
 """Functions that build a DateTime from something without a time zone: the project's zone is appended."""
 

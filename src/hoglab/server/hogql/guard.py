@@ -15,7 +15,7 @@ from sqlglot import exp
 >>> verify_guards(exp.select("1").from_("hoglab.events"), team_id=1, database="hoglab")
 Traceback (most recent call last):
 ...
-hoglab.server.hogql.errors.HogQLError: Internal error: unguarded reference to hoglab.events
+hoglab.translate.errors.HogQLError: Internal error: unguarded reference to hoglab.events
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import re
 
 from sqlglot import exp
 
-from .errors import HogQLError
+from hoglab.translate.errors import HogQLError
+
 from .tables import GUARD_META, PERSON_OVERRIDES_TABLE, TABLES, guard
 
 __all__ = ["verify_guards", "verify_lexing"]
@@ -95,7 +96,7 @@ def verify_lexing(sql: str) -> None:
     >>> verify_lexing("SELECT 1 AS $$, 'x$$' FROM t")
     Traceback (most recent call last):
     ...
-    hoglab.server.hogql.errors.HogQLError: Internal error: unexpected characters in the printed SQL: '$'
+    hoglab.translate.errors.HogQLError: Internal error: unexpected characters in the printed SQL: '$'
     """
     rest = _QUOTED.sub(" ", sql)
     if not _UNQUOTED_OK.match(rest) or "--" in rest or "/*" in rest or "*/" in rest:

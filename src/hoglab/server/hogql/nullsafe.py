@@ -1,28 +1,37 @@
 """PostHog's printer rules for NULL, applied to one resolved scope.
 
-* ``x = NULL`` / ``x != NULL`` are ``isNull(x)`` / ``isNotNull(x)`` (ClickHouse's ``x <> NULL`` is always NULL, so
-  the condition would keep no row).
+* ``x = NULL`` / ``x != NULL`` (and ``LIKE``, ``ILIKE``, the regex operators and their negations with a NULL
+  operand) are ``isNull(x)`` / ``isNotNull(x)``: ClickHouse's ``x <> NULL`` is always NULL, so the condition would
+  keep no row.
 * ``concat(a, b, ..)`` (and ``a || b``) reads each argument as ``ifNull(toString(a), '')``: a missing property
   does not turn the whole text into NULL.
-* ``!=``, ``NOT LIKE``, ``NOT ILIKE`` and ``NOT IN`` with an operand that may be NULL (a property, a joined
-  person's field, a subquery's column or an alias) are wrapped ``ifNull(.., 1)``: a row whose property is missing
-  is *not equal* to ``'x'`` and is kept, as in PostHog. ``=``, ``<``, ``<=``, ``>``, ``>=``, ``LIKE``, ``ILIKE`` and
-  ``IN`` are wrapped ``ifNull(.., 0)``, so ``NOT (properties.x = 'a')`` keeps those rows too and a comparison
-  selected as a column is ``0``, never NULL. Wrapping a value that is never NULL changes nothing.
+* A comparison with an operand that may be NULL (a property, a joined person's field, a subquery's column or an
+  alias) answers as PostHog's printer makes it answer, never NULL:
 
->>> from .parse import parse_hogql
->>> select = parse_hogql("select concat(a, 'b'), a != NULL from t")
+  - ``=``, ``LIKE``, ``ILIKE``, ``=~``, ``=~*``: false when one side is NULL, *true when both are*
+    (``ifNull(a = b, isNull(a) AND isNull(b))``; against a constant just ``ifNull(.., 0)``);
+  - ``!=``, ``NOT LIKE``, ``NOT ILIKE``, ``!~``, ``!~*``: true when one side is NULL, *false when both are*
+    (``ifNull(a != b, isNotNull(a) OR isNotNull(b))``; against a constant ``ifNull(.., 1)``), so a row whose
+    property is missing is *not equal* to ``'x'`` and is kept;
+  - ``<``, ``<=``, ``>``, ``>=``, ``IN``, ``BETWEEN`` (either way): false (``ifNull(.., 0)``); ``NOT IN`` true.
+
+  Wrapping a value that is never NULL changes nothing, so an operand that cannot be NULL keeps the cheap form.
+  Conditions of a JOIN's ``ON`` are left alone, as PostHog leaves them: ClickHouse needs their bare equalities.
+
+>>> from hoglab.translate.parse import parse_hogql
+>>> select = parse_hogql("select concat(a, 'b'), a != NULL, a = b from t")
 >>> apply_null_rules(list(select.walk()))
 >>> select.sql("clickhouse")
-"SELECT concat(ifNull(toString(a), ''), 'b'), isNotNull(a) FROM t"
+"SELECT concat(ifNull(toString(a), ''), 'b'), isNotNull(a), ifNull((a = b), isNull(a) AND isNull(b)) FROM t"
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
+from hoglab.translate.values import call
+
 from .props import PROP_META
-from .values import call
 
 __all__ = ["NULLABLE_META", "apply_null_rules"]
 
@@ -40,12 +49,30 @@ def _may_be_null(node: exp.Expr) -> bool:
     return False
 
 
-def _null_comparison(node: exp.EQ | exp.NEQ) -> exp.Expr | None:
-    left, right = node.this, node.expression
+_MATCHES = (exp.EQ, exp.Like, exp.ILike, exp.RegexpLike, exp.RegexpILike)
+"""Comparisons that are true when both sides are NULL (PostHog's Eq, Like, ILike, Regex, IRegex)."""
+
+
+def _null_comparison(node: exp.Expr) -> exp.Expr | None:
+    """``x = NULL`` as ``isNull(x)``, ``x != NULL`` (or a negated match) as ``isNotNull(x)``; None otherwise."""
+    negated = isinstance(node, exp.Not)
+    inner = _unparen(node.this) if negated else node
+    if isinstance(inner, exp.NEQ) and not negated:
+        negated, matching = True, inner
+    elif isinstance(inner, _MATCHES):
+        matching = inner
+        negated = negated or bool(inner.args.get("negate"))
+    else:
+        return None
+    left, right = matching.this, matching.expression
     other = right if isinstance(left, exp.Null) else left if isinstance(right, exp.Null) else None
     if other is None:
         return None
-    return call("isNull" if isinstance(node, exp.EQ) else "isNotNull", other)
+    return call("isNotNull" if negated else "isNull", other)
+
+
+def _unparen(node: exp.Expr) -> exp.Expr:
+    return node.this if isinstance(node, exp.Paren) else node
 
 
 def _concat_arguments(node: exp.Anonymous) -> None:
@@ -59,44 +86,56 @@ def _concat_arguments(node: exp.Anonymous) -> None:
 
 
 def _negation_operands(node: exp.Expr) -> list[exp.Expr] | None:
-    """Operands of ``!=`` / ``NOT LIKE`` / ``NOT ILIKE`` / ``NOT IN``; None for any other node."""
+    """Operands of ``!=``, ``NOT LIKE``, ``NOT ILIKE``, ``!~``, ``!~*`` and ``NOT IN``; None for any other node."""
     if isinstance(node, exp.NEQ):
         return [node.this, node.expression]
     if isinstance(node, (exp.Like, exp.ILike)) and node.args.get("negate"):
         return [node.this, node.expression]
     if isinstance(node, exp.Not):
-        inner = node.this.this if isinstance(node.this, exp.Paren) else node.this
-        if isinstance(inner, (exp.Like, exp.ILike)):
+        inner = _unparen(node.this)
+        if isinstance(inner, (exp.Like, exp.ILike, exp.RegexpLike, exp.RegexpILike)):
             return [inner.this, inner.expression]
         if isinstance(inner, exp.In):
             return [inner.this, *inner.expressions]
     return None
 
 
+def _default(node: exp.Expr, operands: list[exp.Expr], negated: bool) -> exp.Expr:
+    """What a comparison answers where ClickHouse's is NULL: PostHog's value for one or both NULL sides."""
+    pair = len(operands) == 2 and not isinstance(node, exp.In) and not isinstance(_unparen(node.this), exp.In)
+    matching = negated or isinstance(node, _MATCHES)
+    if not (pair and matching and all(_may_be_null(o) for o in operands)):
+        return exp.Literal.number(1 if negated else 0)
+    if negated:  # false only when both sides are NULL
+        return exp.or_(call("isNotNull", operands[0].copy()), call("isNotNull", operands[1].copy()))
+    return exp.and_(call("isNull", operands[0].copy()), call("isNull", operands[1].copy()))
+
+
 def apply_null_rules(nodes: list[exp.Expr]) -> None:
     """Apply the rules above to ``nodes`` (one scope's expression nodes, resolved)."""
     replaced: set[int] = set()
     for node in nodes:
-        if isinstance(node, (exp.EQ, exp.NEQ)):
-            replacement = _null_comparison(node)
-            if replacement is not None:
-                node.replace(replacement)
-                replaced.add(id(node))
-                continue
+        if id(node) in replaced:
+            continue
+        replacement = _null_comparison(node)
+        if replacement is not None:
+            node.replace(replacement)
+            replaced.update(id(n) for n in node.walk())
+            continue
         if isinstance(node, exp.Anonymous) and node.name.lower() == "concat":
             _concat_arguments(node)
     for node in nodes:
         if id(node) in replaced or _in_join_condition(node):
             continue
         operands = _negation_operands(node)
-        default = 1
+        negated = operands is not None
         if operands is None:
             operands = _comparison_operands(node)
-            default = 0
         if operands is None or not any(o is not None and _may_be_null(o) for o in operands):
             continue
+        default = _default(node, operands, negated)
         paren = exp.Paren()
-        node.replace(call("ifNull", paren, exp.Literal.number(default)))
+        node.replace(call("ifNull", paren, default))
         paren.set("this", node)
 
 
@@ -111,11 +150,22 @@ def _in_join_condition(node: exp.Expr) -> bool:
 
 
 def _comparison_operands(node: exp.Expr) -> list[exp.Expr] | None:
-    """Operands of ``=``, ``<``, ``<=``, ``>``, ``>=``, ``LIKE``, ``ILIKE``, ``IN``; None for any other node."""
+    """Operands of ``=``, ``<``, ``<=``, ``>``, ``>=``, ``LIKE``, ``ILIKE``, ``=~``, ``=~*``, ``IN`` and
+    ``[NOT] BETWEEN``; None for any other node."""
     if isinstance(node, (exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
         return [node.this, node.expression]
     if isinstance(node, (exp.Like, exp.ILike)) and not node.args.get("negate"):
         return [node.this, node.expression]
-    if isinstance(node, exp.In) and not isinstance(node.parent, exp.Not):
-        return [node.this, *node.expressions]
+    if isinstance(node, (exp.RegexpLike, exp.RegexpILike, exp.In)) and not isinstance(_parent(node), exp.Not):
+        return [node.this, *node.expressions] if isinstance(node, exp.In) else [node.this, node.expression]
+    if isinstance(node, exp.Between) and not isinstance(_parent(node), exp.Not):
+        return [node.this, node.args["low"], node.args["high"]]
+    if isinstance(node, exp.Not) and isinstance(_unparen(node.this), exp.Between):
+        between = _unparen(node.this)
+        return [between.this, between.args["low"], between.args["high"]]
     return None
+
+
+def _parent(node: exp.Expr) -> exp.Expr | None:
+    parent = node.parent
+    return parent.parent if isinstance(parent, exp.Paren) else parent

@@ -10,19 +10,40 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sqlglot import exp
 
-from .dialect import ClickHouseOutput, HogQLDialect
-from .errors import HogQLError, node_span
+from hoglab.translate.dialect import HogQLDialect, HogQLGenerator
+from hoglab.translate.errors import HogQLError, node_span
+from hoglab.translate.values import call
+
 from .props import NAME_META
 from .scope import Scope
-from .values import call
 
-__all__ = ["LimitInfo", "apply_limit", "name_columns", "print_clickhouse", "print_hogql"]
+__all__ = ["ClickHouseOutput", "LimitInfo", "apply_limit", "name_columns", "print_clickhouse", "print_hogql"]
 
 TEXT_META = "hq_text"
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class ClickHouseOutputGenerator(HogQLGenerator):
+    def identifier_sql(self, expression: exp.Identifier) -> str:
+        # ClickHouse's lexer knows more than sqlglot's: ``$$`` starts a heredoc string and “ ” ‘ ’ are quotes.
+        # An unquoted name holding such characters could change what the printed SQL means, so every name
+        # that is not plain ASCII is quoted.
+        if not expression.quoted and not _PLAIN.match(expression.name):
+            expression = exp.Identifier(this=expression.name, quoted=True)
+        return str(super().identifier_sql(expression))
+
+
+class ClickHouseOutput(HogQLDialect):
+    """HogQLDialect for printing SQL that ClickHouse will run: every non-plain name is quoted."""
+
+    Generator = ClickHouseOutputGenerator
 
 
 @dataclass(frozen=True)
@@ -108,8 +129,8 @@ def remember_texts(top: exp.Select) -> None:
     target = first_select(top.args["from_"].this) if _is_wrapper(top) else top
     if target is None:
         return
-    for item in target.expressions:
-        item.meta[TEXT_META] = item.sql(dialect=HogQLDialect, comments=False)
+    for item in target.expressions:  # an earlier step may have kept the text as written (posthog_names.py)
+        item.meta.setdefault(TEXT_META, item.sql(dialect=HogQLDialect, comments=False))
 
 
 def _is_wrapper(top: exp.Select) -> bool:

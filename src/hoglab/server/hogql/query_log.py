@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from .values import call, value_to_node
+from hoglab.translate.values import call, value_to_node
 
 __all__ = ["QUERY_LOG_FIELDS", "query_log_view"]
 

@@ -25,12 +25,15 @@ from typing import Any
 
 from sqlglot import exp
 
-from .budget import checkpoint
+from hoglab.translate.budget import checkpoint
+from hoglab.translate.dialect import HogQLDialect
+from hoglab.translate.errors import HogQLError, node_span
+from hoglab.translate.parse import parse_hogql_expr
+from hoglab.translate.values import escape_identifier
+
 from .catalog import NO_MATERIALIZED, Catalog
 from .check import chain_top
-from .errors import HogQLError, node_span
 from .nullsafe import NULLABLE_META, apply_null_rules
-from .parse import parse_hogql_expr
 from .props import (
     EVENT_PROPERTIES_META,
     JSON_META,
@@ -48,7 +51,6 @@ from .query_log import query_log_view
 from .scope import Columns, Scope, Source, collect_sources, expand_stars, output_columns, scope_nodes, walk_scope
 from .suggest import did_you_mean
 from .tables import TABLES, ViewOptions, build_view
-from .values import escape_identifier
 
 __all__ = ["Resolver"]
 
@@ -152,7 +154,7 @@ class Resolver:
         return env
 
     def _resolve_select(self, select: exp.Select, env: Env) -> None:
-        checkpoint()  # the compile budget (budget.py): each SELECT is a unit of work
+        checkpoint()  # the compile budget (translate/budget.py): each SELECT is a unit of work
         scope = Scope(select=select, env_aliases=set(env.aliases))
         prewhere = select.args.get("prewhere")
         if prewhere is not None:
@@ -211,6 +213,11 @@ class Resolver:
         while parts and isinstance(parts[-1], exp.Literal) and parts[-1].is_int:
             indexes.insert(0, parts[-1])  # a tuple element: person_display_name.1
             parts = parts[:-1]
+        if parts and any(isinstance(p, exp.Literal) for p in parts) and "properties" in [
+            p.name.lower() for p in parts if isinstance(p, exp.Identifier)
+        ]:
+            raise _err("A number after a dot in a property path (properties.a.1) is not supported by hoglab: "
+                       "write properties.a[1]", column)  # fmt: skip
         if not parts or not all(isinstance(p, exp.Identifier) for p in parts):
             return  # another element access: ClickHouse's business
         names = [p.name for p in parts]
@@ -218,7 +225,8 @@ class Resolver:
             return
         replacement = self._resolve_names(names, column, scope)
         if replacement is not None and indexes and (replacement.meta.get(PROP_META) or replacement.meta.get(JSON_META)):
-            return  # properties.a.1: a number as a JSON key is not supported (as before)
+            raise _err("A number after a dot in a property path (properties.a.1) is not supported by hoglab: "
+                       "write properties.a[1]", column)  # fmt: skip
         for index in indexes if replacement is not None else ():
             replacement = exp.Anonymous(this="tupleElement", expressions=[replacement, exp.Literal.number(index.this)])
         if replacement is not None:
@@ -352,8 +360,15 @@ class Resolver:
         if len(keys) != 1 or not (base.meta.get(JSON_META) or base.meta.get(PROP_META)):
             return
         key = keys[0]
+        position = _written_index(bracket, key)
+        if position is not None:
+            # an element of a JSON array, 1-based as ClickHouse's JSON functions (and PostHog) count them
+            if position == 0:
+                raise _err("SQL indexes start from one, not from zero. E.g: array[1]", bracket)
+            bracket.replace(json_access(base, [exp.Literal.number(position)], self.catalog, self.team_id))
+            return
         if not (isinstance(key, exp.Literal) and key.is_string):
-            raise _err("Property keys in [...] must be strings, e.g. properties['$browser']", key)
+            raise _err("Property keys in [...] must be strings or array positions, e.g. properties['$browser']", key)
         table = {EVENT_PROPERTIES_META: "events", PERSON_PROPERTIES_META: "persons"}
         kind = next((t for meta, t in table.items() if base.meta.get(meta)), None)
         if kind is not None and not self._virtual:
@@ -398,6 +413,16 @@ class Resolver:
                 continue
             view = exp.Subquery(this=self._view(source), alias=exp.TableAlias(this=source.alias_identifier()))
             source.node.replace(view)
+
+
+def _written_index(bracket: exp.Bracket, key: exp.Expr) -> int | None:
+    """The integer the user wrote in ``x[n]``: sqlglot keeps ClickHouse's 1-based index 0-based in the tree."""
+    negative = isinstance(key, exp.Neg)
+    literal = key.this if negative else key
+    if not (isinstance(literal, exp.Literal) and literal.is_int):
+        return None
+    stored = -int(literal.this) if negative else int(literal.this)
+    return stored + int(HogQLDialect.INDEX_OFFSET) - int(bracket.args.get("offset") or 0)
 
 
 def _keys(names: list[str]) -> list[exp.Expr]:

@@ -1,6 +1,6 @@
 """One SELECT's view of the world: its sources, its aliases, and the nodes that belong to it.
 
->>> from .parse import parse_hogql
+>>> from hoglab.translate.parse import parse_hogql
 >>> select = parse_hogql("select a.x from (select 1 as x) a")
 >>> [n.sql() for n in scope_nodes(Scope(select=select, env_aliases=set())) if isinstance(n, exp.Column)]
 ['a.x']
@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Literal
 
 from sqlglot import exp
 
-from .dialect import HogQLDialect
-from .errors import HogQLError, node_span
+from hoglab.translate.dialect import HogQLDialect
+from hoglab.translate.errors import HogQLError, node_span
+
 from .props import JSON_META, NAME_META, PROP_META, mark_json
 from .suggest import did_you_mean
 from .tables import TABLES, TableSchema
@@ -242,11 +243,28 @@ def output_columns(query: exp.Expr) -> Columns:
 
 
 def _numbers(node: exp.Table, func: exp.Anonymous) -> None:
-    args = func.expressions
-    if not 1 <= len(args) <= 2 or not all(isinstance(a, exp.Literal) and a.is_int for a in args):
-        raise _err("numbers() takes one or two integer literals: numbers(count) or numbers(offset, count)", node)
-    if int(args[-1].this) > MAX_NUMBERS:
-        raise _err(f"numbers() is limited to {MAX_NUMBERS:,} rows", node)
+    """``numbers(count)`` / ``numbers(offset, count)`` with constant arguments (PostHog's messages for the count of
+    them); a count that is not a literal is read as at most :data:`MAX_NUMBERS`, as a literal may ask for."""
+    args = list(func.expressions)
+    if not args:
+        raise _err("Table function 'numbers' requires at least 1 argument", node)
+    if len(args) > 2:
+        raise _err("Table function 'numbers' requires at most 2 arguments", node)
+    for arg in args:
+        if isinstance(arg, exp.Literal) and arg.is_string:
+            raise _err("numbers() takes numbers: numbers(count) or numbers(offset, count)", arg)
+        if any(isinstance(n, (exp.Column, exp.Query, exp.Subquery, exp.Star, exp.Window)) for n in arg.walk()):
+            raise _err("The arguments of numbers() must be constant expressions", arg)
+    count = args[-1]
+    if isinstance(count, exp.Literal) and count.is_int:
+        if int(count.this) > MAX_NUMBERS:
+            raise _err(f"numbers() is limited to {MAX_NUMBERS:,} rows", node)
+        return
+    bounded = exp.Anonymous(
+        this="least",
+        expressions=[exp.Anonymous(this="toUInt64", expressions=[count.copy()]), exp.Literal.number(MAX_NUMBERS)],
+    )
+    count.replace(bounded)
 
 
 def _sample_fraction(sample: exp.Expr) -> float:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from sqlglot import exp, parse_one
 
-from .dialect import HogQLDialect
+from hoglab.translate.dialect import HogQLDialect
 
 __all__ = [
     "ATTRIBUTION_KEYS",
@@ -29,8 +29,10 @@ __all__ = [
     "OTHER_NAMES",
     "PAID_MEDIUMS",
     "PAID_MEDIUM_PREFIXES",
+    "PAID_MEDIUM_TYPES",
     "SESSION_FIELDS",
     "SOURCE_CATEGORIES",
+    "category_of",
     "session_view_items",
 ]
 
@@ -66,7 +68,7 @@ PAID_MEDIUM_PREFIXES = ("paid",)
 PAID_MEDIUMS = ("cpc", "cpm", "cpv", "cpa", "ppc", "retargeting")
 """utm_medium values (and prefixes) that make a session paid."""
 
-_PAID_MEDIUM_TYPES: dict[str, tuple[str, ...]] = {
+PAID_MEDIUM_TYPES: dict[str, tuple[str, ...]] = {
     "Display": ("display", "banner", "expandable", "interstitial", "cpm"),
     "Paid Social": ("social", "social-network", "social-media", "sm", "social network", "social media"),
     "Paid Video": ("video",),
@@ -130,6 +132,17 @@ def _name(value: str) -> str:
     return f"arrayElement(splitByChar('.', if({site} = '', {value}, {site})), 1)"
 
 
+def category_of(value: exp.Expr, mapping: dict[str, tuple[str, ...]], prefix: str = "") -> exp.Expr:
+    """The category ``mapping`` gives the site ``value`` names (by its first significant name), prefixed, or
+    NULL: the channel rules' lookup as an expression over any value (PostHog's ``hogql_lookup*`` functions)."""
+    placeholder = "__hq_category_value"
+    tree = parse_one(_lookup(mapping, _name(placeholder), prefix), dialect=HogQLDialect)
+    for column in list(tree.find_all(exp.Column)):
+        if column.name == placeholder:
+            column.replace(value.copy())
+    return tree
+
+
 def _channel_type_sql() -> str:
     src, med, camp = "__hq_source", "__hq_medium", "__hq_campaign"
     ref, gad = "`$entry_referring_domain`", "__hq_gad_source"
@@ -147,7 +160,7 @@ def _channel_type_sql() -> str:
         coalesce(
             {source_type.format(kind="Paid")},
             if(match(ifNull({camp}, ''), {shop}), 'Paid Shopping', NULL),
-            if({med} IS NULL, NULL, {_lookup(_PAID_MEDIUM_TYPES, med)}),
+            if({med} IS NULL, NULL, {_lookup(PAID_MEDIUM_TYPES, med)}),
             {referrer_type.format(kind="Paid")},
             multiIf({gad} = '1', 'Paid Search', match(ifNull({camp}, ''), '^(.*video.*)$'), 'Paid Video',
                     {has_fbclid}, 'Paid Social', 'Paid Unknown')

@@ -19,10 +19,11 @@ from typing import Literal
 
 from sqlglot import exp
 
+from hoglab.translate.values import call
+
 from .catalog import NO_MATERIALIZED, Catalog
 from .query_log import QUERY_LOG_FIELDS
 from .sessions import OTHER_NAMES, SESSION_FIELDS, session_view_items
-from .values import call
 
 __all__ = [
     "GROUP_TYPES",
@@ -153,6 +154,9 @@ TABLES: dict[str, TableSchema] = {
         ),
         joins={
             "person": _PERSON_JOIN,
+            # PostHog's person-on-events fields (poe.id, poe.properties, poe.created_at): its person as stored on
+            # the event; here the event's person as it is now (the same until the person's properties change)
+            "poe": _PERSON_JOIN,
             "pdi": LazyJoin(target="person_distinct_ids", from_field="distinct_id", to_field="distinct_id"),
             "session": LazyJoin(target="sessions", from_field="$session_id", to_field="session_id"),
             **_GROUP_JOINS,
@@ -201,6 +205,14 @@ TABLES: dict[str, TableSchema] = {
         name="person_distinct_ids",
         fields=(Field("distinct_id"), Field("person_id")),
         star=("distinct_id", "person_id"),
+        joins={"person": _PERSON_JOIN},
+    ),
+    # PostHog's raw_person_distinct_ids: every stored (distinct id, person) row with its version and deletion mark,
+    # before person_distinct_ids keeps each distinct id's newest
+    "raw_person_distinct_ids": TableSchema(
+        name="raw_person_distinct_ids",
+        fields=(Field("distinct_id"), Field("person_id"), Field("is_deleted"), Field("version")),
+        star=("distinct_id", "person_id", "is_deleted", "version"),
         joins={"person": _PERSON_JOIN},
     ),
     "cohort_people": TableSchema(
@@ -363,6 +375,13 @@ def _pdi_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
     return select.having(_not_deleted(raw), copy=False)
 
 
+def _raw_pdi_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
+    raw = "__hq_r"
+    names = ("distinct_id", "person_id", "is_deleted", "version")
+    items = [exp.alias_(_col(raw, name), name, quoted=True) for name in names]
+    return _select(raw, "person_distinct_ids", opts, items)
+
+
 def _cohort_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select:
     # Rows of a cohort's newest calculation (its highest version) are its members; older versions are history.
     raw, inner = "__hq_c", "__hq_cv"
@@ -429,6 +448,7 @@ _BUILDERS = {
     "events": _events_view,
     "persons": _persons_view,
     "person_distinct_ids": _pdi_view,
+    "raw_person_distinct_ids": _raw_pdi_view,
     "cohort_people": _cohort_view,
     "person_overrides": _overrides_view,
     "ingestion_warnings": _warnings_view,

@@ -28,8 +28,9 @@ from contextlib import contextmanager
 
 from sqlglot import exp
 
+from hoglab.translate.values import call
+
 from .props import EVENT_PROPERTIES_META, PERSON_PROPERTIES_META, PROP_META
-from .values import call
 
 __all__ = ["guard_text_equalities", "text_guards_enabled", "text_guards_off"]
 

@@ -6,14 +6,14 @@ in that zone. What remains are functions that *make* a DateTime from something z
 ``today()``, ``toDateTime('2024-01-01 00:00:00')``, ``parseDateTimeBestEffort(s)`` — which get the zone as an
 explicit argument when the user gave none, as PostHog's printer does.
 
-PostHog's conveniences ``toInt``/``toFloat``/``toDecimal`` become ClickHouse casts that return NULL when the
+PostHog's conveniences ``toInt``/``toFloat`` become ClickHouse casts that return NULL when the
 value does not convert (they accept strings and numbers alike).
 
->>> from .parse import parse_hogql
+>>> from hoglab.translate.parse import parse_hogql
 >>> tree = parse_hogql("select now(), today(), toDateTime('2024-01-01'), toFloat(x)")
 >>> for item in apply_timezone(tree, "Europe/Berlin").expressions:
 ...     print(item.sql("clickhouse"))
-now('Europe/Berlin')
+now64(6, 'Europe/Berlin')
 toDate(now('Europe/Berlin'))
 toDateTime('2024-01-01', 'Europe/Berlin')
 accurateCastOrNull(x, 'Float64')
@@ -23,18 +23,21 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from hoglab.translate.values import call
+
 from .functions import TZ_FUNCTIONS
-from .values import call
 
 __all__ = ["apply_timezone"]
 
-_CASTS = {"toint": "Int64", "tofloat": "Float64", "todecimal": "Decimal64(10)"}
+_CASTS = {"toint": "Int64", "tofloat": "Float64"}
 
 
 def _rewrite(node: exp.Anonymous, zone: str) -> exp.Expr | None:
     name = node.name.lower()
     args = list(node.expressions)
     tz = exp.Literal.string(zone)
+    if name == "now" and not args:  # PostHog's now() is now64(6, zone): microseconds, a DateTime64
+        return call("now64", exp.Literal.number(6), tz)
     if name in TZ_FUNCTIONS and len(args) == TZ_FUNCTIONS[name]:
         node.append("expressions", tz)
         return None

@@ -21,7 +21,7 @@ from fastapi import Depends, Path, Query, Request
 
 from hoglab.schema import ActionWrite
 
-from ..errors import MethodNotAllowed, NotFound, ValidationFailed
+from ..errors import MethodNotAllowed, ResourceNotFound, ValidationFailed
 from ..filters.actions import check_steps
 from ..state import ServiceState, get_state
 from ..store import ActionRecord, DuplicateActionName
@@ -92,7 +92,7 @@ def _duplicate(exc: DuplicateActionName) -> ValidationFailed:
 def _load(state: ServiceState, auth: AuthContext, action_id: int) -> ActionRecord:
     record = state.store.actions.get(auth.project.id, action_id)
     if record is None:
-        raise NotFound()
+        raise ResourceNotFound()
     return record
 
 
@@ -146,7 +146,7 @@ def _update(request: Request, auth: AuthContext, state: ServiceState, action_id:
     except DuplicateActionName as exc:
         raise _duplicate(exc) from None
     if record is None:
-        raise NotFound()
+        raise ResourceNotFound()
     return action_body(state, record)
 
 

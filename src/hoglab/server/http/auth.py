@@ -26,7 +26,7 @@ from typing import Annotated, Literal
 
 from fastapi import Depends, Path, Request
 
-from ..errors import AuthenticationFailed, NotAuthenticated, NotFound, PermissionDenied, ValidationFailed
+from ..errors import AuthenticationFailed, Forbidden, NotAuthenticated, ResourceNotFound, ValidationFailed
 from ..state import ServiceState, get_state
 from ..store import KeyRecord, ProjectRecord, UserRecord
 from ..store.db import utcnow
@@ -173,16 +173,16 @@ def require_scope(
         context = _authenticate(state, credentials)
         resolved = _resolve_project_id(state, context, project_id)
         if resolved is not None and not context.reaches(resolved):
-            raise PermissionDenied(f"API key does not have access to the requested project: ID {resolved}.")
+            raise Forbidden(f"API key does not have access to the requested project: ID {resolved}.")
         if resolved is None and context.key.project_ids is not None and project_id != CURRENT_PROJECT:
-            raise PermissionDenied(f"API key does not have access to the requested project: ID {project_id}.")
+            raise Forbidden(f"API key does not have access to the requested project: ID {project_id}.")
         if scope is not None and not has_scope(context.scopes, scope):
-            raise PermissionDenied(f"API key missing required scope '{scope}'")
+            raise Forbidden(f"API key missing required scope '{scope}'")
         if throttle is not None:
             state.limiter.check(context.rate_limit_identity, throttle)
         project = state.store.projects.get(resolved) if resolved is not None else None
         if project is None:
-            raise NotFound("Project not found." if resolved is not None else "No project found for this key.")
+            raise ResourceNotFound("Project not found." if resolved is not None else "No project found for this key.")
         return AuthContext(user=context.user, key=context.key, scopes=context.scopes, project=project)
 
     dependency.__name__ = f"require_scope_{(scope or 'any').replace(':', '_').replace('*', 'all')}"

@@ -29,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 
 from hoglab.schema import ErrorType
 
-from ..errors import APIError, AuthenticationFailed, NotAuthenticated, ValidationFailed
+from ..errors import APIException, AuthenticationFailed, NotAuthenticated, ValidationFailed
 from ..ingest import IngestError, Ingestor, Payload, Triage, decode_payload, triage_batch
 from ..store import ProjectRecord, Store
 
@@ -45,7 +45,7 @@ T = TypeVar("T")
 router = APIRouter(tags=["capture"])
 
 
-class PayloadTooLarge(APIError):
+class PayloadTooLarge(APIException):
     status_code = 413
     error_type: ClassVar[ErrorType] = "invalid_request"
     default_code = "payload_too_large"
@@ -99,7 +99,7 @@ async def run_with_cors(
     body = await request.body()
     try:
         return await run_in_threadpool(work, request, body, *args, **kwargs)
-    except APIError as exc:
+    except APIException as exc:
         exc.headers = {**cors_headers(request), **exc.headers}
         raise
 

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Generic, Protocol, TypeVar
 from fastapi import Depends, Path, Query, Request, Response
 from pydantic import BaseModel
 
-from ..errors import NotFound
+from ..errors import ResourceNotFound
 from ..state import ServiceState, get_state
 from ..store import Store, UserRecord
 from ..validation import MAX_ID, char_field
@@ -122,7 +122,7 @@ def crud_router(resource: CrudResource[R]) -> SlashRouter:
     def retrieve(auth: Read, state: State, id: Id) -> dict[str, Any]:
         record = resource.repository(state.store).get(auth.project.id, id)
         if record is None:
-            raise NotFound()
+            raise ResourceNotFound()
         return answer(state, record)
 
     def change(request: Request, auth: AuthContext, state: ServiceState, id: int, raw: bytes, *, full: bool) -> Any:
@@ -131,7 +131,7 @@ def crud_router(resource: CrudResource[R]) -> SlashRouter:
             char_field(data, "name", required=True, nullable=False)  # PUT: the whole object; name is its one required
         updated = resource.update(state.store, auth.project.id, id, data)
         if updated is None:
-            raise NotFound()
+            raise ResourceNotFound()
         return answer(state, updated)
 
     def update(request: Request, auth: Write, state: State, id: Id, raw: Body) -> Any:
@@ -142,7 +142,7 @@ def crud_router(resource: CrudResource[R]) -> SlashRouter:
 
     def delete(auth: Write, state: State, id: Id) -> Response:
         if not resource.delete(state.store, auth.project.id, id):
-            raise NotFound()
+            raise ResourceNotFound()
         return Response(status_code=204)
 
     router.add_api_route(base, list_, methods=["GET"], name=f"list_{names}", response_model=resource.page_model,

@@ -13,15 +13,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hoglab.schema import validation_error_body
+from hoglab.translate.errors import TranslationFailed
 
 from ..errors import (
-    APIError,
+    APIException,
+    Forbidden,
+    InternalError,
     InvalidRequest,
     MethodNotAllowed,
     NotAuthenticated,
-    NotFound,
-    PermissionDenied,
-    ServerError,
+    ResourceNotFound,
     UnsupportedMediaType,
     ValidationFailed,
 )
@@ -31,15 +32,15 @@ __all__ = ["error_response", "install_error_handlers"]
 log = logging.getLogger("hoglab.server")
 
 
-def error_response(error: APIError) -> JSONResponse:
+def error_response(error: APIException) -> JSONResponse:
     return JSONResponse(error.body().model_dump(), status_code=error.status_code, headers=error.headers)
 
 
-_STATUS_TO_ERROR: dict[int, type[APIError]] = {
+_STATUS_TO_ERROR: dict[int, type[APIException]] = {
     400: InvalidRequest,
     401: NotAuthenticated,
-    403: PermissionDenied,
-    404: NotFound,
+    403: Forbidden,
+    404: ResourceNotFound,
     405: MethodNotAllowed,
     415: UnsupportedMediaType,
 }
@@ -48,9 +49,13 @@ _STATUS_TO_ERROR: dict[int, type[APIError]] = {
 def install_error_handlers(app: FastAPI) -> None:
     """Make every error, ours or the framework's, answer with PostHog's body."""
 
-    @app.exception_handler(APIError)
-    async def _api_error(_: Request, exc: APIError) -> JSONResponse:
+    @app.exception_handler(APIException)
+    async def _api_error(_: Request, exc: APIException) -> JSONResponse:
         return error_response(exc)
+
+    @app.exception_handler(TranslationFailed)
+    async def _untranslatable(_: Request, exc: TranslationFailed) -> JSONResponse:
+        return error_response(ValidationFailed.from_translation(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _request_validation(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -70,7 +75,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        cls = _STATUS_TO_ERROR.get(exc.status_code, ServerError)
+        cls = _STATUS_TO_ERROR.get(exc.status_code, InternalError)
         detail = exc.detail if isinstance(exc.detail, str) and exc.detail not in {"Not Found"} else None
         error = cls(detail)
         return JSONResponse(
@@ -109,4 +114,4 @@ class _UnexpectedErrors:
             log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
             if started:
                 raise
-            await error_response(ServerError())(scope, receive, send)
+            await error_response(InternalError())(scope, receive, send)

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Path, Query, Request
 
-from ..errors import AuthenticationFailed, NotFound, PermissionDenied, ValidationFailed
+from ..errors import AuthenticationFailed, Forbidden, ResourceNotFound, ValidationFailed
 from ..flags.cohorts import is_materialised, refresh_if_stale
 from ..flags.service import FLAG_VERSION, cohort_ids, flag_spec, load_cohorts
 from ..ingest import GroupStore
@@ -96,7 +96,7 @@ def list_feature_flags(
 def retrieve_feature_flag(auth: FlagRead, state: State, id: ObjectId) -> Any:
     flag = state.store.flags.get(id)
     if flag is None or flag.team_id != auth.project.id or flag.deleted:
-        raise NotFound()
+        raise ResourceNotFound()
     return flag_body(flag, experiments_by_flag(state, auth.project.id).get(flag.id, []), state)
 
 
@@ -125,7 +125,7 @@ def retrieve_cohort(
 ) -> Any:
     cohort = state.store.cohorts.get(id, auth.project.id)
     if cohort is None or cohort.deleted:
-        raise NotFound()
+        raise ResourceNotFound()
     return _cohort_body(state, refresh_if_stale(state, auth.project, cohort, force=refresh))
 
 
@@ -139,9 +139,9 @@ def _definitions_project(state: ServiceState, key: KeyContext, token: str | None
             code="invalid_api_key",
         )
     if not key.reaches(project.id):
-        raise PermissionDenied(f"API key does not have access to the requested project: ID {project.id}.")
+        raise Forbidden(f"API key does not have access to the requested project: ID {project.id}.")
     if not has_scope(key.scopes, "feature_flag:read"):
-        raise PermissionDenied("API key missing required scope 'feature_flag:read'")
+        raise Forbidden("API key missing required scope 'feature_flag:read'")
     return project
 
 

@@ -29,7 +29,7 @@ from fastapi import Depends, Path, Query, Request, Response
 
 from hoglab.schema import CreateGroup, Group, GroupType, GroupTypeMetadata
 
-from ..errors import NotFound, ServerError, ValidationFailed
+from ..errors import InternalError, ResourceNotFound, ValidationFailed
 from ..ingest.groups import GroupState, GroupStore
 from ..query.groups import find_group, list_groups, property_definitions, property_values
 from ..state import ServiceState, get_state
@@ -57,7 +57,7 @@ _MISSING_INDEX = (
 
 def _store(state: ServiceState) -> GroupStore:
     if state.engine is None:
-        raise ServerError("The events engine is not running.")
+        raise InternalError("The events engine is not running.")
     return GroupStore.for_engine(state.engine)
 
 
@@ -111,7 +111,7 @@ def update_group_type_metadata(request: Request, auth: Write, state: State, raw:
         group_state = store.state(auth.project.id)
         for i, (meta, _) in enumerate(parsed):
             if group_state.by_index(meta.group_type_index) is None:
-                raise NotFound(f"Group type {meta.group_type_index} not found.", attr=f"{i}__group_type_index")
+                raise ResourceNotFound(f"Group type {meta.group_type_index} not found.", attr=f"{i}__group_type_index")
         for meta, row in parsed:
             found = group_state.by_index(meta.group_type_index)
             assert found is not None
@@ -136,7 +136,7 @@ def set_group_type_default_columns(request: Request, auth: Write, state: State, 
         group_state = store.state(auth.project.id)
         found = group_state.by_index(meta.group_type_index)
         if found is None:
-            raise NotFound("Group type not found.")
+            raise ResourceNotFound("Group type not found.")
         found.default_columns = meta.default_columns
         group_state.touch_type(found.index)
         store.commit(group_state)
@@ -151,7 +151,7 @@ def delete_group_type(
     with store.lock:
         group_state = store.state(auth.project.id)
         if not group_state.delete_type(group_type_index):
-            raise NotFound("Group type not found.")
+            raise ResourceNotFound("Group type not found.")
         store.commit(group_state)
     return Response(status_code=204)
 
@@ -175,7 +175,7 @@ def _offset(cursor: str | None) -> int:
             raise ValueError(text)
         return offset
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise NotFound("Invalid cursor") from None
+        raise ResourceNotFound("Invalid cursor") from None
 
 
 @router.get(GROUPS, summary="List one type's groups (cursor pages, newest first)")
@@ -209,7 +209,7 @@ def create_group(request: Request, auth: Write, state: State, raw: Body) -> dict
     with store.lock:
         group_state = store.with_groups(auth.project.id, [(body.group_type_index, body.group_key)])
         if group_state.by_index(body.group_type_index) is None:
-            raise NotFound("Group type not found.", attr="group_type_index")
+            raise ResourceNotFound("Group type not found.", attr="group_type_index")
         if (body.group_type_index, body.group_key) in group_state.groups:
             raise ValidationFailed("A group with this key already exists", attr="group_key")
         group = group_state.upsert(body.group_type_index, body.group_key, body.group_properties or {}, now)
@@ -234,7 +234,7 @@ def find_project_group(
 ) -> dict[str, Any]:  # fmt: skip
     found = find_group(state, auth.project, _index(group_type_index), _key(group_key))
     if found is None:
-        raise NotFound()
+        raise ResourceNotFound()
     return {**found, "notebook": None}
 
 
@@ -244,7 +244,7 @@ def _edit(auth: AuthContext, state: ServiceState, index: int | None, key: str | 
     with store.lock:
         group_state = store.with_groups(auth.project.id, [(index, key)])
         if (index, key) not in group_state.groups:
-            raise NotFound()
+            raise ResourceNotFound()
         change(group_state, index, key)
         store.commit(group_state)
         return _group_body(group_state, index, key)

@@ -23,7 +23,7 @@ from pydantic import Field, field_validator
 
 from hoglab.schema._base import RequestModel
 
-from ..errors import NotFound, PermissionDenied, ValidationFailed
+from ..errors import Forbidden, ResourceNotFound, ValidationFailed
 from ..experiments.rules import to_utc
 from ..state import ServiceState, get_state
 from ..store import KeyRecord, validate_scopes
@@ -89,7 +89,7 @@ def key_body(record: KeyRecord, value: str | None = None) -> dict[str, Any]:
 
 def _manager(key: Annotated[KeyContext, Depends(authenticated_key)]) -> KeyContext:
     if "*" not in key.scopes or key.key.project_ids is not None:
-        raise PermissionDenied("Managing personal API keys needs a key with scope '*' that reaches every project.")
+        raise Forbidden("Managing personal API keys needs a key with scope '*' that reaches every project.")
     return key
 
 
@@ -124,12 +124,12 @@ def create_key(request: Request, key: Manager, state: State, raw: Annotated[byte
 def retrieve_key(key: Manager, state: State, id: KeyId) -> dict[str, Any]:
     record = state.store.keys.get(id)
     if record is None or record.user_id != key.user.id:
-        raise NotFound()
+        raise ResourceNotFound()
     return key_body(record)
 
 
 @router.delete(BASE + "{id}/", status_code=204, response_class=Response, summary="Revoke a personal API key")
 def revoke_key(key: Manager, state: State, id: KeyId) -> Response:
     if state.store.keys.revoke(id, key.user.id) is None:
-        raise NotFound()
+        raise ResourceNotFound()
     return Response(status_code=204)

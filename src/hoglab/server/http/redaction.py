@@ -1,8 +1,10 @@
-"""Keys never reach a log line, however they are spelled: personal API keys (``phx_...``, and PostHog's other
-secret prefixes ``phs_``/``pha_``), the values of key and token parameters (``personal_api_key``, ``api_key``,
-``secret_key``, ``token``, ``access_token``, any case, ``=`` or ``:``) and the credentials of ``Authorization``,
-``Cookie`` and ``X-...-Key``/``-Token``/``-Secret``/``-Auth`` headers are replaced by ``[redacted]`` in every
-record this process logs.
+"""Keys never reach a log line, however they are spelled: every record this process logs has them replaced by
+``[redacted]``.
+
+What counts as a key: personal API keys (``phx_...``, and PostHog's other secret prefixes ``phs_``/``pha_``), the
+values of key and token parameters (``personal_api_key``, ``api_key``, ``secret_key``, ``token``,
+``access_token``, any case, ``=`` or ``:``) and the credentials of ``Authorization``, ``Cookie`` and
+``X-...-Key``/``-Token``/``-Secret``/``-Auth`` headers.
 
 uvicorn's access log writes the path with its query string as the client sent it, and a client can spell a key
 many ways: percent-encoded (``personal%5Fapi%5Fkey=phx%5F...``, ``%5f``), with an encoded ``=`` (``%3D``), with

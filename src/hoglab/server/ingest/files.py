@@ -36,14 +36,14 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from ..engine.base import Engine, EngineError, QueryError
+from ..engine.base import Engine, EngineError, StatementFailed
 from ..engine.ddl import DATABASE, MAX_GROUP_TYPES
 from ..engine.settings import quote_string
 from .errors import MAX_LISTED_PROBLEMS, LoadError
 from .file_persons import resolve_file_persons
 from .groups import GroupStore, group_key_text
 from .person_store import PersonStore
-from .sources import Source, describe_source, exact_source, file_and_format, read_locally, row_filter, row_select
+from .sources import FileSource, describe_source, exact_source, file_and_format, read_locally, row_filter, row_select
 
 __all__ = ["LoadReport", "load_file"]
 
@@ -75,7 +75,7 @@ _COMPRESS_FROM_BYTES = 1 << 30
 _PACKED_SUFFIXES = (".gz", ".zst", ".zstd", ".xz", ".bz2", ".lz4", ".br", ".snappy")
 
 
-def _worth_compressing(source: Source) -> bool:
+def _worth_compressing(source: FileSource) -> bool:
     packed = source.format == "parquet" or source.path.suffix.lower() in _PACKED_SUFFIXES
     return source.path.stat().st_size * (8 if packed else 1) >= _COMPRESS_FROM_BYTES
 
@@ -107,7 +107,7 @@ class _Staging:
                 self.engine.command(f"DROP TABLE IF EXISTS {table}")
 
 
-def _fill_stage(engine: Engine, staging: _Staging, source: Source, suffix: str = "") -> str:
+def _fill_stage(engine: Engine, staging: _Staging, source: FileSource, suffix: str = "") -> str:
     stage = staging.name(suffix)
     staging.created.append(stage)
     if engine.name == "chdb":
@@ -125,7 +125,7 @@ def _fill_stage(engine: Engine, staging: _Staging, source: Source, suffix: str =
     return stage
 
 
-def _parse_failure(source: Source, exc: QueryError) -> LoadError:
+def _parse_failure(source: FileSource, exc: StatementFailed) -> LoadError:
     # The engine stopped on a row it could not read at all (a broken CSV quote): it names the row.
     match = re.search(r"at row (\d+)", exc.message)
     line = int(match.group(1)) - 1 + source.line_offset if match else 0
@@ -142,14 +142,14 @@ def _count(engine: Engine, stage: str) -> tuple[int, int]:
     return int(counts["n"][0]), int(counts["bad"][0])
 
 
-def _stage_checked(engine: Engine, staging: _Staging, source: Source) -> tuple[str, int]:
+def _stage_checked(engine: Engine, staging: _Staging, source: FileSource) -> tuple[str, int]:
     """The staged, fully valid rows and their count; or a :class:`LoadError` naming the bad lines."""
     if engine.name != "chdb":
         source = exact_source(source)  # uploaded from here, where pyarrow reads JSONL as lines
     try:
         stage = _fill_stage(engine, staging, source)
         total, bad = _count(engine, stage)
-    except QueryError as exc:
+    except StatementFailed as exc:
         if source.exact:
             raise _parse_failure(source, exc) from None
         total, bad = 0, 1  # the fast JSON reader stopped at a malformed line: read it line by line
@@ -157,7 +157,7 @@ def _stage_checked(engine: Engine, staging: _Staging, source: Source) -> tuple[s
         source = exact_source(source)
         try:
             stage = _fill_stage(engine, staging, source, "exact")
-        except QueryError as exc:
+        except StatementFailed as exc:
             raise _parse_failure(source, exc) from None
         total, bad = _count(engine, stage)
     if bad:

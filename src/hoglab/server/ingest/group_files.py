@@ -37,7 +37,7 @@ from ..engine.base import Engine
 from ..engine.ddl import MAX_GROUP_TYPES
 from .errors import MAX_LISTED_PROBLEMS, LoadError
 from .events import parse_timestamp
-from .groups import GroupState, GroupStore, GroupType, group_key_text
+from .groups import CachedGroupType, GroupState, GroupStore, group_key_text
 from .sources import detect_format, file_and_format
 
 __all__ = ["GroupLoadReport", "file_kind", "load_group_types", "load_groups", "read_records"]
@@ -151,7 +151,7 @@ def load_group_types(engine: Engine, project_id: int, path: str | PathLike[str],
     file, fmt = file_and_format(path, format)
     store = GroupStore.for_engine(engine)
     problems: list[tuple[int, str]] = []
-    rows: list[GroupType] = []
+    rows: list[CachedGroupType] = []
     with store.lock:
         state = store.state(int(project_id))
         by_index = {t.index: t.name for t in state.types.values()}
@@ -172,7 +172,7 @@ def load_group_types(engine: Engine, project_id: int, path: str | PathLike[str],
             else:
                 by_index[index], by_name[name] = name, index
                 created = _time(record.get("created_at")) or datetime.now(UTC)
-                rows.append(GroupType(index, name, created, _name(record.get("name_singular")),
+                rows.append(CachedGroupType(index, name, created, _name(record.get("name_singular")),
                                       _name(record.get("name_plural"))))  # fmt: skip
         _check(file, problems)
         for group_type in rows:
@@ -215,7 +215,7 @@ def load_groups(engine: Engine, project_id: int, path: str | PathLike[str], *,
         for line, index, _, _, created, _, name in groups:
             known = state.by_index(index)
             if known is None and name is not None and name not in state.types:
-                state.put_type(GroupType(index, name, created or now))
+                state.put_type(CachedGroupType(index, name, created or now))
             elif known is None or (name is not None and known.name != name):
                 problems.append((line, f"group type {index} ({name or 'unnamed'}) is not the project's: "
                                        "load the group types first"))  # fmt: skip

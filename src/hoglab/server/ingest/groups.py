@@ -46,11 +46,11 @@ from .persons import next_version
 __all__ = [
     "MAX_GROUP_KEY",
     "MAX_GROUP_TYPES",
-    "Group",
+    "CachedGroup",
+    "CachedGroupType",
     "GroupRows",
     "GroupState",
     "GroupStore",
-    "GroupType",
     "group_key_text",
 ]
 
@@ -93,7 +93,7 @@ def _type_name(value: Any) -> str | None:
 
 
 @dataclass(slots=True)
-class GroupType:
+class CachedGroupType:
     """One group type of a project: its name, index and the names PostHog's UI shows (``update_metadata``)."""
 
     index: int
@@ -117,7 +117,7 @@ class GroupType:
 
 
 @dataclass(slots=True)
-class Group:
+class CachedGroup:
     """One group: its key within its type, its properties and when it was first identified."""
 
     index: int
@@ -166,15 +166,15 @@ class GroupState:
 
     def __init__(self, team_id: int) -> None:
         self.team_id = team_id
-        self.types: dict[str, GroupType] = {}
+        self.types: dict[str, CachedGroupType] = {}
         self.deleted: set[int] = set()
-        self.groups: dict[tuple[int, str], Group] = {}
+        self.groups: dict[tuple[int, str], CachedGroup] = {}
         self._dirty_types: set[int] = set()
         self._dirty_groups: set[tuple[int, str]] = set()
 
     # -- types ------------------------------------------------------------------------------------------------
 
-    def by_index(self, index: int) -> GroupType | None:
+    def by_index(self, index: int) -> CachedGroupType | None:
         return next((t for t in self.types.values() if t.index == index), None)
 
     def type_index(self, name: Any, at: datetime, *, create: bool = True) -> int | None:
@@ -193,12 +193,12 @@ class GroupState:
             index += 1
         if index >= MAX_GROUP_TYPES:
             return None
-        self.types[type_name] = GroupType(index, type_name, at)
+        self.types[type_name] = CachedGroupType(index, type_name, at)
         self.deleted.discard(index)
         self._dirty_types.add(index)
         return index
 
-    def put_type(self, group_type: GroupType) -> None:
+    def put_type(self, group_type: CachedGroupType) -> None:
         """Add or replace a type at its own index (a pull or a file keeps the source's indexes)."""
         for name, existing in list(self.types.items()):
             if existing.index == group_type.index or name == group_type.name:
@@ -250,12 +250,12 @@ class GroupState:
         self.upsert(index, key, updates if isinstance(updates, dict) else {}, at)
 
     def upsert(self, index: int, key: str, updates: Mapping[str, Any], at: datetime, *, replace: bool = False,
-               created_at: datetime | None = None, updated_at: datetime | None = None) -> Group:  # fmt: skip
+               created_at: datetime | None = None, updated_at: datetime | None = None) -> CachedGroup:  # fmt: skip
         """Merge ``updates`` into the group's properties (``replace``: they become its properties), creating it
         (first seen ``at``, or ``created_at``). ``updated_at`` defaults to the time the change is written."""
         group = self.groups.get((index, key))
         if group is None:
-            group = self.groups[(index, key)] = Group(index, key, created_at or at, dict(updates), updated_at)
+            group = self.groups[(index, key)] = CachedGroup(index, key, created_at or at, dict(updates), updated_at)
             self._dirty_groups.add((index, key))
             return group
         changed = False
@@ -347,7 +347,7 @@ class GroupStore:
             self._looked_up[team] = set()
         return state
 
-    def types(self, team_id: int) -> list[GroupType]:
+    def types(self, team_id: int) -> list[CachedGroupType]:
         """The project's group types by index."""
         with self.lock:
             return sorted(self.state(team_id).types.values(), key=lambda t: t.index)
@@ -367,13 +367,13 @@ class GroupStore:
             looked.update(wanted)
         return state
 
-    def group(self, team_id: int, index: int, key: str) -> Group | None:
+    def group(self, team_id: int, index: int, key: str) -> CachedGroup | None:
         """One group as stored (a copy), or ``None``."""
         with self.lock:
             found = self.with_groups(team_id, [(index, key)]).groups.get((index, key))
             if found is None:
                 return None
-            return Group(found.index, found.key, found.created_at, dict(found.properties), found.updated_at)
+            return CachedGroup(found.index, found.key, found.created_at, dict(found.properties), found.updated_at)
 
     def write(self, rows: GroupRows) -> None:
         """Append group rows; call before inserting the events that name them."""
@@ -421,12 +421,13 @@ class GroupStore:
                 continue
             columns = orjson.loads(row["columns"]) if row["columns"] else None
             created = row["created"] if row["created"].tzinfo else row["created"].replace(tzinfo=UTC)
-            state.types[row["name"]] = GroupType(int(row["i"]), row["name"], created, row["singular"], row["plural"],
-                                                 columns if isinstance(columns, list) else None)  # fmt: skip
+            kept = columns if isinstance(columns, list) else None
+            state.types[row["name"]] = CachedGroupType(int(row["i"]), row["name"], created, row["singular"],
+                                                       row["plural"], kept)  # fmt: skip
         return state
 
-    def _read_groups(self, team: int, keys: list[tuple[int, str]]) -> list[Group]:
-        found: list[Group] = []
+    def _read_groups(self, team: int, keys: list[tuple[int, str]]) -> list[CachedGroup]:
+        found: list[CachedGroup] = []
         # Keys come in batches of a capture request or a flags request: a literal list stays small.
         for start in range(0, len(keys), 1000):
             chunk = keys[start : start + 1000]
@@ -444,7 +445,7 @@ class GroupStore:
                     props = orjson.loads(row["props"] or "{}")
                 except orjson.JSONDecodeError:
                     props = {}
-                found.append(Group(int(row["i"]), row["k"], _aware(row["created"]),
+                found.append(CachedGroup(int(row["i"]), row["k"], _aware(row["created"]),
                                    props if isinstance(props, dict) else {}, _aware(row["updated"])))  # fmt: skip
         return found
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from ..engine.base import Engine, EngineError
 from ..engine.ddl import DATABASE
-from .persons import Person, PersonRows, PersonState, person_uuid
+from .persons import CachedPerson, PersonRows, PersonState, person_uuid
 from .rows import person_tables
 
 __all__ = ["PersonStore"]
@@ -258,6 +258,6 @@ def _add_persons(state: PersonState, persons: dict[str, list[Any]]) -> set[str]:
     columns = (persons[c] for c in ("id", "created_at", "properties", "identified", "deleted"))
     for pid, created, props, identified, deleted in zip(*columns, strict=True):
         if not deleted:
-            state.persons[pid] = Person(pid, created, props, bool(identified))
+            state.persons[pid] = CachedPerson(pid, created, props, bool(identified))
             added.add(pid)
     return added

@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Person", "PersonRows", "PersonState", "next_version", "person_uuid", "valid_other_id"]
+__all__ = ["CachedPerson", "PersonRows", "PersonState", "next_version", "person_uuid", "valid_other_id"]
 
 # The namespace of person ids derived from "<team>:<distinct id>", as PostHog derives them.
 PERSON_NAMESPACE = uuid.UUID("932979b4-65c3-4424-8467-0b66ec27bc22")
@@ -78,7 +78,7 @@ def person_uuid(team_id: int, distinct_id: str) -> str:
 
 
 @dataclass(slots=True)
-class Person:
+class CachedPerson:
     id: str
     created_at: datetime
     raw_properties: str = "{}"
@@ -138,11 +138,11 @@ class PersonState:
     def __init__(self, team_id: int, *, max_version: int = 0) -> None:
         self.team_id = team_id
         self.pdi: dict[str, str] = {}
-        self.persons: dict[str, Person] = {}
+        self.persons: dict[str, CachedPerson] = {}
         self.overrides: dict[str, str] = {}
         self.max_version = max_version
         self._dirty_persons: set[str] = set()
-        self._deleted: dict[str, Person] = {}
+        self._deleted: dict[str, CachedPerson] = {}
         self._dirty_pdi: set[str] = set()
         self._dirty_overrides: set[str] = set()
 
@@ -157,11 +157,11 @@ class PersonState:
 
     # -- changes ----------------------------------------------------------------------------------------------
 
-    def add_person(self, person_id: str, created_at: datetime, distinct_ids: list[str]) -> Person:
+    def add_person(self, person_id: str, created_at: datetime, distinct_ids: list[str]) -> CachedPerson:
         """A person with these distinct ids (used by file loads that bring their own person ids)."""
         person = self.persons.get(person_id)
         if person is None:
-            person = Person(person_id, created_at)
+            person = CachedPerson(person_id, created_at)
             self.persons[person_id] = person
             self._dirty_persons.add(person_id)
         elif created_at < person.created_at:
@@ -187,7 +187,7 @@ class PersonState:
         self.overrides[old_id] = new_id
         self._dirty_overrides.add(old_id)
 
-    def _attach(self, distinct_id: str, person: Person) -> None:
+    def _attach(self, distinct_id: str, person: CachedPerson) -> None:
         previous = self.pdi.get(distinct_id)
         if previous == person.id:
             return
@@ -197,18 +197,18 @@ class PersonState:
         person.distinct_ids.add(distinct_id)
         self._dirty_pdi.add(distinct_id)
 
-    def _get_or_create(self, distinct_id: str, at: datetime) -> Person:
+    def _get_or_create(self, distinct_id: str, at: datetime) -> CachedPerson:
         person_id = self.pdi.get(distinct_id)
         if person_id is not None:
             person = self.persons.get(person_id)
             if person is None:  # a distinct id whose person row is missing: give it one
-                person = self.persons[person_id] = Person(person_id, at, distinct_ids={distinct_id})
+                person = self.persons[person_id] = CachedPerson(person_id, at, distinct_ids={distinct_id})
                 self._dirty_persons.add(person_id)
             return person
         new_id = person_uuid(self.team_id, distinct_id)
         if new_id in self.persons or new_id in self.overrides:
             new_id = str(uuid.uuid4())
-        person = self.persons[new_id] = Person(new_id, at)
+        person = self.persons[new_id] = CachedPerson(new_id, at)
         self._dirty_persons.add(new_id)
         self._attach(distinct_id, person)
         return person
@@ -227,7 +227,7 @@ class PersonState:
         else:
             self._attach(other_id, self._get_or_create(into_id, at))
 
-    def _merge(self, other: Person, into: Person) -> None:
+    def _merge(self, other: CachedPerson, into: CachedPerson) -> None:
         merged = {**other.properties, **into.properties}
         into._props = merged
         into.created_at = min(into.created_at, other.created_at)
@@ -282,7 +282,7 @@ class PersonState:
         return rows
 
 
-def _apply_property_updates(person: Person, properties: Mapping[str, Any]) -> bool:
+def _apply_property_updates(person: CachedPerson, properties: Mapping[str, Any]) -> bool:
     """``$set_once``, ``$set``, ``$unset`` in that order; whether anything changed (no copy: loads call this a lot)."""
     set_once, set_, unset = properties.get("$set_once"), properties.get("$set"), properties.get("$unset")
     if not (set_once or set_ or unset):

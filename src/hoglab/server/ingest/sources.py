@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from .errors import IngestError
 
-__all__ = ["FIELDS", "REQUIRED", "Source", "describe_source", "detect_format", "exact_source", "file_and_format",
+__all__ = ["FIELDS", "REQUIRED", "FileSource", "describe_source", "detect_format", "exact_source", "file_and_format",
            "read_locally", "row_filter", "row_select"]
 
 FIELDS = ("uuid", "event", "distinct_id", "timestamp", "properties", "person_id", "elements_chain")
@@ -62,7 +62,7 @@ def file_and_format(path: str | PathLike[str], given: str | None = None) -> tupl
 
 
 @dataclass
-class Source:
+class FileSource:
     """How to read one file: ``structure`` for ``file()``, the columns present, and the line-number offset."""
 
     path: Path
@@ -142,19 +142,19 @@ _JSON_INPUT = {
 }
 
 
-def exact_source(source: Source) -> Source:
+def exact_source(source: FileSource) -> FileSource:
     """The line-by-line reading of a JSONL file (exact line numbers, every bad line); other formats as they are."""
     if source.exact:
         return source
-    return Source(source.path, source.format, "LineAsString", "line String", {n: "json" for n in FIELDS}, 1)
+    return FileSource(source.path, source.format, "LineAsString", "line String", {n: "json" for n in FIELDS}, 1)
 
 
-def describe_source(path: Path, fmt: str) -> Source:
+def describe_source(path: Path, fmt: str) -> FileSource:
     """The columns a file has (CSV header, Parquet schema; JSONL keys are found per line) and its structure."""
     if fmt == "jsonl":
         columns = {name: "Nullable(String)" for name in FIELDS}
         structure = ", ".join(f"`{name}` {typ}" for name, typ in columns.items())
-        return Source(path, fmt, "JSONEachRow", structure, columns, 1, exact=False, settings=_JSON_INPUT)
+        return FileSource(path, fmt, "JSONEachRow", structure, columns, 1, exact=False, settings=_JSON_INPUT)
     if fmt == "csv":
         header = _csv_header(path)
         names = list(dict.fromkeys(h.strip() for h in header))
@@ -165,21 +165,21 @@ def describe_source(path: Path, fmt: str) -> Source:
         structure = ", ".join(f"`{name.replace('`', '')}` Nullable(String)" for name in names)
         columns = {name: "Nullable(String)" for name in FIELDS if name in names}
         # Line 1 is the header; a record's line is its number + 2 (exact unless a quoted value spans lines).
-        return Source(path, fmt, "CSVWithNames", structure, columns, 2)
+        return FileSource(path, fmt, "CSVWithNames", structure, columns, 2)
     columns = _parquet_columns(path)
     missing = [name for name in REQUIRED if name not in columns]
     if missing:
         raise IngestError(f"{path.name}: no {', '.join(repr(m) for m in missing)} column.", code="invalid_file")
     structure = ", ".join(f"`{name}` {typ}" for name, typ in columns.items())
-    return Source(path, fmt, "Parquet", structure, columns, 1)
+    return FileSource(path, fmt, "Parquet", structure, columns, 1)
 
 
-def row_filter(source: Source) -> str:
+def row_filter(source: FileSource) -> str:
     """``WHERE`` condition on source rows: blank JSONL lines are skipped (their line numbers still count)."""
     return "notEmpty(trimBoth(line))" if source.clickhouse_format == "LineAsString" else "1"
 
 
-def row_select(source: Source) -> str:
+def row_select(source: FileSource) -> str:
     """``SELECT`` list turning one source row into staging columns and a ``problem`` text ('' if none)."""
     if source.clickhouse_format == "LineAsString":
         tuple_type = ", ".join(
@@ -219,7 +219,7 @@ def row_select(source: Source) -> str:
     )
 
 
-def read_locally(source: Source) -> pa.Table:
+def read_locally(source: FileSource) -> pa.Table:
     """The file as an Arrow table of the source columns plus ``_row_number`` (for engines without ``file()``)."""
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq

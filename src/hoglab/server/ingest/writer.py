@@ -58,7 +58,7 @@ _ingestors_lock = threading.Lock()
 
 
 @dataclass(eq=False)
-class _Job:
+class _WriteJob:
     team_id: int
     events: list[CapturedEvent]
     warnings: Sequence[IngestionWarning]  # of the request's dropped events: written with its first slice
@@ -77,7 +77,7 @@ class _Job:
 class _Piece:
     """Events ``start:end`` of a job, in one group."""
 
-    job: _Job
+    job: _WriteJob
     start: int
     end: int
 
@@ -99,7 +99,7 @@ class Ingestor:
         self.groups = GroupStore.for_engine(engine)
         self.window = window
         self.slice_events = max(1, int(slice_events))
-        self._queues: dict[int, deque[_Job]] = {}  # project -> its waiting requests; dict order = turn order
+        self._queues: dict[int, deque[_WriteJob]] = {}  # project -> its waiting requests; dict order = turn order
         self._waiting: dict[int, int] = {}  # project -> events not yet handed to a group
         self._last_heavy = False
         self._wake = threading.Condition()
@@ -130,7 +130,7 @@ class Ingestor:
         with self._wake:
             if self._closing:
                 raise RuntimeError("the ingestor is closed")
-            self._queues.setdefault(team, deque()).append(_Job(team, events, warnings, datetime.now(UTC), future))
+            self._queues.setdefault(team, deque()).append(_WriteJob(team, events, warnings, datetime.now(UTC), future))
             self._waiting[team] = self._waiting.get(team, 0) + len(events)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="hoglab-ingest", daemon=True)
@@ -201,7 +201,7 @@ class Ingestor:
             self._last_heavy = take_heavy
             return group
 
-    def _drop_job(self, job: _Job) -> None:
+    def _drop_job(self, job: _WriteJob) -> None:
         """A failed request's events not yet taken are not written either."""
         with self._wake:
             queue = self._queues.get(job.team_id)
@@ -237,7 +237,7 @@ class Ingestor:
         """Find which of the group's events are already stored: one lookup per project for what its requests have
         not looked up yet (a big request's next LOOKUP_SPAN events at once)."""
         wanted: dict[int, list[CapturedEvent]] = {}
-        asking: dict[int, list[_Job]] = {}
+        asking: dict[int, list[_WriteJob]] = {}
         for piece in group:
             job = piece.job
             if job.checked < piece.end:

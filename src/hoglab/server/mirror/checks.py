@@ -26,12 +26,13 @@ from typing import Any
 
 from hoglab.errors import HoglabError, RemoteAnswerError
 from hoglab.schema import ExperimentCreate, ExperimentUpdate
+from hoglab.translate.actions import normalized_step
 
 from ..engine.base import Engine
 from ..engine.settings import quote_string
 from ..errors import ValidationFailed
 from ..experiments.rules import MODEL_ERROR_ATTRS, check_metric_filters, metric_fields, usable_metric_fields
-from ..filters.actions import check_steps, normalized_step
+from ..filters.actions import check_steps
 from ..filters.patterns import invalid_patterns
 from ..store.records import usable_timezone
 from ..validation import validate_body

@@ -32,7 +32,7 @@ from ..engine.base import Engine
 from ..engine.settings import quote_string
 from ..experiments.rules import create_with_flag, to_utc
 from ..experiments.saved_metrics import link_saved_metrics
-from ..ingest.groups import GroupStore, GroupType, group_key_text
+from ..ingest.groups import CachedGroupType, GroupStore, group_key_text
 from ..ingest.person_store import PersonStore
 from ..ingest.persons import PersonRows, next_version
 from ..ingest.rows import events_table, person_tables
@@ -254,9 +254,9 @@ class Mirror:
                     raise MirrorError(f"a group type the remote answered is not one: {dict(row)!r}")
                 created = row.get("created_at")
                 columns = row.get("default_columns")
-                state.put_type(GroupType(index, str(name), parse_moment(created) if created else datetime.now(UTC),
-                                         row.get("name_singular"), row.get("name_plural"),
-                                         list(columns) if isinstance(columns, list) else None))  # fmt: skip
+                made = parse_moment(created) if created else datetime.now(UTC)
+                state.put_type(CachedGroupType(index, str(name), made, row.get("name_singular"), row.get("name_plural"),
+                                               list(columns) if isinstance(columns, list) else None))  # fmt: skip
                 written += 1
             store.commit(state)
         self.wrote = self.wrote or bool(written)

@@ -21,8 +21,10 @@ from collections.abc import Hashable, Mapping
 
 from sqlglot import exp
 
+from hoglab.translate.actions import ActionDefinition
+
 from ..engine import materialized
-from ..hogql.catalog import NO_MATERIALIZED, ActionDefinition
+from ..hogql.catalog import NO_MATERIALIZED
 
 __all__ = ["ENGINE_CATALOG", "EngineCatalog"]
 

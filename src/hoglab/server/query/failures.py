@@ -6,12 +6,20 @@ import logging
 import re
 
 from hoglab.schema import ErrorBody
+from hoglab.translate.budget import CompileBudgetExceeded
+from hoglab.translate.errors import TranslationFailed
 
-from ..engine.base import EngineError, MemoryLimitExceeded, QueryCancelled, QueryError, QueryTimeout, TooManyRows
+from ..engine.base import (
+    EngineError,
+    MemoryLimitExceeded,
+    QueryCancelled,
+    StatementFailed,
+    StatementTimedOut,
+    TooManyRows,
+)
 from ..engine.memory import AnswerMemoryExceeded
-from ..errors import APIError, QueryTimedOut, ServerError, Throttled, ValidationFailed
+from ..errors import APIException, InternalError, QueryTimedOut, Throttled, ValidationFailed
 from ..hogql import HogQLError
-from ..hogql.budget import CompileBudgetExceeded
 from .fairness import ProjectBusy
 from .jobs import TooManyQueries
 
@@ -32,7 +40,7 @@ class HogQLInvalid(ValidationFailed):
         return ErrorBody(type=self.error_type, code=self.code, detail=self.detail, attr=self.attr, **self.position)
 
 
-class QueryWasCancelled(APIError):
+class QueryWasCancelled(APIException):
     status_code = 400
     error_type = "invalid_request"
     default_code = "query_cancelled"
@@ -88,7 +96,7 @@ def is_result_bytes_overflow(exc: BaseException) -> bool:
     return isinstance(exc, TooManyRows) and "max bytes" in exc.message
 
 
-class EngineFailed(ServerError):
+class EngineFailed(InternalError):
     default_detail = "The engine failed while executing the query."
 
 
@@ -119,17 +127,19 @@ def scrub_engine_message(message: str) -> str:
     return text if text.endswith((".", "?", "!", ")")) else text + "."
 
 
-def api_error(exc: BaseException) -> APIError:
+def api_error(exc: BaseException) -> APIException:
     """The HTTP error for a failure while answering a query (the table of errors in docs/api.md, "Query")."""
-    if isinstance(exc, APIError):
+    if isinstance(exc, APIException):
         return exc
+    if isinstance(exc, TranslationFailed):
+        return ValidationFailed.from_translation(exc)
     if isinstance(exc, CompileBudgetExceeded):
         return ValidationFailed(exc.message, attr="query", code="query_too_complex")
     if isinstance(exc, HogQLError):
         if exc.internal:
             log.error("HogQL compiler failure surfaced as a 400: %s", exc)
         return HogQLInvalid(exc)
-    if isinstance(exc, QueryTimeout):
+    if isinstance(exc, StatementTimedOut):
         return QueryTimedOut()
     if isinstance(exc, MemoryLimitExceeded):
         return MemoryLimitReached.of(exc)
@@ -139,7 +149,7 @@ def api_error(exc: BaseException) -> APIError:
         return AnswerTooLarge(None)
     if isinstance(exc, TooManyRows):
         return ValidationFailed(scrub_engine_message(exc.message), code="too_many_rows")
-    if isinstance(exc, QueryError):
+    if isinstance(exc, StatementFailed):
         return ValidationFailed(scrub_engine_message(exc.message), code=(exc.name or "invalid_input").lower())
     if isinstance(exc, TooManyQueries):
         return Throttled(5, str(exc))
@@ -151,7 +161,7 @@ def api_error(exc: BaseException) -> APIError:
     if isinstance(exc, ValueError):  # runners signal a bad combination of query fields this way
         return ValidationFailed(str(exc) or "Invalid query.")
     log.error("unexpected failure while answering a query", exc_info=exc)
-    return ServerError()
+    return InternalError()
 
 
 def describe_failure(exc: BaseException) -> str | None:

@@ -11,7 +11,7 @@ Compiling HogQL is pure Python in the serving process, and the interpreter runs 
 statements of one project compiling at once would take four fifths of it from everyone else. So a project also
 compiles one statement at a time (:meth:`FairGate.compiling`, entered by ``RunContext.compile`` inside the
 query's slot); its other queries wait for that, not the other projects. The compile budget
-(``hogql/budget.py``) bounds how long one statement may take.
+(``translate/budget.py``) bounds how long one statement may take.
 
 ``hoglab serve`` settings: ``HOGLAB_FAIR_SHARE=off`` turns the share off (the benchmark's "before"),
 ``HOGLAB_PROJECT_QUERY_SLOTS`` sets ``slots``.

@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel
 
+from hoglab.translate.errors import TranslationFailed
+
 __all__ = ["KEEP", "MAX_TEXT", "QUERY_LOG", "QueryLogBook", "is_refusal", "log_run", "logged"]
 
 KEEP = 100
@@ -88,7 +90,7 @@ def is_refusal(exc: BaseException) -> bool:
     from ..errors import ValidationFailed
     from ..hogql import HogQLError
 
-    return isinstance(exc, (HogQLError, ValidationFailed))
+    return isinstance(exc, (HogQLError, ValidationFailed, TranslationFailed))
 
 
 def _text(query: BaseModel) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..engine.limits import LimitedEngine, statement_limits
-from ..errors import ServerError
+from ..errors import InternalError
 from ..store.db import utcnow
 from .failures import api_error
 from .fairness import FairGate
@@ -40,7 +40,7 @@ def read_rows(
     log tag, ``max_rows`` caps the rows (default: the compiler's)."""
     engine = state.engine
     if engine is None:
-        raise ServerError("The events engine is not running.")
+        raise InternalError("The events engine is not running.")
     ctx = RunContext(
         project=project,
         engine=LimitedEngine(engine, statement_limits(state.config)),

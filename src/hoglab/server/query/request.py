@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from hoglab.schema import HogQLFilters, HogQLQuery, QueryRequest, validation_error_body
+from hoglab.translate.actions import ActionDefinition
 
 from ..errors import ValidationFailed
 from ..filters.actions import action_to_expr
-from ..hogql.catalog import ActionDefinition, WithActions, actions_version
+from ..hogql.catalog import WithActions, actions_version
 from .bounds import check_compile_budget
 from .cache import cache_key
 from .catalog import ENGINE_CATALOG
@@ -178,7 +179,7 @@ def project_actions(store: Store | None, project_id: int) -> tuple[ActionDefinit
 
 def project_catalog(actions: tuple[ActionDefinition, ...]) -> WithActions:
     """What the compiler is handed for a project's request: the engine's columns, the project's actions and the
-    one compiler of actions (``filters/actions.py``) that ``matchesAction`` expands them with."""
+    actions' conditions (``filters/actions.py`` ``action_to_expr``) that ``matchesAction`` expands them with."""
     return WithActions(ENGINE_CATALOG, actions, action_to_expr)
 
 

@@ -23,10 +23,11 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from hoglab.translate.budget import CompileBudget
+
 from ..engine.base import EngineError, MemoryLimitExceeded, TooManyRows
 from ..engine.limits import LimitedEngine, release_memory, statement_limits
-from ..errors import NotFound, ServerError, ValidationFailed
-from ..hogql.budget import CompileBudget
+from ..errors import InternalError, ResourceNotFound, ValidationFailed
 from ..store.db import utcnow
 from . import draft_sql as drafting
 from .answers import answer_members, cache_members, dumps, join_members
@@ -113,7 +114,7 @@ class QueryService:
     def of(cls, state: ServiceState) -> QueryService:
         """The service of a running app (a 500 while the engine is not open)."""
         if state.engine is None or state.query_jobs is None:
-            raise ServerError("The query service is not running.")
+            raise InternalError("The query service is not running.")
         gate = FairGate.for_engine(state.engine, state.config)
         limits = statement_limits(state.config, getattr(state.engine, "memory", None))
         bulk = int(getattr(state.config, "max_bulk_bytes", 0))
@@ -286,5 +287,5 @@ class QueryService:
         return {"sql": drafting.draft_sql(prompt, vocabulary, team_id=project.id, timezone=project.timezone)}
 
 
-def _not_found(query_id: str, team_id: int) -> NotFound:
-    return NotFound(f"Query {query_id[:200]} not found for team {team_id}")
+def _not_found(query_id: str, team_id: int) -> ResourceNotFound:
+    return ResourceNotFound(f"Query {query_id[:200]} not found for team {team_id}")

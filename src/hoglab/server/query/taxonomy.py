@@ -25,10 +25,11 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from hoglab.translate.values import escape_identifier
+
 from ..engine.settings import quote_string
 from ..hogql.props import NameRead
 from ..hogql.suggest import close_matches
-from ..hogql.values import escape_identifier
 from .cache import data_version
 from .property_types import sampled_keys
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from hoglab.schema import parse_metric
-from hoglab.server.experiments.metric.query import Shape, mean_sql
-from hoglab.server.experiments.metric.resolve import ResolvedExperiment
-from hoglab.server.filters.params import Params
+from hoglab.translate.metric.experiment import ResolvedExperiment
+from hoglab.translate.metric.query import MetricShape, mean_sql
+from hoglab.translate.params import Params
 
 from .metric_cases import END, FLAG, START, arms, at as _at, correlated, event, exposure, purchase, run
 
@@ -141,7 +141,7 @@ def test_one_scan_reads_the_pre_window():
     experiment = ResolvedExperiment(experiment_id=1, flag_key=FLAG, variants=("control", "test"),
                                     start=_at(START), end=_at(END))  # fmt: skip
     p = Params()
-    sql = mean_sql(parse_metric(SUM), experiment, p, None, _at(END), Shape(lookback_days=7))  # type: ignore[arg-type]
+    sql = mean_sql(parse_metric(SUM), experiment, p, None, _at(END), MetricShape(lookback_days=7))  # type: ignore[arg-type]
     metric_scans = sql.count("FROM events WHERE")
     assert metric_scans == 1 and "pre_metric_events" not in sql
     assert _at("2020-01-03T00:00:00Z") in p.values.values()  # the start less seven days

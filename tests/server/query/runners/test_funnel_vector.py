@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from hoglab.server.query.runners.funnel_replay import fold_expr, packed_event_key, unpacked, vector_expr
+from hoglab.translate.funnel_replay import fold_expr, packed_event_key, unpacked, vector_expr
 
 from .oracle import funnel_replay
 

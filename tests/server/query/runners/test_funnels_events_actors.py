@@ -9,7 +9,7 @@ import pydantic
 import pytest
 
 from hoglab.schema import parse_query
-from hoglab.server.errors import ValidationFailed
+from hoglab.translate.errors import TranslationFailed
 
 from .oracle import funnel_person, generate, to_events
 
@@ -168,7 +168,7 @@ def test_actors_behind_a_trend_point_include_merged_persons(world):
 @pytest.mark.parametrize(("date_from", "attr"), [("-7x", "dateRange.date_from"), ("2025-13-01", "dateRange.date_from")])
 def test_malformed_dates_name_the_field(world, date_from, attr):
     w, _ = world
-    with pytest.raises(ValidationFailed) as caught:
+    with pytest.raises(TranslationFailed) as caught:  # the date translator's refusal: a 400 naming the field
         w.run(
             {
                 "kind": "TrendsQuery",

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hoglab.translate.errors import TranslationFailed
+
 from ...errors import ValidationFailed
 from ...query.failures import api_error
 from ...query.query_log import logged
@@ -55,7 +57,7 @@ Runner = Callable[[Any, RunContext], Any]
 def _run(runner: Runner, query: Any, ctx: RunContext, attr: Callable[[str | None], str]) -> Any:
     try:  # recorded in the project's query_log as the insight query it is
         return logged(ctx.team_id, query, lambda: runner(query, ctx), query_id=ctx.tag)
-    except ValidationFailed as exc:
+    except (ValidationFailed, TranslationFailed) as exc:  # a field refused, said as the legacy filter's field
         raise ValidationFailed(exc.detail, attr=attr(exc.attr), code=exc.code) from None
     except Exception as exc:  # engine, HogQL and runner failures: the Query API's answers for them
         raise api_error(exc) from None

@@ -30,10 +30,11 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from hoglab.translate.budget import CompileBudget
+
 from ...engine.base import EngineError
 from ...engine.limits import LimitedEngine, statement_limits
-from ...errors import NotFound, ServerError
-from ...hogql.budget import CompileBudget
+from ...errors import InternalError, ResourceNotFound
 from ...query.answers import dumps, join_members
 from ...query.cache import cache_key, data_version
 from ...query.failures import api_error
@@ -137,10 +138,10 @@ def experiment_results(
     """The JSON answer of ``results`` (``index`` None) or ``secondary_results?id=index``."""
     engine = state.engine
     if engine is None:
-        raise ServerError("The events engine is not running.")
+        raise InternalError("The events engine is not running.")
     flag = state.store.flags.get(record.feature_flag_id)
     if flag is None:
-        raise NotFound()
+        raise ResourceNotFound()
     plan = plan_for(project, record, flag, index)
     cache = state.query_cache
     now = utcnow()

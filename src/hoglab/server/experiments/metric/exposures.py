@@ -1,10 +1,10 @@
 """``ExperimentExposureQuery``: how many persons were exposed to each variant, day by day (PostHog's shape).
 
-Each exposed person (the exposure rules of :mod:`.query`) counts once, on the day of their first exposure
-in the project's zone; ``exposure_counts`` are running totals over every day from the start to the end (or today),
-as PostHog's exposures chart draws them (the last ``MAX_DAYS`` days of a longer window, totals still complete).
-``$multiple`` (persons seen with several variants, ``exclude``) comes last, as in PostHog; ``total_exposures`` is
-each series' last value.
+Each exposed person (the exposure rules of ``hoglab.translate.metric.query``) counts once, on the day of their
+first exposure in the project's zone; ``exposure_counts`` are running totals over every day from the start to the
+end (or today), as PostHog's exposures chart draws them (the last ``MAX_DAYS`` days of a longer window, totals
+still complete). ``$multiple`` (persons seen with several variants, ``exclude``) comes last, as in PostHog;
+``total_exposures`` is each series' last value.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from datetime import date, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ...filters.params import Params
+from hoglab.translate.metric.query import MULTIPLE_VARIANT_KEY, exposures_sql
+from hoglab.translate.params import Params
+
 from ...query.runners.base import RunContext, register
-from .query import MULTIPLE_VARIANT_KEY, exposures_sql
 from .resolve import ResolvedExposureQuery
 
 __all__ = ["run_exposure_query"]

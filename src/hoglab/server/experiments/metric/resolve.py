@@ -32,7 +32,8 @@ from hoglab.schema import (
     ExperimentStatsConfig,
     holdout_variant_key,
 )
-from hoglab.stats.posthog import TeamDefaults, baseline_variant_key
+from hoglab.stats.posthog import TeamDefaults, baseline_variant_key, resolve_cuped
+from hoglab.translate.metric.experiment import ResolvedExperiment
 
 from ...errors import ValidationFailed
 from ...query.runners.base import register_resolver
@@ -42,9 +43,10 @@ if TYPE_CHECKING:
     from ...store import ProjectRecord, Store
 
 __all__ = [
-    "ResolvedExperiment",
     "ResolvedExperimentQuery",
     "ResolvedExposureQuery",
+    "baseline",
+    "cuped_days",
     "resolve_experiment",
     "team_defaults",
 ]
@@ -52,42 +54,6 @@ __all__ = [
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ResolvedExperiment(_Frozen):
-    """What the runners read from the stored experiment (and, for exposures, the query's own overrides)."""
-
-    experiment_id: int
-    flag_key: str
-    variants: tuple[str, ...]
-    start: datetime
-    end: datetime | None = None
-    exposure_criteria: ExperimentExposureCriteria = ExperimentExposureCriteria()
-    stats_config: dict[str, Any] = {}
-    team_config: dict[str, Any] = {}
-    only_count_matured_users: bool = False
-    holdout_key: str | None = None
-    # hoglab's compare_to_holdout sets it to the holdout arm; otherwise PostHog's choice (``baseline``).
-    baseline_override: str | None = None
-    # The flag's aggregation_group_type_index: the experiment randomises groups of that type, not persons.
-    group_type_index: int | None = None
-
-    @property
-    def baseline(self) -> str:
-        """The arm every other variant is compared with: the holdout arm under ``compare_to_holdout``, else
-        ``stats_config.baseline_variant_key``, else control."""
-        return self.baseline_override or baseline_variant_key(self.stats_config, self.variants)
-
-    @property
-    def team_defaults(self) -> TeamDefaults:
-        """The project's CUPED and sequential defaults, as the stats resolve them."""
-        return team_defaults(self.team_config)
-
-    @property
-    def entity(self) -> str:
-        """HogQL of an event's unit: ``person_id``, or ``$group_N`` for an experiment by group (PostHog's entity
-        key: the exposure event's group, and each metric event's own group)."""
-        return "person_id" if self.group_type_index is None else f"`$group_{self.group_type_index}`"
 
 
 def team_defaults(config: dict[str, Any]) -> TeamDefaults:
@@ -102,6 +68,19 @@ def team_defaults(config: dict[str, Any]) -> TeamDefaults:
         cuped_enabled=bool(config.get("default_cuped_enabled")),
         cuped_lookback_days=config.get("default_cuped_lookback_days"),
     )
+
+
+def baseline(experiment: ResolvedExperiment) -> str:
+    """The arm every other variant is compared with: the holdout arm under ``compare_to_holdout``, else
+    ``stats_config.baseline_variant_key``, else control."""
+    return experiment.baseline_override or baseline_variant_key(experiment.stats_config, experiment.variants)
+
+
+def cuped_days(experiment: ResolvedExperiment) -> int | None:
+    """The experiment's CUPED lookback in days as the stats resolve it (its ``stats_config``, else the project's
+    defaults), ``None`` when CUPED is off: what ``hoglab.translate.metric.query.cuped_lookback`` reads."""
+    settings = resolve_cuped(experiment.stats_config, team_defaults(experiment.team_config))
+    return settings.lookback_days if settings.enabled else None
 
 
 class ResolvedExperimentQuery(_Frozen):

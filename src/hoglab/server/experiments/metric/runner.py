@@ -1,9 +1,9 @@
 """``ExperimentQuery``: one metric of a stored experiment, per variant, with PostHog's current statistics.
 
 The query arrives resolved (:mod:`.resolve`: the experiment's flag, variants, dates, exposure criteria, stats
-settings and the project's experiment defaults read in before the cache lookup). :mod:`.query` and
-:mod:`.retention` write the HogQL of the variants' sufficient statistics; :mod:`hoglab.stats.posthog` turns them
-into ``baseline`` and ``variant_results`` (frequentist ``p_value``/``confidence_interval``, fixed-horizon or
+settings and the project's experiment defaults read in before the cache lookup). ``hoglab.translate.metric``
+(``query.py``, ``retention.py``) writes the HogQL of the variants' sufficient statistics; :mod:`hoglab.stats.posthog`
+turns them into ``baseline`` and ``variant_results`` (frequentist ``p_value``/``confidence_interval``, fixed-horizon or
 sequential, or Bayesian ``chance_to_win``/``credible_interval``).
 
 * **CUPED** (``stats_config.cuped``, else the project's default): mean metrics and ordered/strict funnels get the
@@ -33,51 +33,29 @@ from hoglab.stats.posthog import (
     ExperimentVariantResult,
     RatioCovariate,
     experiment_results_by_breakdown,
-    resolve_cuped,
 )
+from hoglab.translate.metric.experiment import ResolvedExperiment
+from hoglab.translate.metric.query import (
+    RATIO_COVARIATE_COLUMNS,
+    MetricShape,
+    cuped_lookback,
+    funnel_sql,
+    mean_sql,
+    ratio_sql,
+)
+from hoglab.translate.metric.retention import retention_sql
+from hoglab.translate.params import Params
 
-from ...filters.params import Params
 from ...query.runners.base import RunContext, register
 from ...query.runners.breakdowns import BREAKDOWN_OTHER
 from ...query.runners.funnels_sql import PERSON_ROWS_SETTINGS
-from .query import RATIO_COVARIATE_COLUMNS, Shape, funnel_sql, mean_sql, ratio_sql
-from .resolve import ResolvedExperiment, ResolvedExperimentQuery
-from .retention import retention_sql
+from .resolve import ResolvedExperimentQuery, baseline, cuped_days, team_defaults
 
-__all__ = ["MAX_BREAKDOWN_VALUES", "cuped_lookback", "run_experiment_query", "variant_stats"]
+__all__ = ["MAX_BREAKDOWN_VALUES", "run_experiment_query", "variant_stats"]
 
 MAX_BREAKDOWN_VALUES = 1000
 """Breakdown values kept without a ``breakdown_limit`` (PostHog keeps them all); the rest are summed into Other, so
 a property unique per person cannot make one statistical test per person."""
-
-
-def cuped_lookback(metric: AnyExperimentMetric, experiment: ResolvedExperiment) -> int | None:
-    """The CUPED lookback in days when CUPED applies to this metric, else ``None`` (PostHog's
-    ``resolve_experiment_cuped_config`` and its metric check; ratio metrics: hoglab's opt-in extension).
-
-    >>> from datetime import UTC, datetime
-    >>> from hoglab.schema import parse_metric
-    >>> exp = ResolvedExperiment(experiment_id=1, flag_key="f", variants=("control", "test"),
-    ...                          start=datetime(2026, 1, 1, tzinfo=UTC), stats_config={"cuped": {"enabled": True}})
-    >>> cuped_lookback(parse_metric({"metric_type": "mean", "source": {"event": "buy"}}), exp)
-    14
-    >>> cuped_lookback(parse_metric({"metric_type": "funnel", "series": [{"event": "buy"}],
-    ...                              "funnel_order_type": "unordered"}), exp) is None
-    True
-    """
-    settings = resolve_cuped(experiment.stats_config, experiment.team_defaults)
-    if not settings.enabled:
-        return None
-    if metric.metric_type == "mean":
-        if getattr(metric.source, "math_property_type", None) == "session_properties":
-            return None  # PostHog's session-property means have no pre-exposure sessions to read
-        return settings.lookback_days
-    if metric.metric_type == "funnel":
-        return None if metric.funnel_order_type == "unordered" else settings.lookback_days
-    if metric.metric_type == "ratio":
-        section = experiment.stats_config.get("cuped")
-        return settings.lookback_days if isinstance(section, Mapping) and section.get("ratio") is True else None
-    return None
 
 
 def variant_stats(metric_type: str, key: str, row: Mapping[str, Any] | None, steps: int = 0) -> ExperimentStats:
@@ -118,14 +96,14 @@ def variant_stats(metric_type: str, key: str, row: Mapping[str, Any] | None, ste
     return ExperimentStats(key, n, total, squares, **covariate)
 
 
-def _shape(metric: AnyExperimentMetric, experiment: ResolvedExperiment) -> Shape:
+def _shape(metric: AnyExperimentMetric, experiment: ResolvedExperiment) -> MetricShape:
     items = (metric.breakdownFilter.breakdowns or []) if metric.breakdownFilter is not None else []
     breakdowns = tuple((str(item.type or "event"), str(item.property)) for item in items)
-    return Shape(breakdowns, cuped_lookback(metric, experiment))
+    return MetricShape(breakdowns, cuped_lookback(metric, experiment, cuped_days(experiment)))
 
 
 def _sql(metric: AnyExperimentMetric, resolved: ResolvedExperimentQuery, ctx: RunContext, p: Params,
-         shape: Shape) -> str:  # fmt: skip
+         shape: MetricShape) -> str:  # fmt: skip
     experiment = resolved.experiment
     end = experiment.end or ctx.now
     actions = ctx.actions  # the project's, for a metric or an exposure that names one
@@ -189,9 +167,9 @@ def run_experiment_query(resolved: ResolvedExperimentQuery, ctx: RunContext) -> 
     ]
     options: dict[str, Any] = {
         "stats_config": experiment.stats_config, "goal": metric.goal or "increase",
-        "cuped": shape.lookback_days is not None, "team": experiment.team_defaults,
+        "cuped": shape.lookback_days is not None, "team": team_defaults(experiment.team_config),
     }  # fmt: skip
-    baseline_key = experiment.baseline  # hoglab's compare_to_holdout makes it the holdout arm (resolve.py)
+    baseline_key = baseline(experiment)  # hoglab's compare_to_holdout makes it the holdout arm (resolve.py)
     if not rows:  # nobody exposed yet: every variant answers zeros
         rows = [((), variant_stats(metric.metric_type, baseline_key, None, steps))]
     limit = metric.breakdownFilter.breakdown_limit if metric.breakdownFilter is not None else None

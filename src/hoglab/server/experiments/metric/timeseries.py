@@ -28,7 +28,7 @@ import pydantic
 
 from hoglab.schema import metric_fingerprint, parse_metric, saved_metric_definition, validation_error_body
 
-from ...errors import APIError, ServerError, ValidationFailed
+from ...errors import APIException, InternalError, ValidationFailed
 from ...query.cache import cache_key
 from ...query.jobs import iso
 from ...query.request import prepare, resolve
@@ -133,10 +133,10 @@ def _run(state: ServiceState, request: RecalculationRecord, cancelled: threading
         zone = project.timezone or "UTC"
         for day, query_to in experiment_days(record.start_date, record.end_date, utcnow(), zone):
             if cancelled.is_set():
-                raise ServerError("The recalculation was cancelled.")
+                raise InternalError("The recalculation was cancelled.")
             try:
                 answer = _day_answer(service, state, project, request.experiment_id, request.metric, query_to)
-            except APIError as exc:
+            except APIException as exc:
                 repo.save_day(request.team_id, request.experiment_id, request.metric_uuid, request.fingerprint,
                               day.isoformat(), query_to, error=str(exc.detail))  # fmt: skip
                 continue
@@ -151,7 +151,7 @@ def _run(state: ServiceState, request: RecalculationRecord, cancelled: threading
 def _submit(state: ServiceState, request: RecalculationRecord) -> None:
     jobs = state.query_jobs
     if jobs is None:
-        raise ServerError("The query service is not running.")
+        raise InternalError("The query service is not running.")
 
     def work(tag: str, cancelled: threading.Event) -> bytes:
         _run(state, request, cancelled)

@@ -31,10 +31,11 @@ from typing import Any
 import orjson
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS, ActorsQuery, FunnelsActorsQuery, InsightActorsQuery
+from hoglab.translate.dates import resolve_date_range, shift
+from hoglab.translate.params import Params
+from hoglab.translate.properties import hogql_expression, property_filters_to_hogql
 
 from ...errors import ValidationFailed
-from ...filters.dates import resolve_date_range, shift
-from ...filters.properties import Params, hogql_expression, property_filters_to_hogql
 from .base import RunContext, register
 from .breakdowns import BREAKDOWN_NULL, breakdown_value_sql, has_breakdown
 from .common import first_event_time
@@ -49,7 +50,7 @@ from .trends_sql import effective_math, group_actor, group_condition
 __all__ = ["run_actors"]
 
 def _trend_actors(source: InsightActorsQuery, ctx: RunContext, p: Params) -> str:
-    from .common import series_conditions
+    from hoglab.translate.series import series_conditions
 
     query = source.source
     if query.kind != "TrendsQuery":

@@ -23,11 +23,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS
+from hoglab.translate.actions import ActionDefinition
+from hoglab.translate.budget import CompileBudget
 
 from ...filters.hogql_filters import filters_expansion
 from ...hogql import CompiledQuery, compile_hogql
-from ...hogql.budget import CompileBudget
-from ...hogql.catalog import ActionDefinition, Catalog
+from ...hogql.catalog import Catalog
 from ...hogql.textguard import text_guards_enabled
 from ..catalog import ENGINE_CATALOG
 
@@ -127,7 +128,7 @@ class RunContext:
     ``tag`` goes on every engine query of the request (``log_comment``), so cancelling the request kills them all.
     ``catalog`` is what the compiler is told of the engine (its materialized properties: the engine's) and of the
     project (its actions, which runners read through :attr:`actions` too, so both see the same definitions).
-    ``compile_budget`` bounds each statement's compiling (``hogql/budget.py``); ``compile_slot`` is entered
+    ``compile_budget`` bounds each statement's compiling (``translate/budget.py``); ``compile_slot`` is entered
     around it: the project's share of compiling (``query/fairness.py``), one statement at a time per project.
     """
 
@@ -257,15 +258,15 @@ def register(kind: str) -> Callable[[Runner], Runner]:
     return _registrar(RUNNERS, "a runner", kind)
 
 
-Resolver = Callable[[Any, "ProjectRecord", "Store"], Any]
+QueryResolver = Callable[[Any, "ProjectRecord", "Store"], Any]
 """``resolver(query_model, project, store) -> model``: the query with what it refers to in the store read in."""
 
-RESOLVERS: dict[str, Resolver] = {}
+RESOLVERS: dict[str, QueryResolver] = {}
 """Query kind → resolver, for kinds that name stored objects (an experiment by id). The service resolves before
 its cache lookup, so the cache key covers the stored settings and the runner gets the resolved model."""
 
 
-def register_resolver(kind: str) -> Callable[[Resolver], Resolver]:
+def register_resolver(kind: str) -> Callable[[QueryResolver], QueryResolver]:
     """Decorator: make ``resolver`` the one for ``kind``."""
     return _registrar(RESOLVERS, "a resolver", kind)
 

@@ -18,8 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hoglab.translate.params import Params
+from hoglab.translate.properties import group_type_index, hogql_expression, property_access
+
 from ...errors import ValidationFailed
-from ...filters.properties import Params, group_type_index, hogql_expression, property_access
 
 __all__ = [
     "BREAKDOWN_NULL",
@@ -30,6 +32,8 @@ __all__ = [
     "breakdown_limit",
     "breakdown_value_sql",
     "has_breakdown",
+    "histogram_bins",
+    "histogram_value_sql",
     "ranked_sql",
 ]
 
@@ -114,6 +118,35 @@ def breakdown_value_sql(bf: Any, p: Params) -> str:
     if len(items) == 1 and not _get(bf, "breakdowns"):
         return parts[0]
     return "[" + ", ".join(parts) + "]"
+
+
+def histogram_bins(bf: Any) -> int | None:
+    """``breakdown_histogram_bin_count`` of a one-property breakdown, or None."""
+    count = _get(bf, "breakdown_histogram_bin_count")
+    items = breakdown_items(bf)
+    return int(count) if count and len(items) == 1 and not _get(bf, "breakdowns") else None
+
+
+def histogram_value_sql(bf: Any, bins: int, where: str) -> str:
+    """PostHog's histogram breakdown: the value's bin, ``'[low,high]'``, of ``bins`` bins whose edges are the
+    quantiles of the distinct numeric values among the events ``where`` selects (floored to 2 decimals, repeats
+    dropped, the last edge raised by 0.01 so the largest value falls in); ``'["",""]'`` for no number."""
+    value = f"toFloat({breakdown_items(bf)[0].expr()})"
+    levels = ", ".join(str(i / bins) for i in range(bins + 1))
+    edges = (
+        f"(SELECT arrayCompact(arrayMap(x -> floor(x, 2), quantiles({levels})(v))) "
+        f"FROM (SELECT DISTINCT {value} AS v FROM events WHERE {where} AND v IS NOT NULL))"
+    )
+    # one edge (a single value) is the bin [v, v + 0.01]; bin i is [edges[i], edges[i + 1]), the last one closed
+    bounds = f"if(length({edges}) = 1, [{edges}[1], {edges}[1]], {edges})"
+    bin_of = """arrayElement(
+        arrayConcat(arrayMap(i -> concat('[', toString(EDGES[i]), ',', toString(UPPER), ']'),
+                             range(1, length(EDGES))), ['["",""]']),
+        ifNull(nullIf(arrayFirstIndex(i -> VALUE >= EDGES[i] AND VALUE < UPPER, range(1, length(EDGES))), 0),
+               length(EDGES)))"""
+    upper = "if(i = length(EDGES) - 1, EDGES[i + 1] + 0.01, EDGES[i + 1])"
+    mark = "\x00"  # VALUE stands out of the way while EDGES (which holds the value too) goes in
+    return bin_of.replace("UPPER", upper).replace("VALUE", mark).replace("EDGES", bounds).replace(mark, value)
 
 
 def ranked_sql(inner: str, limit: int, other: str, *, ascending: bool = False) -> str:

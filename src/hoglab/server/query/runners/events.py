@@ -30,15 +30,15 @@ import orjson
 from sqlglot import exp
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS, EventsQuery
+from hoglab.translate.actions import action_condition
+from hoglab.translate.dates import parse_relative
+from hoglab.translate.params import Params
+from hoglab.translate.series import series_conditions
 
 from ...errors import ValidationFailed
-from ...filters.actions import action_condition
-from ...filters.dates import parse_relative
-from ...filters.properties import Params
 from ...hogql import HogQLError, parse_hogql_expr
 from ...hogql.functions import is_aggregate
 from .base import RunContext, register
-from .common import series_conditions
 from .person_tuples import EVENT_DISPLAY_NAME, EVENT_PERSON
 
 __all__ = ["run_events", "strip_alias"]
@@ -79,7 +79,7 @@ def _bound(text: str | None, default: str, ctx: RunContext, attr: str) -> Any:
     relative = parse_relative(text, now, attr=attr)
     if relative is not None:
         return relative
-    from ...filters.dates import _parse_absolute
+    from hoglab.translate.dates import _parse_absolute
 
     return _parse_absolute(text, tz, attr=attr)[0]
 

@@ -21,13 +21,16 @@ import math
 from typing import Any
 
 from hoglab.schema import FunnelsQuery
+from hoglab.translate.actions import Actions
+from hoglab.translate.dates import QueryDateRange, bucket_key_sql, resolve_date_range
+from hoglab.translate.params import Params
+from hoglab.translate.properties import group_type_index, hogql_expression
+from hoglab.translate.series import get, is_action, require_action, series_label
 
 from ...errors import ValidationFailed
-from ...filters.dates import QueryDateRange, bucket_key_sql, resolve_date_range
-from ...filters.properties import Params, group_type_index, hogql_expression
 from .base import RunContext, register
 from .breakdowns import breakdown_items, breakdown_limit
-from .common import Actions, first_event_time, get, is_action, require_action, series_label
+from .common import first_event_time
 from .funnels_sql import PERSON_ROWS_SETTINGS, person_rows_sql, window_micros
 
 __all__ = ["funnel_person_rows", "run_funnels"]
@@ -127,7 +130,8 @@ def _steps(
         action = is_action(series)
         step: dict[str, Any] = {
             "action_id": get(series, "id") if action else get(series, "event"),
-            "name": series_label(series, actions),
+            # an "any event" step has no name in PostHog's funnel answer (its trends call it "All events")
+            "name": series_label(series, actions) if action or get(series, "event") is not None else None,
             "custom_name": get(series, "custom_name"),
             "order": j,
             "people": [],

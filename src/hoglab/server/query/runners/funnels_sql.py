@@ -28,12 +28,13 @@ from __future__ import annotations
 from typing import Any
 
 from hoglab.schema import funnel_window_seconds
+from hoglab.translate.actions import Actions
+from hoglab.translate.funnel_replay import packed_event_key, replay_expr, unordered_replay, unpacked
+from hoglab.translate.params import Params
+from hoglab.translate.properties import property_filters_to_hogql
+from hoglab.translate.series import get, series_conditions, series_events
 
-from ...filters.properties import Params, property_filters_to_hogql
-from .common import Actions, get, series_events
-from .funnel_replay import Replay, packed_event_key, replay_expr, unpacked
-
-__all__ = ["PERSON_ROWS_SETTINGS", "person_rows_sql", "unordered_expr", "unordered_replay", "window_micros"]
+__all__ = ["PERSON_ROWS_SETTINGS", "person_rows_sql", "window_micros"]
 
 PERSON_ROWS_SETTINGS = {"group_by_two_level_threshold": 0, "group_by_two_level_threshold_bytes": 512 * 1024**2}
 """Settings for a query over ``person_rows_sql``: one-level aggregation by person until its state reaches 512 MiB.
@@ -47,25 +48,6 @@ def window_micros(funnels_filter: Any) -> int:
     """The conversion window in microseconds (PostHog counts a month as 31 days)."""
     interval = get(funnels_filter, "funnelWindowInterval", 14)
     return funnel_window_seconds(interval, get(funnels_filter, "funnelWindowIntervalUnit", "day")) * 1_000_000
-
-
-def unordered_expr(n: int, window: int) -> str:
-    """For unordered funnels: (steps done in the best window, that window's sorted first time per step)."""
-    in_window = f"arrayFilter((m2, t2) -> t2 <= t AND t - t2 <= {window}, m, ts)"
-    firsts = (
-        f"arraySort(arrayFilter(v -> v < 9223372036854775807, arrayMap(k -> arrayMin(arrayMap((t2, m2) -> "
-        f"if(bitTest(m2, k - 1) AND t2 <= t AND t - t2 <= {window}, t2, 9223372036854775807), ts, m)), "
-        f"range(1, {n + 1}))))"
-    )
-    per_end = f"arrayMap(t -> tuple(bitCount(arrayReduce('groupBitOr', {in_window})), {firsts}), ts)"
-    best = f"arrayMax(arrayMap(w -> w.1, {per_end}))"
-    return f"arrayFirst(w -> w.1 = {best}, {per_end})"
-
-
-def unordered_replay(n: int, window: int) -> Replay:
-    """The unordered funnel's per-person result as a :class:`Replay` (one layer)."""
-    body = unordered_expr(n, window)
-    return Replay((((f"({body})", "u"), ("tupleElement(u, 1) - 1", "step_reached"), ("tupleElement(u, 2)", "times")),))
 
 
 def person_rows_sql(
@@ -89,8 +71,6 @@ def person_rows_sql(
     """One row per person (or ``actor``: a group's key) and breakdown value: ``actor_id, pv, step_reached
     (0-based; -1 none), times``; only events meeting ``actor_condition`` take part; ``actions``: the project's,
     for steps and exclusions that name one."""
-    from .common import series_conditions
-
     n = len(steps)
     step_conds = []
     for i, step in enumerate(steps):

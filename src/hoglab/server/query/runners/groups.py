@@ -27,8 +27,9 @@ from typing import Any
 import orjson
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS, GroupsQuery
+from hoglab.translate.params import Params
+from hoglab.translate.properties import hogql_expression, property_filters_to_hogql
 
-from ...filters.properties import Params, hogql_expression, property_filters_to_hogql
 from .base import RunContext, register
 from .events import strip_alias
 

@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 
 from hoglab.schema import DEFAULT_RETURNED_ROWS, MAX_SELECT_RETURNED_ROWS, HogQLQuery
+from hoglab.translate.values import VARIABLE_PREFIX
 
 from ...hogql import HogQLError
-from ...hogql.values import VARIABLE_PREFIX
 from ..property_types import numeric_properties
 from ..query_log import QUERY_LOG
 from ..taxonomy import unseen_names

@@ -21,9 +21,9 @@ import re
 from typing import Any
 
 from hoglab.schema import InsightActorsQuery, LifecycleQuery, PathsQuery, RetentionQuery, StickinessQuery
+from hoglab.translate.params import Params
 
 from ...errors import ValidationFailed
-from ...filters.properties import Params
 from .base import RunContext
 from .lifecycle import STATUSES, lifecycle_actor_rows_sql, lifecycle_range
 from .paths import path_steps_sql, paths_range

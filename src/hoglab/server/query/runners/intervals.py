@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from hoglab.translate.dates import bucket_key_sql, start_of_interval_sql
+from hoglab.translate.params import Params
+
 from ...errors import ValidationFailed
-from ...filters.dates import bucket_key_sql, start_of_interval_sql
-from ...filters.properties import Params
 
 __all__ = ["MAX_HOURS", "interval_number_sql", "interval_start_sql"]
 

@@ -30,11 +30,14 @@ from __future__ import annotations
 from typing import Any
 
 from hoglab.schema import LifecycleQuery
+from hoglab.translate.actions import Actions
+from hoglab.translate.dates import QueryDateRange, resolve_date_range, shift
+from hoglab.translate.params import Params
+from hoglab.translate.properties import group_type_index
+from hoglab.translate.series import require_action, series_conditions, series_label
 
-from ...filters.dates import QueryDateRange, resolve_date_range, shift
-from ...filters.properties import Params, group_type_index
 from .base import RunContext, register
-from .common import Actions, first_event_time, require_action, series_conditions, series_label
+from .common import first_event_time
 from .intervals import interval_number_sql
 
 __all__ = ["STATUSES", "lifecycle_actor_rows_sql", "lifecycle_range", "run_lifecycle"]

@@ -33,11 +33,13 @@ from collections import defaultdict
 from typing import Any
 
 from hoglab.schema import PathsQuery
+from hoglab.translate.dates import QueryDateRange, resolve_date_range
+from hoglab.translate.params import Params
+from hoglab.translate.properties import hogql_expression
+from hoglab.translate.series import series_conditions
 
-from ...filters.dates import QueryDateRange, resolve_date_range
-from ...filters.properties import Params, hogql_expression
 from .base import RunContext, register
-from .common import first_event_time, series_conditions
+from .common import first_event_time
 
 __all__ = ["SESSION_GAP_SECONDS", "grouping_regex", "path_steps_sql", "paths_range", "reachable_edges", "run_paths"]
 
@@ -128,9 +130,11 @@ def _limited(query: PathsQuery, p: Params) -> tuple[str, str, str | None]:
 
 
 def paths_range(query: PathsQuery, ctx: RunContext) -> QueryDateRange:
+    # a range that ends before it starts selects no event: PostHog answers it with no path, not an error
     return resolve_date_range(
-        query.dateRange, "day", now=ctx.now, timezone=ctx.timezone, first_event=lambda: first_event_time(ctx)
-    )
+        query.dateRange, "day", now=ctx.now, timezone=ctx.timezone, first_event=lambda: first_event_time(ctx),
+        empty_when_inverted=True,
+    )  # fmt: skip
 
 
 def path_steps_sql(query: PathsQuery, rng: QueryDateRange, p: Params, *, project: Any) -> str:

@@ -35,14 +35,16 @@ from datetime import datetime
 from typing import Any
 
 from hoglab.schema import RetentionEntity, RetentionQuery
+from hoglab.translate.actions import Actions, action_condition
+from hoglab.translate.dates import bucket_key, resolve_date_range, shift, start_of_interval
+from hoglab.translate.params import Params
+from hoglab.translate.properties import group_type_index, property_filters_to_hogql
+from hoglab.translate.series import series_conditions
 
 from ...errors import ValidationFailed
-from ...filters.actions import action_condition
-from ...filters.dates import bucket_key, resolve_date_range, shift, start_of_interval
-from ...filters.properties import Params, group_type_index, property_filters_to_hogql
 from .base import RunContext, register
 from .breakdowns import BREAKDOWN_OTHER, breakdown_items, breakdown_limit
-from .common import Actions, first_event_time, series_conditions
+from .common import first_event_time
 from .intervals import interval_number_sql
 
 __all__ = ["RetentionRange", "retention_actor_rows_sql", "retention_range", "run_retention"]

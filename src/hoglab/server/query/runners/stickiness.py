@@ -28,11 +28,14 @@ import math
 from typing import Any
 
 from hoglab.schema import StickinessQuery
+from hoglab.translate.actions import Actions
+from hoglab.translate.dates import QueryDateRange, resolve_date_range
+from hoglab.translate.params import Params
+from hoglab.translate.properties import hogql_expression
+from hoglab.translate.series import get, is_action, series_action, series_conditions, series_label
 
-from ...filters.dates import QueryDateRange, resolve_date_range
-from ...filters.properties import Params, hogql_expression
 from .base import RunContext, register
-from .common import Actions, first_event_time, get, is_action, series_action, series_conditions, series_label
+from .common import first_event_time
 from .intervals import interval_start_sql
 from .trends import previous_range
 from .trends_sql import group_actor, group_condition
@@ -76,7 +79,8 @@ def stickiness_actor_rows_sql(
     query: StickinessQuery, series: Any, index: int, rng: QueryDateRange, p: Params, *, project: Any,
     actions: Actions | None = None,
 ) -> str:  # fmt: skip
-    """HogQL with one row per actor of the series: ``actor_id, active`` (the number of active periods)."""
+    """HogQL with one row per actor of the series: ``actor_id, active`` (the number of active periods). The events
+    are ``e``, as PostHog's stickiness names them, so ``math_hogql`` may say ``e.properties.x``."""
     start, end = rng.bounds_utc()
     where = series_conditions(query, series, p, project=project, attr=f"series.{index}", actions=actions)
     where += [f"timestamp >= {p.add(start)}", f"timestamp <= {p.add(end)}"]
@@ -96,13 +100,13 @@ def stickiness_actor_rows_sql(
     if criteria is None:
         # Any event makes the period active: count each actor's distinct periods in one pass.
         return f"""
-        SELECT {actor} AS actor_id, uniqExact({period}) AS active FROM events
+        SELECT {actor} AS actor_id, uniqExact({period}) AS active FROM events AS e
         WHERE {" AND ".join(where)}
         GROUP BY actor_id"""
     having = f"count() {_OPERATORS[criteria.operator]} {p.add(criteria.value)}"
     return f"""
         SELECT actor_id, count() AS active FROM (
-            SELECT {actor} AS actor_id, {period} AS period FROM events
+            SELECT {actor} AS actor_id, {period} AS period FROM events AS e
             WHERE {" AND ".join(where)}
             GROUP BY actor_id, period
             HAVING {having}

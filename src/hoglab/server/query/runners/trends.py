@@ -22,13 +22,15 @@ from typing import Any
 
 from hoglab.schema import TrendsQuery
 from hoglab.schema.queries import TOTAL_VALUE_DISPLAYS
+from hoglab.translate.actions import Actions
+from hoglab.translate.dates import QueryDateRange, resolve_date_range
+from hoglab.translate.params import Params
+from hoglab.translate.series import get, is_action, series_action, series_label
 
 from ...errors import ValidationFailed
-from ...filters.dates import QueryDateRange, resolve_date_range
-from ...filters.properties import Params
 from .base import RunContext, register
 from .breakdowns import BREAKDOWN_NULL, BREAKDOWN_OTHER, has_breakdown
-from .common import Actions, first_event_time, get, is_action, series_action, series_label
+from .common import first_event_time
 from .formulas import evaluate_formula, formula_letters
 from .trends_sql import series_sql
 
@@ -38,7 +40,7 @@ __all__ = ["previous_range", "run_trends", "trends_items"]
 def previous_range(rng: QueryDateRange, compare_to: str | None) -> QueryDateRange:
     """The period a comparison looks at: the same number of intervals just before (or ``compare_to`` ago)."""
     if compare_to:
-        from ...filters.dates import parse_relative
+        from hoglab.translate.dates import parse_relative
 
         moved = parse_relative(compare_to, rng.date_from, attr="compareFilter.compare_to")
         if moved is None or not compare_to.startswith("-"):
@@ -58,7 +60,7 @@ def previous_range(rng: QueryDateRange, compare_to: str | None) -> QueryDateRang
 
 
 def _exact_back(dt: datetime, text: str) -> datetime:
-    from ...filters.dates import _add
+    from hoglab.translate.dates import _add
 
     count = int(text[1:-1] or 1)
     return _add(dt.replace(tzinfo=None), text[-1], -count)

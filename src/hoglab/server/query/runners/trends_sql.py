@@ -3,8 +3,9 @@
 ``bucket`` is the interval's wall-clock key (``dates.bucket_key_sql``; ``''`` for total-value displays), ``bv`` the
 breakdown value (``''`` without a breakdown), ``value`` the math. Every math is one query:
 
-* ``total`` ``count()``; ``dau`` ``uniqExact(person_id)``; ``unique_session`` ``uniqExact($session_id)`` over
-  events that have one; ``unique_group`` ``uniqExact($group_N)`` of ``math_group_type_index`` N (PostHog's
+* ``total`` ``count()``; ``dau`` ``uniqExact(person_id)``; ``unique_session`` ``uniqExact($session_id)``, the
+  events without a session counting as one session ``''`` (PostHog's); ``unique_group`` ``uniqExact($group_N)``
+  of ``math_group_type_index`` N (PostHog's
   "unique organizations"), events without a group of that type left out (also for ``dau``, ``weekly_active`` and
   ``monthly_active`` with a ``math_group_type_index``: PostHog still counts persons there, of events that have
   the group); property math ``sum/avg/min/max`` of ``toFloat(property)``, percentiles with
@@ -22,19 +23,23 @@ from datetime import timedelta
 from typing import Any
 
 from hoglab.schema.nodes import COUNT_PER_ACTOR_MATH, PROPERTY_MATH
+from hoglab.translate.actions import Actions
+from hoglab.translate.dates import QueryDateRange, bucket_key_sql
+from hoglab.translate.params import Params
+from hoglab.translate.properties import group_type_index, hogql_expression, property_access
+from hoglab.translate.series import get, series_conditions, series_match
 
 from ...errors import ValidationFailed
-from ...filters.dates import QueryDateRange, bucket_key_sql
-from ...filters.properties import Params, group_type_index, hogql_expression, property_access
 from .breakdowns import (
     BREAKDOWN_OTHER,
     breakdown_items,
     breakdown_limit,
     breakdown_value_sql,
     has_breakdown,
+    histogram_bins,
+    histogram_value_sql,
     ranked_sql,
 )
-from .common import Actions, get, series_conditions, series_match
 
 __all__ = ["GROUPS_MATH", "SeriesSQL", "group_actor", "series_sql"]
 
@@ -87,7 +92,7 @@ def _plain_value(series: Any, math: str, p: Params, attr: str) -> str:
     if math == "dau":
         return "uniqExact(person_id)"
     if math == "unique_session":
-        return "uniqExactIf(`$session_id`, `$session_id` != '')"
+        return "uniqExact(`$session_id`)"  # PostHog's rule: events without a session are one session, ''
     if math == "unique_group":
         return f"uniqExact({group_actor(series, attr)})"
     if math == "hogql":
@@ -137,6 +142,9 @@ def series_sql(
     event_cond = series_match(series, p, actions=actions, timezone=timezone, attr=attr) or "true"
     where = f"{event_cond} AND {filters}"
     n_buckets = 1 if total_value else len(rng.buckets())
+    bins = histogram_bins(bf) if with_breakdown else None
+    if bins is not None:
+        bv = histogram_value_sql(bf, bins, f"timestamp >= {time_from} AND timestamp <= {time_to} AND {where}")
 
     if math in ("first_time_for_user", "first_matching_event_for_user"):
         inner = _first_time_sql(

@@ -32,7 +32,7 @@ from sqlglot.tokens import Token, TokenType
 from .budget import checkpoint
 from .errors import HogQLError
 
-__all__ = ["HOGQL_PLACEHOLDER", "ClickHouseOutput", "HogQLDialect"]
+__all__ = ["HOGQL_PLACEHOLDER", "HogQLDialect", "HogQLGenerator"]
 
 HOGQL_PLACEHOLDER = "hogql"
 """``Placeholder.kind`` of a HogQL ``{name}`` placeholder (ClickHouse's ``{name:Type}`` is refused)."""
@@ -149,6 +149,19 @@ class HogQLParser(ClickHouseParser):  # type: ignore[misc]  # sqlglot is untyped
         node.update_positions(start=start.start, end=self._prev.end, line=start.line, col=start.col)
         return node
 
+    RANGE_PARSERS: ClassVar[dict[Any, Any]] = {
+        **ClickHouseParser.RANGE_PARSERS,
+        TokenType.RLIKE: lambda self, this: self._parse_regex(this, exp.RegexpLike),
+        TokenType.IRLIKE: lambda self, this: self._parse_regex(this, exp.RegexpILike),
+    }
+
+    def _parse_regex(self, this: exp.Expr | None, kind: type[exp.Expr]) -> exp.Expr:
+        # HogQL's regex operators: ``~`` and ``=~`` match, ``~*`` and ``=~*`` match ignoring case, ``!~`` and ``!~*``
+        # their negations (PostHog's Regex, IRegex, NotRegex and NotIRegex).
+        negate = self._prev.text.startswith("!")
+        node = kind(this=this, expression=self._parse_bitwise())
+        return exp.Not(this=node) if negate else node
+
     def _parse_table_sample(self, as_modifier: bool = False) -> exp.TableSample | None:
         token = self._curr
         sample = super()._parse_table_sample(as_modifier=as_modifier)
@@ -191,7 +204,16 @@ class HogQLDialect(ClickHouse):  # type: ignore[misc]
 
     class Tokenizer(ClickHouse.Tokenizer):  # type: ignore[misc]
         SINGLE_TOKENS: ClassVar[dict[str, TokenType]] = {
-            k: v for k, v in ClickHouse.Tokenizer.SINGLE_TOKENS.items() if k != "$"
+            **{k: v for k, v in ClickHouse.Tokenizer.SINGLE_TOKENS.items() if k != "$"},
+            "~": TokenType.RLIKE,  # HogQL has no bitwise ~ (that is bitNot); ~ is a regex match
+        }
+        KEYWORDS: ClassVar[dict[str, TokenType]] = {
+            **ClickHouse.Tokenizer.KEYWORDS,
+            "=~": TokenType.RLIKE,
+            "!~": TokenType.RLIKE,
+            "~*": TokenType.IRLIKE,
+            "=~*": TokenType.IRLIKE,
+            "!~*": TokenType.IRLIKE,
         }
         VAR_SINGLE_TOKENS: ClassVar[set[str]] = {"$"}
         HEREDOC_STRINGS: ClassVar[list[str | tuple[str, str]]] = []
@@ -199,22 +221,3 @@ class HogQLDialect(ClickHouse):  # type: ignore[misc]
 
     Parser = HogQLParser
     Generator = HogQLGenerator
-
-
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class ClickHouseOutputGenerator(HogQLGenerator):
-    def identifier_sql(self, expression: exp.Identifier) -> str:
-        # ClickHouse's lexer knows more than sqlglot's: ``$$`` starts a heredoc string and “ ” ‘ ’ are quotes.
-        # An unquoted name holding such characters could change what the printed SQL means, so every name
-        # that is not plain ASCII is quoted.
-        if not expression.quoted and not _PLAIN.match(expression.name):
-            expression = exp.Identifier(this=expression.name, quoted=True)
-        return str(super().identifier_sql(expression))
-
-
-class ClickHouseOutput(HogQLDialect):
-    """HogQLDialect for printing SQL that ClickHouse will run: every non-plain name is quoted."""
-
-    Generator = ClickHouseOutputGenerator

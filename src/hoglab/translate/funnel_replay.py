@@ -1,4 +1,5 @@
-"""The per-person replay of an ordered or strict funnel (the rules: ``funnels_sql``), and how its events are sorted.
+"""The per-person replay of a funnel (the rules: ``server/query/runners/funnels_sql.py``), and how its events are
+sorted; the funnels runner and experiment funnel metrics both replay with it.
 
 Two forms answer the same (``tests/server/query/runners/test_funnel_vector.py`` checks both against a Python
 restatement): :func:`vector_expr`, a handful of whole-array operations per step, for ordered funnels without
@@ -23,7 +24,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Replay", "fold_expr", "packed_event_key", "replay_expr", "unpacked", "vector_expr"]
+__all__ = [
+    "Replay",
+    "fold_expr",
+    "packed_event_key",
+    "replay_expr",
+    "unordered_expr",
+    "unordered_replay",
+    "unpacked",
+    "vector_expr",
+]
 
 
 class _Layout:
@@ -232,3 +242,22 @@ def fold_expr(n: int, window: int, *, strict: bool, attribution_step: int | None
     step_reached = f"if({s('MX', 'f')} = 1, -2, {s('M', 'f')} - 1)"
     times_of_best = f"arraySlice([{times}], 1, {s('M', 'f')})"
     return Replay((((fold, "f"), (step_reached, "step_reached"), (times_of_best, "times")),))
+
+
+def unordered_expr(n: int, window: int) -> str:
+    """For unordered funnels: (steps done in the best window, that window's sorted first time per step)."""
+    in_window = f"arrayFilter((m2, t2) -> t2 <= t AND t - t2 <= {window}, m, ts)"
+    firsts = (
+        f"arraySort(arrayFilter(v -> v < 9223372036854775807, arrayMap(k -> arrayMin(arrayMap((t2, m2) -> "
+        f"if(bitTest(m2, k - 1) AND t2 <= t AND t - t2 <= {window}, t2, 9223372036854775807), ts, m)), "
+        f"range(1, {n + 1}))))"
+    )
+    per_end = f"arrayMap(t -> tuple(bitCount(arrayReduce('groupBitOr', {in_window})), {firsts}), ts)"
+    best = f"arrayMax(arrayMap(w -> w.1, {per_end}))"
+    return f"arrayFirst(w -> w.1 = {best}, {per_end})"
+
+
+def unordered_replay(n: int, window: int) -> Replay:
+    """The unordered funnel's per-person result as a :class:`Replay` (one layer)."""
+    body = unordered_expr(n, window)
+    return Replay((((f"({body})", "u"), ("tupleElement(u, 1) - 1", "step_reached"), ("tupleElement(u, 2)", "times")),))

@@ -26,10 +26,11 @@ from typing import Any
 
 from hoglab.schema import ExperimentRetentionMetric
 
-from ...filters.params import Params
-from ...query.runners.common import Actions, series_conditions
-from .query import PLAIN, PerUnit, Shape, exposures_sql, window_seconds
-from .resolve import ResolvedExperiment
+from ..actions import Actions
+from ..params import Params
+from ..series import series_conditions
+from .experiment import ResolvedExperiment
+from .query import PLAIN, MetricShape, PerUnit, exposures_sql, window_seconds
 
 __all__ = ["retention_sql", "retention_units"]
 
@@ -45,7 +46,7 @@ def _truncated(column: str, unit: str) -> str:
 
 
 def retention_units(metric: ExperimentRetentionMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                    end: datetime, shape: Shape = PLAIN, *, matured_before: datetime | None = None,
+                    end: datetime, shape: MetricShape = PLAIN, *, matured_before: datetime | None = None,
                     actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """Each counted unit's ``value``: 1 retained, 0 not; units that did not start are not counted (no row).
 
@@ -109,7 +110,7 @@ def retention_units(metric: ExperimentRetentionMetric, experiment: ResolvedExper
 
 
 def retention_sql(metric: ExperimentRetentionMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                  end: datetime, shape: Shape = PLAIN, *, matured_before: datetime | None = None,
+                  end: datetime, shape: MetricShape = PLAIN, *, matured_before: datetime | None = None,
                   actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, squares, denominator_sum, denominator_squares, product`` of each variant and
     breakdown value (``$multiple`` included; the runner drops it): the sums of :func:`retention_units`.

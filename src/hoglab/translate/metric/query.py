@@ -20,7 +20,7 @@ with 0. **mean**: ``total`` (events), ``sum``/``avg``/``min``/``max`` of a prope
 ``dau`` (1 if any); outliers are capped at the percentiles of all exposed persons' values (``ignore_zeros`` leaves
 zeros out of the upper one). **ratio**: numerator and denominator the same way, person by person. **funnel**: the
 exposure is step 0 of an ordered/strict/unordered funnel over the metric's steps (the shared per-person replay of
-``runners/funnel_replay.py``), within the conversion window of the exposure (3 years without one).
+``funnel_replay.py``), within the conversion window of the exposure (3 years without one).
 
 **Breakdowns** (``breakdownFilter``, PostHog's ``BreakdownInjector``): each unit's value of every breakdown property
 is read off its *first exposure event* (``$$_posthog_breakdown_null_$$`` when missing), columns ``b1``..``b3``
@@ -38,33 +38,40 @@ values and a random sample above; hoglab stays exact (and deterministic) at ever
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlglot import exp
 
-from hoglab.schema import ActionsNode, ExperimentFunnelMetric, ExperimentMeanMetric, ExperimentRatioMetric, SeriesFields
+from hoglab.schema import (
+    ActionsNode,
+    AnyExperimentMetric,
+    ExperimentFunnelMetric,
+    ExperimentMeanMetric,
+    ExperimentRatioMetric,
+    SeriesFields,
+)
 
-from ...errors import ValidationFailed
-from ...filters.actions import action_condition
-from ...filters.params import Params
-from ...filters.properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
-from ...hogql.parse import parse_hogql_expr
-from ...query.runners.common import Actions, series_conditions
-from ...query.runners.funnel_replay import packed_event_key, replay_expr, unpacked
-from ...query.runners.funnels_sql import unordered_replay
-from ..rules import FEATURE_FLAG_CALLED
-from .resolve import ResolvedExperiment
+from ..actions import Actions, action_condition
+from ..errors import TranslationFailed
+from ..funnel_replay import packed_event_key, replay_expr, unordered_replay, unpacked
+from ..params import Params
+from ..parse import parse_hogql_expr
+from ..properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
+from ..series import series_conditions
+from .experiment import ResolvedExperiment
 
 __all__ = [
     "BREAKDOWN_NULL",
+    "FEATURE_FLAG_CALLED",
     "MULTIPLE_VARIANT_KEY",
     "NO_WINDOW_SECONDS",
     "PLAIN",
     "RATIO_COVARIATE_COLUMNS",
-    "Shape",
+    "MetricShape",
+    "cuped_lookback",
     "exposures_sql",
     "funnel_sql",
     "mean_sql",
@@ -72,6 +79,8 @@ __all__ = [
     "window_seconds",
 ]
 
+FEATURE_FLAG_CALLED = "$feature_flag_called"
+"""PostHog's exposure event: the SDKs send it when a flag is evaluated."""
 MULTIPLE_VARIANT_KEY = "$multiple"
 BREAKDOWN_NULL = "$$_posthog_breakdown_null_$$"
 RATIO_COVARIATE_COLUMNS = ("pre_sum", "pre_sum_squares", "pre_denominator_sum", "pre_denominator_sum_squares",
@@ -84,13 +93,13 @@ _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86_400, "week":
 
 
 @dataclass(frozen=True)
-class Shape:
+class MetricShape:
     """What a metric's statement computes beyond the per-variant sums.
 
     ``breakdowns``: ``(type, property)`` pairs (event or person), one column ``b<i>`` each; ``lookback_days``: the
     CUPED pre-exposure window (``None``: no covariate).
 
-    >>> Shape((("event", "$browser"),), 14).columns
+    >>> MetricShape((("event", "$browser"),), 14).columns
     ['b1']
     """
 
@@ -114,7 +123,7 @@ class Shape:
         return start - timedelta(days=self.lookback_days) if self.lookback_days else start
 
 
-PLAIN = Shape()
+PLAIN = MetricShape()
 """No breakdown, no CUPED."""
 
 
@@ -138,7 +147,7 @@ class PerUnit:
     def _with(self) -> str:
         return ", ".join(f"{name} AS ({sql})" for name, sql in (*self.ctes, ("units", self.select)))
 
-    def aggregate(self, measures: str, shape: Shape) -> str:
+    def aggregate(self, measures: str, shape: MetricShape) -> str:
         """The per-variant (and per breakdown value) ``measures`` over the units."""
         return f"WITH {self._with()} SELECT variant{shape.lead()}, {measures} FROM units GROUP BY variant{shape.lead()}"
 
@@ -158,6 +167,37 @@ def window_seconds(metric: Any) -> int:
     if metric.conversion_window and metric.conversion_window_unit:
         return int(metric.conversion_window) * _UNIT_SECONDS[metric.conversion_window_unit]
     return 0
+
+
+def cuped_lookback(metric: AnyExperimentMetric, experiment: ResolvedExperiment, days: int | None) -> int | None:
+    """The CUPED lookback in days when CUPED applies to this metric, else ``None`` (PostHog's metric check after
+    ``resolve_experiment_cuped_config``; ratio metrics: hoglab's opt-in extension ``stats_config.cuped.ratio``).
+
+    ``days`` is the experiment's lookback as the stats resolve it (``hoglab.stats.posthog.resolve_cuped``),
+    ``None`` when CUPED is off.
+
+    >>> from datetime import UTC, datetime
+    >>> from hoglab.schema import parse_metric
+    >>> exp = ResolvedExperiment(experiment_id=1, flag_key="f", variants=("control", "test"),
+    ...                          start=datetime(2026, 1, 1, tzinfo=UTC), stats_config={"cuped": {"enabled": True}})
+    >>> cuped_lookback(parse_metric({"metric_type": "mean", "source": {"event": "buy"}}), exp, 14)
+    14
+    >>> cuped_lookback(parse_metric({"metric_type": "funnel", "series": [{"event": "buy"}],
+    ...                              "funnel_order_type": "unordered"}), exp, 14) is None
+    True
+    """
+    if days is None:
+        return None
+    if metric.metric_type == "mean":
+        if getattr(metric.source, "math_property_type", None) == "session_properties":
+            return None  # PostHog's session-property means have no pre-exposure sessions to read
+        return days
+    if metric.metric_type == "funnel":
+        return None if metric.funnel_order_type == "unordered" else days
+    if metric.metric_type == "ratio":
+        section = experiment.stats_config.get("cuped")
+        return days if isinstance(section, Mapping) and section.get("ratio") is True else None
+    return None
 
 
 def _exposure_parts(
@@ -207,7 +247,7 @@ def breakdown_value_sql(kind: str, prop: str, p: Params) -> str:
 
 
 def exposures_sql(experiment: ResolvedExperiment, p: Params, project: Any, end: datetime,
-                  exposure: tuple[list[str], str] | None = None, shape: Shape = PLAIN,
+                  exposure: tuple[list[str], str] | None = None, shape: MetricShape = PLAIN,
                   first_uuid: bool = False, actions: Actions | None = None) -> str:  # fmt: skip
     """One row per exposed person: ``entity_id, variant, first_exposure_time, last_exposure_time`` and the
     breakdown values of their first exposure event, ``b1``.. (PostHog's ``BreakdownInjector``); with
@@ -269,7 +309,7 @@ def hogql_math(text: str | None, attr: str) -> tuple[str, str]:
         value, aggregate = call.group("inner").strip(), function
     if parse_hogql_expr(value).find(exp.AggFunc) is not None:
         # Else the engine refuses it, quoting SQL the user never wrote and naming no field.
-        raise ValidationFailed(
+        raise TranslationFailed(
             f"{text[:80]!r} can't be read as a value per event: use one sum, avg, min, max or count around a "
             "per-event expression (sum(toFloat(properties.price))), or the per-event expression alone.",
             attr=attr,
@@ -327,7 +367,7 @@ def _stop(p: Params, end: datetime, window: int) -> str:
 
 
 def _entity_values(node: SeriesFields, p: Params, project: Any, attr: str, experiment: ResolvedExperiment,
-                   end: datetime, window: int, shape: Shape, actions: Actions | None) -> str:  # fmt: skip
+                   end: datetime, window: int, shape: MetricShape, actions: Actions | None) -> str:  # fmt: skip
     """Per exposed unit: ``entity_id, variant, b..``, ``value`` and with CUPED ``covariate`` (one scan)."""
     events = _events_of(node, p, project, attr, shape.since(experiment.start), _stop(p, end, window), actions,
                         experiment.entity)  # fmt: skip
@@ -342,7 +382,7 @@ def _entity_values(node: SeriesFields, p: Params, project: Any, attr: str, exper
     """
 
 
-def _covariate_sums(shape: Shape, value: str = "value") -> str:
+def _covariate_sums(shape: MetricShape, value: str = "value") -> str:
     if not shape.lookback_days:
         return ""
     return (f", sum(covariate) AS cov, sum(covariate * covariate) AS cov_squares, "
@@ -350,7 +390,7 @@ def _covariate_sums(shape: Shape, value: str = "value") -> str:
 
 
 def mean_units(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-               end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
+               end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """Each exposed unit's ``value`` (capped at the outlier percentiles when the metric sets them) and, with CUPED,
     its ``covariate``."""
     window = window_seconds(metric)
@@ -388,7 +428,7 @@ def mean_units(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: 
 
 
 def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-             end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
+             end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, squares`` (and the CUPED sums) of each variant and breakdown value (``$multiple``
     included; the runner drops it): the sums of :func:`mean_units`."""
     units = mean_units(metric, experiment, p, project, end, shape, actions)
@@ -397,7 +437,7 @@ def mean_sql(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: Pa
 
 
 def ratio_units(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
+                end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """Each exposed unit's ``numerator`` and ``denominator`` (each a mean metric's value) and, with a lookback,
     their pre-exposure ``numerator_covariate`` and ``denominator_covariate``."""
     window = window_seconds(metric)
@@ -419,7 +459,7 @@ def ratio_units(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p
 
 
 def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-              end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
+              end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, squares, denominator_sum, denominator_squares, product`` of each variant and
     breakdown value (the sums of :func:`ratio_units`); with a lookback, hoglab's ratio CUPED sums too
     (:data:`RATIO_COVARIATE_COLUMNS`: y, d the unit's numerator and denominator, a, b the same over the
@@ -438,7 +478,7 @@ def ratio_sql(metric: ExperimentRatioMetric, experiment: ResolvedExperiment, p: 
 
 
 def funnel_units(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-                 end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
+                 end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> PerUnit:  # fmt: skip
     """Each exposed unit's ``step`` (the furthest metric step reached, 0 for the exposure alone; the replay's
     default for a unit without metric events) and ``value`` (1 when it reached the last step); with a lookback, the
     0/1 ``covariate`` "did the last step's event in the pre-exposure window" (PostHog's
@@ -507,7 +547,7 @@ def funnel_units(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment,
 
 
 def funnel_sql(metric: ExperimentFunnelMetric, experiment: ResolvedExperiment, p: Params, project: Any,
-               end: datetime, shape: Shape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
+               end: datetime, shape: MetricShape = PLAIN, actions: Actions | None = None) -> str:  # fmt: skip
     """``variant, b.., n, total, s1..sN`` (units reaching each metric step) of each variant and breakdown value;
     with a lookback, ``cov, cov_squares, cov_product`` of the 0/1 covariate: the sums of :func:`funnel_units`."""
     units = funnel_units(metric, experiment, p, project, end, shape, actions)

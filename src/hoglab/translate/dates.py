@@ -34,7 +34,7 @@ from zoneinfo import ZoneInfo
 
 from hoglab.schema import parse_relative_date
 
-from ..errors import ValidationFailed
+from .errors import TranslationFailed
 from .params import Params
 
 __all__ = [
@@ -185,7 +185,7 @@ def _parse_absolute(text: str, tz: ZoneInfo, *, attr: str) -> tuple[datetime, bo
             return _wall(datetime.combine(date.fromisoformat(text), time()), tz), True
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
     except ValueError:
-        raise ValidationFailed(
+        raise TranslationFailed(
             f"Invalid date {text!r}: use a relative date such as '-7d', '-1mStart' or 'all', or an ISO date.",
             attr=attr,
         ) from None
@@ -274,7 +274,7 @@ class QueryDateRange:
             i += 1
             current = shift(first, self.interval, i)
             if i > 100_000:
-                raise ValidationFailed(
+                raise TranslationFailed(
                     "The date range has too many intervals (over 100,000): use a longer interval.", attr="interval"
                 )
         return out
@@ -346,11 +346,13 @@ def resolve_date_range(
     first_event: Callable[[], datetime | None] | None = None,
     attr: str = "dateRange",
     default_from: str = "-7d",
+    empty_when_inverted: bool = False,
 ) -> QueryDateRange:
     """Resolve a ``DateRange`` (model or dict) for ``interval`` in ``timezone`` at ``now``.
 
     ``first_event`` answers ``"all"`` (the first event's time, or ``None`` when the project has none).
-    Malformed strings raise ``ValidationFailed`` naming ``<attr>.date_from``/``date_to``.
+    Malformed strings raise ``TranslationFailed`` naming ``<attr>.date_from``/``date_to``; so does a range that
+    ends before it starts, unless ``empty_when_inverted`` (PostHog's paths answer such a range with nothing).
     """
     tz = ZoneInfo(timezone)
     local_now = now.astimezone(tz)
@@ -367,22 +369,25 @@ def resolve_date_range(
 
     if text_to:
         date_to, date_only = _resolve_one(text_to, local_now, tz, attr=f"{attr}.date_to")
+        absolute = parse_relative(text_to, local_now, attr=f"{attr}.date_to") is None
         try:
-            if date_only:
+            # PostHog's rule: by the hour, an absolute date_to is the instant it names (a date is its midnight,
+            # so 2020-01-09 to 2020-01-09 is one hour); by the day or longer, a date runs to the end of that day
+            if date_only and not hourly:
                 date_to = _wall(date_to.replace(tzinfo=None) + timedelta(days=1) - _END_US, tz)
-            if not explicit:
+            if not explicit and not (hourly and absolute):
                 date_to = _wall(_end_of_unit(date_to.replace(tzinfo=None), "h" if hourly else "d"), tz)
         except OverflowError:
-            raise ValidationFailed(f"{text_to!r} is past the last date there is.", attr=f"{attr}.date_to") from None
+            raise TranslationFailed(f"{text_to!r} is past the last date there is.", attr=f"{attr}.date_to") from None
     elif not explicit:
         date_to = _wall(_end_of_unit(local_now.replace(tzinfo=None), "h" if hourly else "d"), tz)
     else:
         date_to = local_now
-    if date_to < date_from:
-        raise ValidationFailed("The date range ends before it starts.", attr=f"{attr}.date_to")
+    if date_to < date_from and not empty_when_inverted:
+        raise TranslationFailed("The date range ends before it starts.", attr=f"{attr}.date_to")
     for name, value in (("date_to", date_to), ("date_from", date_from)):
         if not FIRST_YEAR <= value.year <= LAST_YEAR:
-            raise ValidationFailed(
+            raise TranslationFailed(
                 f"Dates are read between {FIRST_YEAR} and {LAST_YEAR}; {name} falls in {value.year}.",
                 attr=f"{attr}.{name}",
             )

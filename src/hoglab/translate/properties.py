@@ -40,14 +40,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import ValidationFailed
-from ..hogql import HogQLError, escape_identifier, parse_hogql_expr
 from .dates import date_hogql
+from .errors import HogQLError, TranslationFailed
 from .params import Params
+from .parse import parse_hogql_expr
+from .values import escape_identifier
 
 __all__ = [
     "GROUP_TYPE_INDEXES",
-    "Params",
     "group_type_index",
     "hogql_expression",
     "property_access",
@@ -74,12 +74,12 @@ def group_type_index(value: Any, attr: str) -> int:
     >>> group_type_index(None, "properties.0.group_type_index")
     Traceback (most recent call last):
     ...
-    hoglab.server.errors.ValidationFailed: A group type index (0 to 4) is required.
+    hoglab.translate.errors.TranslationFailed: A group type index (0 to 4) is required.
     """
     if value is None:
-        raise ValidationFailed("A group type index (0 to 4) is required.", attr=attr)
+        raise TranslationFailed("A group type index (0 to 4) is required.", attr=attr)
     if isinstance(value, bool) or not isinstance(value, int) or value not in GROUP_TYPE_INDEXES:
-        raise ValidationFailed(f"A group type index is 0 to 4, got {value!r}.", attr=attr)
+        raise TranslationFailed(f"A group type index is 0 to 4, got {value!r}.", attr=attr)
     return value
 
 
@@ -104,14 +104,14 @@ def hogql_expression(text: Any, attr: str) -> str:
     >>> hogql_expression("1) OR (1", "series.0.properties.0.key")
     Traceback (most recent call last):
     ...
-    hoglab.server.errors.ValidationFailed: Invalid HogQL expression '1) OR (1': Syntax error: ...
+    hoglab.translate.errors.TranslationFailed: Invalid HogQL expression '1) OR (1': Syntax error: ...
     """
     if not isinstance(text, str) or not text.strip():
-        raise ValidationFailed("A HogQL expression is required.", attr=attr)
+        raise TranslationFailed("A HogQL expression is required.", attr=attr)
     try:
         parse_hogql_expr(text)
     except HogQLError as e:
-        raise ValidationFailed(f"Invalid HogQL expression {text[:80]!r}: {e.message}", attr=attr) from None
+        raise TranslationFailed(f"Invalid HogQL expression {text[:80]!r}: {e.message}", attr=attr) from None
     return f"({text}\n)"
 
 
@@ -127,9 +127,9 @@ def _number(value: Any, attr: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValidationFailed(f"Expected a number, got {value!r}.", attr=attr) from None
+        raise TranslationFailed(f"Expected a number, got {value!r}.", attr=attr) from None
     if number != number or number in (float("inf"), float("-inf")):
-        raise ValidationFailed(f"Expected a finite number, got {value!r}.", attr=attr)
+        raise TranslationFailed(f"Expected a finite number, got {value!r}.", attr=attr)
     return number
 
 
@@ -164,7 +164,7 @@ def _value_condition(prop: str, op: str, value: Any, p: Params, attr: str, timez
     if op in ("is_set", "is_not_set"):
         return f"{prop} IS NOT NULL" if op == "is_set" else f"{prop} IS NULL"
     if value is None or values == []:
-        raise ValidationFailed(f"Operator {op!r} needs a value.", attr=attr)
+        raise TranslationFailed(f"Operator {op!r} needs a value.", attr=attr)
     if op in ("exact", "in"):
         return f"ifNull({_equals_any(prop, values, p)}, 0)"
     if op in ("is_not", "not_in"):
@@ -180,10 +180,10 @@ def _value_condition(prop: str, op: str, value: Any, p: Params, attr: str, timez
         return f"ifNull({number} {_COMPARISONS[op]} {p.add(_number(values[0], attr))}, 0)"
     if op in ("between", "not_between"):
         if len(values) != 2:
-            raise ValidationFailed(f"Operator {op!r} needs [low, high].", attr=attr)
+            raise TranslationFailed(f"Operator {op!r} needs [low, high].", attr=attr)
         low_value, high_value = (_number(v, attr) for v in values)
         if low_value > high_value:
-            raise ValidationFailed(f"Operator {op!r} needs low <= high, got {values!r}.", attr=attr)
+            raise TranslationFailed(f"Operator {op!r} needs low <= high, got {values!r}.", attr=attr)
         low, high = p.add(low_value), p.add(high_value)
         if op == "between":
             return f"ifNull({number} >= {low} AND {number} <= {high}, 0)"
@@ -192,7 +192,7 @@ def _value_condition(prop: str, op: str, value: Any, p: Params, attr: str, timez
         wanted = date_hogql(_text(values[0]), timezone, p)
         moment = f"parseDateTime64BestEffortOrNull({prop}, 6, {p.add(timezone)})"
         return f"ifNull({moment} {_DATE_COMPARISONS[op]} {wanted}, 0)"
-    raise ValidationFailed(f"Unsupported property operator {op!r}.", attr=attr)
+    raise TranslationFailed(f"Unsupported property operator {op!r}.", attr=attr)
 
 
 _ELEMENT_PATTERNS = {
@@ -205,7 +205,7 @@ _ELEMENT_PATTERNS = {
 def _element_condition(flt: Any, p: Params, attr: str) -> str:
     key, op, value = _get(flt, "key"), _get(flt, "operator") or "exact", _get(flt, "value")
     if key not in _ELEMENT_PATTERNS or op not in ("exact", "is_not"):
-        raise ValidationFailed(
+        raise TranslationFailed(
             "Element filters support tag_name, text and href with exact or is_not.", attr=f"{attr}.key"
         )
     values = value if isinstance(value, list) else [value]
@@ -232,11 +232,14 @@ def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str, person_id: s
         prop = f"properties.{key}" if group_scope else f"group_{index}.properties.{key}"
         return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr, timezone)
     if group_scope:
-        raise ValidationFailed(
+        raise TranslationFailed(
             f"Groups are filtered by their own properties (type 'group') or HogQL, not {kind!r}.", attr=f"{attr}.type"
         )
+    if kind == "session":  # the event's session (a query over sessions reads its own fields: compiler.py)
+        prop = f"session.{escape_identifier(str(_get(flt, 'key')))}"
+        return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr, timezone)
     if kind not in ("event", "feature", "person"):
-        raise ValidationFailed(f"Property filters of type {kind!r} are not supported.", attr=f"{attr}.type")
+        raise TranslationFailed(f"Property filters of type {kind!r} are not supported.", attr=f"{attr}.type")
     prop = property_access(str(_get(flt, "key")), "person" if kind == "person" else "event")
     return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr, timezone)
 

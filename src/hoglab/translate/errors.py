@@ -1,4 +1,9 @@
-"""The one exception type the compiler raises for user input.
+"""The two errors of writing HogQL: :class:`HogQLError`, a HogQL text refused (with its position), and
+:class:`TranslationFailed`, a field of a PostHog object that can't be written as HogQL (with its ``attr``).
+
+The service answers both as 400s: ``query/failures.py`` says a ``HogQLError`` with its line and column, and
+``server/errors.py`` ``ValidationFailed.from_translation`` gives a ``TranslationFailed`` the body the service gives
+its own refusals (``{type: validation_error, code, detail, attr}``).
 
 >>> err = HogQLError("Function 'file' is not allowed", start=14, end=18, query="SELECT * FROM file('x')")
 >>> str(err)
@@ -15,7 +20,7 @@ from sqlglot import exp
 
 from hoglab.errors import HoglabError
 
-__all__ = ["HogQLError", "hint_quoted_string", "node_span"]
+__all__ = ["HogQLError", "TranslationFailed", "hint_quoted_string", "node_span"]
 
 
 class HogQLError(HoglabError, ValueError):
@@ -73,6 +78,22 @@ class HogQLError(HoglabError, ValueError):
             "line": self.line,
             "column": self.column,
         }
+
+
+class TranslationFailed(HoglabError):
+    """A field of a PostHog object (a property filter, a date, a metric, an action's step) that can't be written as
+    HogQL: ``detail`` says why, ``attr`` names the field (``series.0.properties.1``), ``code`` is the error code
+    when it is not the default ``invalid_input``.
+
+    >>> str(TranslationFailed("Unsupported property operator 'x'.", attr="properties.0"))
+    "Unsupported property operator 'x'."
+    """
+
+    def __init__(self, detail: str, *, attr: str | None = None, code: str | None = None) -> None:
+        self.detail = detail
+        self.attr = attr
+        self.code = code
+        super().__init__(detail)
 
 
 def node_span(node: exp.Expr | None) -> tuple[int | None, int | None]:

@@ -5,7 +5,7 @@
 >>> parse_hogql("select 1; select 2")
 Traceback (most recent call last):
 ...
-hoglab.server.hogql.errors.HogQLError: Only one statement is allowed (line 1, column 9)
+hoglab.translate.errors.HogQLError: Only one statement is allowed (line 1, column 9)
 """
 
 from __future__ import annotations
@@ -97,6 +97,9 @@ def _refuse_posthog_only_syntax(tokens: list[Token]) -> None:
 def _parse_error(err: ParseError, tokens: list[Token], text: str) -> HogQLError:
     info = err.errors[0] if err.errors else {}
     description = str(info.get("description") or _first_line(str(err)))
+    if "sqlglot" in description or "Required keyword" in description:  # sqlglot's own words mean nothing here
+        near = str(info.get("highlight") or "").strip()
+        description = f"unexpected {near!r}" if near else "the query does not parse here"
     line, col = info.get("line"), info.get("col")
     start: int | None = None
     if isinstance(line, int) and isinstance(col, int):
@@ -108,12 +111,52 @@ def _parse_error(err: ParseError, tokens: list[Token], text: str) -> HogQLError:
     return HogQLError(f"Syntax error: {description}", start=start, query=text)
 
 
+# Tokens after which an IN starts an operand: ``in(a, b)`` there is PostHog's function form of ``a IN b`` (not NOT:
+# ``x NOT IN (..)`` is the operator).
+_CALL_START = {
+    *_OPERAND_START, TokenType.WHERE, TokenType.HAVING, TokenType.WHEN, TokenType.AND, TokenType.OR,
+    TokenType.ON, TokenType.PREWHERE, TokenType.QUALIFY, TokenType.EQ, TokenType.NEQ, TokenType.GT, TokenType.GTE,
+    TokenType.LT, TokenType.LTE, TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH, TokenType.ALIAS,
+}  # fmt: skip
+
+
+def _in_calls_as_functions(tokens: list[Token]) -> None:
+    """``in(1, (1, 2))`` where an operand starts is a call named ``in`` (posthog_names.py writes it as IN)."""
+    for prev, tok, nxt in zip([None, *tokens], tokens, [*tokens[1:], None], strict=False):
+        opens = nxt is not None and nxt.token_type == TokenType.L_PAREN
+        if tok.token_type == TokenType.IN and opens and (prev is None or prev.token_type in _CALL_START):
+            tok.token_type = TokenType.VAR
+
+
+_DOTTED_NUMBER = re.compile(r"\d+(\.[A-Za-z0-9_$]+)+\Z")
+
+
+def _split_dotted_numbers(tokens: list[Token]) -> list[Token]:
+    """``a.1.id`` tokenizes as ``a`` ``.`` ``1.id``: split the last into ``1`` ``.`` ``id`` (a number is an element,
+    never part of a name)."""
+    out: list[Token] = []
+    for tok in tokens:
+        dotted = tok.token_type in (TokenType.VAR, TokenType.NUMBER) and _DOTTED_NUMBER.match(tok.text)
+        if not (out and out[-1].token_type == TokenType.DOT and dotted):
+            out.append(tok)
+            continue
+        start = tok.start
+        for i, piece in enumerate(tok.text.split(".")):
+            if i:
+                out.append(Token(TokenType.DOT, ".", tok.line, tok.col, start - 1, start - 1))
+            kind = TokenType.NUMBER if piece.isdigit() else TokenType.VAR
+            out.append(Token(kind, piece, tok.line, tok.col, start, start + len(piece) - 1))
+            start += len(piece) + 1
+    return out
+
+
 def _parse(text: str) -> exp.Expr:
     if len(text) > MAX_QUERY_LENGTH:
         raise HogQLError(f"The query is longer than {MAX_QUERY_LENGTH} characters")
-    tokens = _tokenize(text)
+    tokens = _split_dotted_numbers(_tokenize(text))
     _check_tokens(tokens)
     _refuse_posthog_only_syntax(tokens)
+    _in_calls_as_functions(tokens)
     dialect = HogQLDialect()
     try:
         trees = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(tokens, text)
@@ -155,7 +198,7 @@ def parse_hogql_expr(text: str) -> exp.Expr:
     >>> parse_hogql_expr("1 from events")
     Traceback (most recent call last):
     ...
-    hoglab.server.hogql.errors.HogQLError: Not a single expression: '1 from events'
+    hoglab.translate.errors.HogQLError: Not a single expression: '1 from events'
     """
     select = parse_hogql(f"SELECT {text}")
     extra = [k for k, v in select.args.items() if v and k != "expressions"]
