@@ -18,8 +18,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from hoglab import Client
-from hoglab.pull import pull
+from hoglab import Client, pull
 from hoglab.server.flags import invalid_patterns, match_property
 from hoglab.server.flags.patterns import compile_pattern, search
 

@@ -1,5 +1,5 @@
 """Reading the remote project through the API a notebook uses (:class:`hoglab.Client`: retries, 429 and
-``Retry-After``), paced under its query rate, every answer read through :mod:`hoglab.pull.answers`, and copying
+``Retry-After``), paced under its query rate, every answer read through :mod:`hoglab.pulling.answers`, and copying
 what it reads into the local mirror: events by keyset pages on ``(timestamp, uuid)`` under the 10,000-row cap
 (PostHog refuses OFFSET for personal keys), persons and their distinct ids, the group types (``/groups_types/``)
 and groups (HogQL keyset pages over ``groups``), then experiment holdouts, saved metrics, actions, feature flags,
@@ -116,7 +116,7 @@ class Pacer:
 
 class Remote:
     """The remote project, read through the client with the pacer in front of every query; every answer checked
-    (:mod:`hoglab.pull.answers`), every error naming its endpoint."""
+    (:mod:`hoglab.pulling.answers`), every error naming its endpoint."""
 
     def __init__(self, client: Client, pacer: Pacer) -> None:
         self.client = client

@@ -1,14 +1,14 @@
-"""``hoglab pull``, the toolkit side: a local, uncapped copy of a PostHog (or hoglab) project, kept fresh by
-incremental pulls.
+"""The toolkit side of :func:`hoglab.pull` and ``hoglab pull``: a local copy of a remote project.
 
-It reads the remote through the same API a notebook uses (:class:`hoglab.Client`: retries, 429 and
-``Retry-After``) and writes into a local hoglab data dir (``hoglab.server.mirror.Mirror``):
+The copy of a PostHog (or hoglab) project is uncapped and kept fresh by incremental pulls. A pull reads the
+remote through the same API a notebook uses (:class:`hoglab.Client`: retries, 429 and ``Retry-After``) and writes
+into a local hoglab data dir (``hoglab.server.mirror.Mirror``):
 
 * events by keyset pages on ``(timestamp, uuid)`` under the 10,000-row cap (PostHog refuses OFFSET for personal
   keys), each page stored before the watermark moves past it;
 * persons and their distinct ids, then feature flags, cohorts and experiments through the REST endpoints;
-* at most ``rate`` queries (``"120/hour"``, the seed contract's limit) by itself, with the expected time said
-  before it starts (docs/pull.md has the arithmetic);
+* at most ``rate`` queries (``"120/hour"``, the contract's limit: docs/api.md) by itself, with the expected time
+  said before it starts (docs/pull.md has the arithmetic);
 * a second run continues from the watermark, re-reading ``lookback`` of events before it so late-arriving ones are
   caught; events already held are skipped by uuid, so a killed or repeated pull loses and doubles nothing.
 
