@@ -17,9 +17,9 @@ from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentHoldout, Ex
 from ._actions import resolve_action_names
 from ._errors import json_or_none
 from ._experiment_objects import Holdouts, SavedMetrics, saved_metric_links
+from ._legacy_results import ExperimentResult
 from ._metric_queries import is_metric_experiment, metric_experiment_results
 from ._metric_results import MetricExperimentResult
-from ._results import ExperimentResult
 
 if TYPE_CHECKING:
     from ._client import Client

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..stats import Count, Proportion, Recommendation, SampleMean
+    from ._legacy_results import ExperimentResult
     from ._metric_results import MetricExperimentResult
-    from ._results import ExperimentResult
 
 __all__ = ["DEFAULT_MDE", "legacy_recommendation", "metric_recommendation", "planned_split", "planning_inputs",
            "variant_statistics"]  # fmt: skip

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from ..client._results import SIGNIFICANCE_EXPLAINED, ExperimentResult
+from ..client._legacy_results import SIGNIFICANCE_EXPLAINED, ExperimentResult
 from ..client._verdict import planned_split, variant_statistics as client_variant_statistics
 from ..schema import Experiment
 from ..stats import (

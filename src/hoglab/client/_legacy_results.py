@@ -1,4 +1,9 @@
-"""Experiment results as objects: the raw answer kept whole, a per-variant frame, and a verdict in words."""
+"""A legacy experiment's results as an object: the raw answer kept whole, a per-variant frame, a verdict.
+
+A legacy experiment holds its metric as an insight filter (``filters``) and is analysed by the ``results`` and
+``secondary_results`` endpoints; :class:`ExperimentResult` reads one such answer, and :func:`explain_no_results`
+says in words why there is none. A metric experiment's results are ``_metric_results.py``.
+"""
 
 from __future__ import annotations
 
