@@ -222,18 +222,49 @@ class Experiments:
         holdout: int | ExperimentHoldout | None = None,
         saved_metrics: Sequence[Any] | None = None,
     ) -> Experiment:
-        """Create an experiment and its feature flag (control/test 50/50 unless ``variants``); ``start=True``
-        launches it now. ``filters`` is the legacy target metric (``{"insight": "FUNNELS", "events": [...]}``).
+        """Create an experiment and its feature flag.
 
-        A metric experiment (PostHog's current kind) takes ``metrics`` and ``metrics_secondary``: lists of
-        :func:`hoglab.mean_metric`, :func:`hoglab.funnel_metric`, :func:`hoglab.ratio_metric` (or their dicts),
-        shown in the order given; ``stats_config`` is ``"bayesian"`` (PostHog's default), ``"frequentist"`` or
-        PostHog's whole dict; ``exposure_criteria`` PostHog's (``{"filterTestAccounts": True,
-        "multiple_variant_handling": "first_seen", "exposure_config": {...}}``).
+        A legacy experiment takes its target metric as ``filters``; a metric experiment (PostHog's current kind)
+        takes ``metrics`` and ``metrics_secondary``.
 
-        ``holdout`` (an id or a :meth:`holdouts.create <Holdouts.create>` result) keeps the holdout's persons out
-        of every variant: the flag answers them ``holdout-<id>``. ``saved_metrics`` links saved metrics: ids or
-        models (primary), ``(id, "secondary")`` pairs, or PostHog's ``{"id", "metadata"}`` dicts.
+        Parameters
+        ----------
+        name
+            The experiment's name.
+        feature_flag_key
+            The key of the feature flag made with it.
+        variants
+            ``["control", "test"]`` (an equal split), ``{"control": 50, "test": 50}`` or PostHog's variant dicts;
+            control/test 50/50 when not given.
+        description
+            Free text.
+        start
+            ``True`` launches it now; a datetime or ISO text launches it then; ``False`` (the default) leaves a
+            draft.
+        end
+            When it ends (a datetime or ISO text).
+        filters
+            The legacy target metric (``{"insight": "FUNNELS", "events": [...]}``).
+        parameters
+            PostHog's ``parameters`` dict; ``variants`` and ``minimum_detectable_effect`` are written into it.
+        secondary_metrics
+            The legacy secondary metrics (PostHog's dicts).
+        minimum_detectable_effect
+            The planned effect, in percent (``10``: 10%).
+        metrics, metrics_secondary
+            Lists of :func:`hoglab.mean_metric`, :func:`hoglab.funnel_metric`, :func:`hoglab.ratio_metric` (or
+            their dicts), shown in the order given.
+        stats_config
+            ``"bayesian"`` (PostHog's default), ``"frequentist"`` or PostHog's whole dict.
+        exposure_criteria
+            PostHog's (``{"filterTestAccounts": True, "multiple_variant_handling": "first_seen",
+            "exposure_config": {...}}``).
+        holdout
+            An id or a :meth:`holdouts.create <Holdouts.create>` result: keeps the holdout's persons out of every
+            variant (the flag answers them ``holdout-<id>``).
+        saved_metrics
+            Saved metrics to link: ids or models (primary), ``(id, "secondary")`` pairs, or PostHog's
+            ``{"id", "metadata"}`` dicts.
         """
         params = dict(parameters or {})
         if variants is not None:
