@@ -365,9 +365,11 @@ class Experiments:
         *,
         page_size: int = 50_000,
     ) -> pd.DataFrame:
-        """One row per exposed unit (person, or group for an experiment by group): ``entity_id``, ``variant``,
-        ``first_exposure_time`` (tz-aware), each metric's value exactly as the results compute it (capped, windowed,
-        CUPED covariate when on) and the unit's ``properties``, with real dtypes.
+        """One row per exposed unit (person, or group for an experiment by group), with each metric's value.
+
+        The columns are ``entity_id``, ``variant``, ``first_exposure_time`` (tz-aware), each metric's value exactly
+        as the results compute it (capped, windowed, CUPED covariate when on) and the unit's ``properties``, with
+        real dtypes.
 
         ``metric``: ``None`` for every metric of the experiment, or one or a list of: a metric
         (``hoglab.mean_metric(...)``), its position or its name. Each metric's per-variant sums over the frame are its

@@ -112,8 +112,11 @@ class ExperimentResult:
 
     @property
     def recommendation(self) -> Recommendation | None:
-        """One reconciled verdict (:func:`hoglab.stats.recommend`): ship, keep running, stop or investigate, with
-        its reason, from these counts and the experiment's planned MDE and days running; None without counts."""
+        """One reconciled verdict (:func:`hoglab.stats.recommend`): ship, keep running, stop or investigate.
+
+        It comes with its reason, from these counts and the experiment's planned MDE and days running; None
+        without counts.
+        """
         from ._verdict import legacy_recommendation
 
         return legacy_recommendation(self)

@@ -50,8 +50,10 @@ class Analysis:
 
 
 def verdict_words(code: str) -> tuple[str, str]:
-    """PostHog's significance ``code`` in words: (the headline, with the code when it says something else; the
-    reason). The one wording the picker and the report share: the code is never said twice.
+    """PostHog's significance ``code`` in words: (the headline, the reason).
+
+    The headline names the code when it says something else. The one wording the picker and the report share: the
+    code is never said twice.
 
     >>> verdict_words("significant")
     ('Significant', 'a variant is very likely better than the others, and choosing it risks little')

@@ -1,6 +1,8 @@
-"""One pull, end to end: open the local data dir (or use a running service), read the remote's project, objects
-and persons and check them all, then (only then) open the mirror, read export files and the events page by page,
-and store the persons and objects; say what was done. A failure before anything is stored leaves no mirror behind.
+"""One pull, end to end: the remote read and checked, then stored in the local mirror.
+
+The pull opens the local data dir (or uses a running service), reads the remote's project, objects and persons and
+checks them all, then (only then) opens the mirror, reads export files and the events page by page, and stores the
+persons and objects; it says what was done. A failure before anything is stored leaves no mirror behind.
 
 Every wait on the remote is bounded: ``idle_timeout`` (default 300 s, ``HOGLAB_PULL_IDLE_TIMEOUT``) bounds each
 answer from request to last byte, ``timeout`` (default none, ``HOGLAB_PULL_TIMEOUT``) the whole pull.

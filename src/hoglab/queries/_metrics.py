@@ -264,8 +264,10 @@ def funnel_metric(
     breakdowns: Breakdowns = None,
     breakdown_limit: int | None = None,
 ) -> ExperimentFunnelMetric:
-    """A funnel metric: the share of exposed persons who then do every step (event names or
-    :func:`hoglab.series`), in ``order`` (PostHog's default ``ordered``), within ``window`` of their exposure.
+    """A funnel metric: the share of exposed persons who then do every step.
+
+    The steps are event names or :func:`hoglab.series`, done in ``order`` (PostHog's default ``ordered``) within
+    ``window`` of the exposure.
 
     A single step is a conversion rate: ``funnel_metric(["purchase"])`` is the share of exposed persons who buy.
 
@@ -297,8 +299,10 @@ def ratio_metric(
     breakdowns: Breakdowns = None,
     breakdown_limit: int | None = None,
 ) -> ExperimentRatioMetric:
-    """A ratio metric: Σ numerator / Σ denominator over each variant's exposed persons (revenue per order,
-    clicks per pageview), each an event name (counted) or a :func:`hoglab.series` with its math.
+    """A ratio metric: Σ numerator / Σ denominator over each variant's exposed persons.
+
+    Revenue per order, clicks per pageview: each side is an event name (counted) or a :func:`hoglab.series` with
+    its math.
 
     >>> m = ratio_metric("click", "$pageview", goal="increase")
     >>> m.metric_type, m.numerator.event, m.denominator.event
@@ -325,9 +329,11 @@ def retention_metric(
     breakdowns: Breakdowns = None,
     breakdown_limit: int | None = None,
 ) -> ExperimentRetentionMetric:
-    """A retention metric (PostHog's ``ExperimentRetentionMetric``): of the exposed units who did ``start`` after
-    their exposure, the share who did ``completion`` between ``window[0]`` and ``window[1]`` ``unit``s later (both
-    inclusive; ``day``/``hour`` windows count calendar days or clock hours). ``start=None`` starts at each unit's
+    """A retention metric: of the exposed units who did ``start``, the share who did ``completion`` later.
+
+    PostHog's ``ExperimentRetentionMetric``: of the exposed units who did ``start`` after their exposure, the share
+    who did ``completion`` between ``window[0]`` and ``window[1]`` ``unit``s later (both inclusive; ``day``/``hour``
+    windows count calendar days or clock hours). ``start=None`` starts at each unit's
     first exposure. ``start_handling``: the first or the last start event counts; ``conversion_window``: how long
     after the exposure the start may come (``"3d"``; not with ``start=None``).
 

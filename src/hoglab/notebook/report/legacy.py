@@ -154,8 +154,11 @@ def _planning(experiment: Experiment, primary: MetricOutcome) -> Planning | None
 
 
 def _metric_event(filters: Mapping[str, Any] | None) -> tuple[str | None, int]:
-    """The event a person must do after exposure (a funnel's last step, a trend's event) and the funnel window
-    in seconds; no event when the metric is not a plain event (actions, or no events at all)."""
+    """The event a person must do after exposure, and the funnel window in seconds.
+
+    The event is a funnel's last step or a trend's event; there is none when the metric is not a plain event
+    (actions, or no events at all).
+    """
     filters = filters or {}
     events = [e for e in filters.get("events") or [] if isinstance(e, Mapping)]
     if not events or filters.get("actions"):

@@ -61,9 +61,11 @@ def _cuped_line(row: dict[str, object]) -> str | None:
 
 
 def metric_summary_lines(report: ExperimentReport) -> list[str]:
-    """The statistics settings, the exposures' SRM check, then each metric: its settings, its verdict, CUPED's
-    interval beside the unadjusted one, and a line per breakdown value (and against the holdout, when the
-    experiment has one)."""
+    """The report's terminal lines: the settings, the exposures' SRM check, then each metric.
+
+    Each metric gets its settings, its verdict, CUPED's interval beside the unadjusted one, and a line per
+    breakdown value (and against the holdout, when the experiment has one).
+    """
     result = report.metrics
     if result is None:
         return [report.primary.error or "No results."]

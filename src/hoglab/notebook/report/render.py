@@ -180,8 +180,10 @@ def _outcome_html(outcome: MetricOutcome) -> str:
 
 
 def report_html(report: ExperimentReport, *, page: bool = True, pngs: Mapping[str, bytes] | None = None) -> str:
-    """The report as HTML: a whole page (``page=True``) or a fragment for a notebook cell. ``pngs``: the
-    figures already rendered, by name (rendering is most of the cost)."""
+    """The report as HTML: a whole page (``page=True``) or a fragment for a notebook cell.
+
+    ``pngs``: the figures already rendered, by name (rendering is most of the cost).
+    """
     pngs = pngs if pngs is not None else {name: _png(figure) for name, figure in report.figures.items()}
     parts = [summary_html(report.experiment), "<h2>Primary metric</h2>", _outcome_html(report.primary)]
     if test := metric_test(report.primary):

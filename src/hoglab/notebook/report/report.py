@@ -89,9 +89,12 @@ class ExperimentReport:
 
     @property
     def verdict(self) -> str | None:
-        """PostHog's significance code of the primary metric (``None`` without results); for a metric
-        experiment, ``"significant"`` when a variant of a primary metric is, else ``"not_significant"``, and
-        ``None`` while no variant of a primary metric could be tested (nobody exposed, no metric data)."""
+        """PostHog's significance code of the primary metric (``None`` without results).
+
+        For a metric experiment, ``"significant"`` when a variant of a primary metric is, else
+        ``"not_significant"``, and ``None`` while no variant of a primary metric could be tested (nobody exposed,
+        no metric data).
+        """
         if self.metrics is not None:
             frame = self.metrics.to_frame()
             tested = frame.loc[frame["role"] == "primary", ["p_value", "chance_to_win"]].notna().any(axis=None)
