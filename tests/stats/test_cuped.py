@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from hoglab.stats import SampleMean, StatsInputError, compare, cuped_effect, cuped_theta, welch_ttest
-from hoglab.stats._means import effect_from_arms, mean_arm, t_interval
+from hoglab.stats._frequentist.means import effect_from_arms, mean_arm, t_interval
 
 
 def _experiment(rng: np.random.Generator, n: int, effect: float) -> tuple[np.ndarray, ...]:

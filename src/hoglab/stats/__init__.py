@@ -4,6 +4,18 @@ Pure numpy/scipy/pandas, no I/O: the service and the notebook toolkit both call 
 functions, so they agree to the last digit. See ``docs/statistics.md`` for every formula
 and its source.
 
+hoglab's own methods are grouped by family: ``_frequentist/`` (proportions, counts, means,
+corrections, sequential tests), ``_bayesian/`` (posteriors and the quantities integrated over
+them), ``_compare/`` (:func:`compare` and its inputs and results), ``_units/`` (per-unit data:
+segments, the heterogeneity scan, quantiles), and one module each for CUPED, planning
+(``_power``), the traffic-split check (``_srm``) and :func:`recommend`. PostHog's rules are
+:mod:`hoglab.stats.posthog`, a package of its own.
+
+Each name has one home. PostHog's legacy verdicts (:func:`funnel_verdict`, :func:`trend_verdict`,
+the two Monte Carlo references, their variant and verdict classes, :class:`SignificanceCode`)
+live in :mod:`hoglab.stats.posthog`. They are aliases here: the same objects, kept so that
+``from hoglab.stats import funnel_verdict`` still works.
+
 >>> from hoglab.stats import compare, Proportion
 >>> compare({"control": Proportion(1000, 100), "test": Proportion(1000, 130)}).row("test").verdict.value
 'higher'
@@ -12,7 +24,8 @@ and its source.
 import contextlib
 
 from . import posthog
-from ._bayes import (
+from ._bayesian.posteriors import BetaPosterior, GammaPosterior, NormalPosterior, StudentTPosterior
+from ._bayesian.quadrature import (
     chance_to_be_best,
     chance_to_beat,
     credible_intervals,
@@ -20,26 +33,15 @@ from ._bayes import (
     expected_loss,
     lift_interval,
 )
-from ._compare import compare, compare_many
-from ._corrections import adjust_pvalues
-from ._counts import poisson_rate_ratio_interval, poisson_rate_test
+from ._compare.compare import compare, compare_many
+from ._compare.results import ArmSummary, Comparison, VariantComparison, Verdict
 from ._cuped import cuped_effect, cuped_theta
-from ._data import Count, Proportion, Ratio, SampleMean
+from ._distributions import TestResult
 from ._errors import PostHogStatsError, StatsComputationError, StatsError, StatsInputError
-from ._heterogeneity import HeterogeneityScan, heterogeneity_scan
-from ._means import Effect, delta_method_lift, mean_difference_interval, welch_ttest
-from ._posteriors import BetaPosterior, GammaPosterior, NormalPosterior, StudentTPosterior
-from ._posthog import funnel_verdict, trend_verdict
-from ._posthog_mc import posthog_monte_carlo_funnel, posthog_monte_carlo_trend
-from ._posthog_types import (
-    FunnelVariant,
-    PostHogFunnelVerdict,
-    PostHogTrendVerdict,
-    SignificanceCode,
-    TrendVariant,
-)
-from ._power import minimum_detectable_effect, power, running_time, sample_size
-from ._proportions import (
+from ._frequentist.corrections import adjust_pvalues
+from ._frequentist.counts import poisson_rate_ratio_interval, poisson_rate_test
+from ._frequentist.means import Effect, delta_method_lift, mean_difference_interval, welch_ttest
+from ._frequentist.proportions import (
     ChiSquareResult,
     chi_square_test,
     newcombe_interval,
@@ -47,15 +49,27 @@ from ._proportions import (
     two_proportion_ztest,
     wilson_interval,
 )
-from ._quantiles import Quantile, QuantileEffect, quantile_difference, quantile_effects
-from ._ratio_cuped import JointMoments, RatioCovariate, RatioCupedAdjustment, ratio_cuped
+from ._frequentist.sequential import confidence_sequence, sequential_p_value
+from ._power import minimum_detectable_effect, power, running_time, sample_size
 from ._recommend import Decision, Recommendation, recommend
-from ._results import ArmSummary, Comparison, VariantComparison, Verdict
-from ._segments import SegmentEffects, segments
-from ._sequential import confidence_sequence, sequential_p_value
 from ._srm import SRMResult, srm
-from ._types import TestResult
+from ._statistics import Count, Proportion, Ratio, SampleMean
+from ._units.heterogeneity import HeterogeneityScan, heterogeneity_scan
+from ._units.quantiles import Quantile, QuantileEffect, quantile_difference, quantile_effects
+from ._units.segments import SegmentEffects, segments
 from ._warnings import StatsWarning, WarningKind
+from .posthog import (  # aliases: hoglab.stats.posthog is their home
+    FunnelVariant,
+    PostHogFunnelVerdict,
+    PostHogTrendVerdict,
+    SignificanceCode,
+    TrendVariant,
+    funnel_verdict,
+    posthog_monte_carlo_funnel,
+    posthog_monte_carlo_trend,
+    trend_verdict,
+)
+from .posthog._metric.ratio_cuped import JointMoments, RatioCovariate, RatioCupedAdjustment, ratio_cuped
 
 __all__ = [
     "ArmSummary",
@@ -135,10 +149,11 @@ __all__ = [
     "wilson_interval",
 ]
 
-# Show hoglab.stats.X in reprs and docs rather than the private module (as httpx does).
+# Show hoglab.stats.X in reprs and docs rather than the private module (as httpx does). The aliases above already
+# show their home, hoglab.stats.posthog; ratio CUPED is hoglab's own, though the engine's folder holds its code.
 for _name in __all__:
     _obj = globals()[_name]
-    if hasattr(_obj, "__module__") and getattr(_obj, "__module__", "").startswith("hoglab.stats._"):
+    if "._" in getattr(_obj, "__module__", ""):
         with contextlib.suppress(AttributeError, TypeError):  # some objects refuse it
             _obj.__module__ = "hoglab.stats"
 del _name, _obj, contextlib

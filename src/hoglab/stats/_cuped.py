@@ -15,9 +15,9 @@ import math
 from collections.abc import Sequence
 from functools import reduce
 
-from ._data import SampleMean
 from ._errors import StatsInputError
-from ._means import ArmEstimate, Effect, welch_dof
+from ._frequentist.means import ArmEstimate, Effect, welch_dof
+from ._statistics import SampleMean
 
 __all__ = ["cuped_effect", "cuped_theta"]
 

@@ -12,8 +12,9 @@ from typing import Literal
 
 from scipy import optimize, stats
 
+from ._distributions import norm_isf, norm_sf, t_isf
 from ._errors import StatsInputError
-from ._types import Alternative, check_alpha, check_alternative, norm_isf, norm_sf, t_isf
+from ._options import Alternative, check_alpha, check_alternative
 
 __all__ = ["minimum_detectable_effect", "power", "running_time", "sample_size"]
 

@@ -33,15 +33,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from ._compare import compare
-from ._data import Count, Proportion, Ratio, SampleMean
+from ._compare.compare import compare
+from ._compare.inputs import Statistic, metric_groups
+from ._compare.results import VariantComparison
 from ._errors import StatsError, StatsInputError
-from ._inputs import Statistic, metric_groups
+from ._frequentist.sequential import DEFAULT_TUNING
+from ._options import MetricKind, check_alpha
 from ._power import power as power_at, running_time, sample_size
-from ._results import VariantComparison
-from ._sequential import DEFAULT_TUNING
 from ._srm import SRM_THRESHOLD, SRMResult
-from ._types import MetricKind, check_alpha
+from ._statistics import Count, Proportion, Ratio, SampleMean
 
 __all__ = ["Decision", "Recommendation", "recommend"]
 
@@ -113,7 +113,9 @@ class Recommendation:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class _SamplePlan:
+    """Units per variant the MDE needs, the smallest arm's units and power now, and the days to get there."""
+
     needed: float
     smallest: float
     power: float
@@ -225,7 +227,7 @@ class _Verdict:
 
 
 def _plan(kind: MetricKind, arms: Mapping[str, Statistic], control: str, mde: float, relative: bool, alpha: float,
-          target: float, days_running: float | None, max_days: float | None) -> _Plan:  # fmt: skip
+          target: float, days_running: float | None, max_days: float | None) -> _SamplePlan:  # fmt: skip
     """Units per variant the MDE needs at the target power (from the control's baseline and spread), the power
     of the smallest arm now, and the days to get there at the rate so far."""
     units = {k: float(s.exposure if isinstance(s, Count) else s.n) for k, s in arms.items()}
@@ -246,7 +248,7 @@ def _plan(kind: MetricKind, arms: Mapping[str, Statistic], control: str, mde: fl
         needed = float(sample_size(baseline, mde, power=target, **options))
         now = power_at(smallest, baseline, mde, **options)
     except (StatsError, ValueError, ZeroDivisionError):
-        return _Plan(math.nan, smallest, math.nan, None, None)
+        return _SamplePlan(math.nan, smallest, math.nan, None, None)
     days_needed = days_more = None
     if days_running is not None and days_running > 0:
         daily = sum(units.values()) / days_running
@@ -255,7 +257,7 @@ def _plan(kind: MetricKind, arms: Mapping[str, Statistic], control: str, mde: fl
             days_more = max(0.0, days_needed - days_running)
         else:
             days_needed, days_more = float(days_running), 0.0
-    return _Plan(needed, smallest, now, days_needed, days_more)
+    return _SamplePlan(needed, smallest, now, days_needed, days_more)
 
 
 def _fmt(value: float, scale: str) -> str:
@@ -265,7 +267,7 @@ def _fmt(value: float, scale: str) -> str:
     return f"{value:+.1%}".replace(".0%", "%") if scale == "lift" else f"{value:+.4g}"
 
 
-def _variant(fixed: VariantComparison, seq: VariantComparison, plan: _Plan, mde: float, relative: bool,
+def _variant(fixed: VariantComparison, seq: VariantComparison, plan: _SamplePlan, mde: float, relative: bool,
              alpha: float, sign: float, max_days: float | None) -> _Verdict:  # fmt: skip
     on_lift = relative and math.isfinite(fixed.lift)
     scale = "lift" if on_lift else "difference"

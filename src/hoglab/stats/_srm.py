@@ -11,8 +11,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ._distributions import chi2_sf
 from ._errors import StatsInputError
-from ._types import chi2_sf
 
 __all__ = ["SRM_THRESHOLD", "SRMResult", "SummaryForm", "srm"]
 
