@@ -1,5 +1,5 @@
 """What checking every remote answer costs ``hoglab pull``: one page of 10,000 events, read as before (JSON decoded,
-rows zipped with their columns) against read through :mod:`hoglab.pull.answers` (decoded, each row's shape and each
+rows zipped with their columns) against read through :mod:`hoglab.pulling.answers` (decoded, each row's shape and each
 field checked: UUIDs, ISO timestamps, properties as JSON objects, keyset order).
 
     python bench/bench_pull_checks.py [--repeat 7] [--rows 10000]
@@ -52,7 +52,7 @@ def _after(body: bytes) -> list[dict[str, Any]]:
     """The reading of ``hoglab pull`` now: decode and check the shape, every field and the keyset order."""
     import httpx
 
-    answers = importlib.import_module("hoglab.pull.answers")
+    answers = importlib.import_module("hoglab.pulling.answers")
     rows: list[dict[str, Any]] = answers.table(answers.decode(httpx.Response(200, content=body)), answers.EVENT,
                                                COLUMNS)  # fmt: skip
     keys = [(row["timestamp"], row["uuid"]) for row in rows]
@@ -83,7 +83,7 @@ def main() -> None:
     b, a = statistics.median(before), statistics.median(after)
     print(f"one page: {args.rows:,} events, {len(body) / 1e6:.1f} MB of JSON")
     print(f"read as before (decode, zip):                 {b:8.1f} ms")
-    print(f"read with every check (hoglab.pull.answers):  {a:8.1f} ms")
+    print(f"read with every check (hoglab.pulling.answers):  {a:8.1f} ms")
     print(f"ratio checked / before: {a / b:.2f}x; the checks add {a - b:.0f} ms a page, "
           f"{(a - b) / 30_000:.2%} of the 30 s between pages at 120 queries an hour")
 

@@ -3,7 +3,7 @@
 import-linter (``lint-imports`` in ``make test``, contracts in pyproject.toml) checks which part may import which;
 it counts an import inside a function like one at the top of a module, so three rules are checked here instead:
 
-* the toolkit never imports the service *at module level* (``hoglab.local``, ``hoglab.cli`` and ``hoglab.pull``
+* the toolkit never imports the service *at module level* (``hoglab.local``, ``hoglab.cli`` and ``hoglab.pulling``
   start or open it inside their functions, which is allowed): every toolkit module is imported in a fresh
   interpreter and nothing of ``hoglab.server``, nor chDB, may come with it;
 * no import cycle between modules of different folders (a cycle inside one folder is that folder's business);
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "hoglab"
 TOOLKIT = ["hoglab", "hoglab.errors", "hoglab.local", "hoglab.schema", "hoglab.translate", "hoglab.client",
            "hoglab.frames", "hoglab.queries", "hoglab.stats", "hoglab.notebook", "hoglab.cli",
-           "hoglab.pull"]  # fmt: skip
+           "hoglab.pulling"]  # fmt: skip
 TRANSLATE_MAY_IMPORT = ("hoglab.translate", "hoglab.schema", "hoglab.errors", "sqlglot", "pydantic")
 
 

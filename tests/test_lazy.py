@@ -1,8 +1,10 @@
-"""``hoglab._lazy``: an export that shares its name with a subpackage (``hoglab.pull``, the function, lives in
-``hoglab/pull/``) stays the export whichever is imported first, in a fresh interpreter each time."""
+"""``hoglab._lazy``: exports load on first use, and no export shares its name with a submodule (``hoglab.pull`` is
+the function only; its home is ``hoglab/pulling/``), checked in a fresh interpreter where imports matter."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import subprocess
 import sys
 
@@ -12,21 +14,29 @@ import pytest
 @pytest.mark.parametrize(
     "first",
     [
-        "import hoglab.pull",  # the subpackage first: the import system sets it on hoglab, the export must win
-        "from hoglab import pull",  # the export first, then the subpackage below
-        "from hoglab.pull.remote import Pacer",  # a module inside the subpackage first
+        "import hoglab.pulling",  # the package that holds the function, imported first
+        "from hoglab import pull",  # the export first
+        "from hoglab.pulling.remote import Pacer",  # a module inside that package first
     ],
 )
-def test_the_export_wins_over_the_subpackage_of_its_name(first: str) -> None:
+def test_hoglab_pull_is_the_function_whichever_is_imported_first(first: str) -> None:
     code = (
         f"{first}\n"
-        "import sys, hoglab, hoglab.pull\n"
+        "import importlib.util, sys, hoglab, hoglab.pulling\n"
         "from hoglab import PullReport, pull\n"
         "assert hoglab.pull is pull and callable(pull) and pull.__module__ == 'hoglab', hoglab.pull\n"
-        "assert sys.modules['hoglab.pull'].pull is pull and sys.modules['hoglab.pull'].PullReport is PullReport\n"
+        "assert hoglab.pulling.pull is pull and hoglab.pulling.PullReport is PullReport\n"
+        "assert importlib.util.find_spec('hoglab.pull') is None  # a function, not also a module\n"
         "assert not any(m.startswith('hoglab.server') for m in sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("package", ["hoglab", "hoglab.notebook"])
+def test_no_export_shares_its_name_with_a_submodule(package: str) -> None:
+    module = importlib.import_module(package)
+    submodules = {info.name for info in pkgutil.iter_modules(module.__path__)}
+    assert submodules and not submodules & set(module.__all__), submodules & set(module.__all__)
 
 
 def test_other_attributes_of_the_package_are_set_as_usual() -> None:

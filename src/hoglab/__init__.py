@@ -83,7 +83,7 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         plot_trends as plot_trends,
         unload_ipython_extension as unload_ipython_extension,
     )
-    from .pull import PullReport as PullReport, pull as pull
+    from .pulling import PullReport as PullReport, pull as pull
     from .queries import (
         actors as actors,
         events as events,

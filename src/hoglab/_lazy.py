@@ -1,25 +1,23 @@
 """Lazy exports read from one list: the ``if TYPE_CHECKING:`` imports of a package's ``__init__``.
 
 Type checkers and IDEs read those imports (written ``from .x import Name as Name``, so they are explicit
-re-exports); at run time :func:`lazy_exports` reads the same statements from the file, so each export is written
-once, and nothing is imported until a name is first used (``import hoglab`` stays free of pandas and httpx).
-The same idea as ``lazy_loader.attach_stub``, with the stub inside the module.
-
-An export may share its name with a subpackage (``hoglab.pull``, the function, and ``hoglab/pull/``, its home):
-importing the subpackage sets it as an attribute of its parent, which would hide the export, so the package's
-module refuses that one assignment and the export stays what the name means (``sys.modules`` still holds the
-subpackage, so ``import hoglab.pull`` and ``from hoglab.pull import PullReport`` work as usual).
+re-exports); at run time :func:`lazy_exports` reads the same statements from the file into a table of name ->
+module and returns a PEP 562 ``__getattr__`` over it, so each export is written once, and nothing is imported until
+a name is first used (``import hoglab`` stays free of pandas and httpx). The same idea as
+``lazy_loader.attach_stub``, with the stub inside the module.
 
     if TYPE_CHECKING:
         from .client import Client as Client
     __getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)
+
+No export shares its name with a submodule (``tests/test_lazy.py`` checks it): importing the submodule would set
+it on the package and hide the export.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
-import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -50,17 +48,7 @@ def lazy_exports(
     """
     exports = _typing_imports(path, package)
     names = sorted(exports)
-    module = importlib.import_module(package)
-    namespace = module.__dict__
-
-    class _ExportsFirst(types.ModuleType):
-        def __setattr__(self, name: str, value: Any) -> None:
-            # The import system sets each imported subpackage on its parent; an export of that name wins.
-            if name in exports and isinstance(value, types.ModuleType) and value.__name__ == f"{package}.{name}":
-                return
-            super().__setattr__(name, value)
-
-    module.__class__ = _ExportsFirst
+    namespace = importlib.import_module(package).__dict__
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)

@@ -123,14 +123,18 @@ class TransportError(HoglabError, ConnectionError):
 
 
 class AnswerTimeout(TransportError, TimeoutError):
-    """An answer did not arrive in full within the client's ``answer_timeout`` (a remote that stalls or trickles a
-    byte at a time), or the client's ``deadline`` passed; not retried: the same remote would do it again."""
+    """An answer did not arrive in full in time, or the client's ``deadline`` passed.
+
+    The client's ``answer_timeout`` bounds each answer (a remote that stalls or trickles a byte at a time). Not
+    retried: the same remote would do it again.
+    """
 
 
 class RedirectRefused(HoglabError):
-    """The service answered with a redirect to another host. The client follows redirects within its own host
-    only: another host would not get the API key (httpx drops it), and its answer would not be this project's.
-    ``location`` is where the redirect pointed.
+    """The service answered with a redirect to another host.
+
+    The client follows redirects within its own host only: another host would not get the API key (httpx drops
+    it), and its answer would not be this project's. ``location`` is where the redirect pointed.
     """
 
     def __init__(self, message: str, *, location: str) -> None:
@@ -142,9 +146,10 @@ _UNSAID: Any = object()  # a RemoteAnswerError that does not quote what came
 
 
 class RemoteAnswerError(HoglabError, ValueError):
-    """A remote answered something that is not what its API answers there, or a setting that cannot be stored
-    (``hoglab pull``): ``endpoint`` (``"POST /api/projects/2/query/ (events)"``), ``field`` (``"results[3][4]
-    (timestamp)"``), what was ``expected`` and what came (``got``, shortened).
+    """A remote answered something its API does not answer there, or a setting that cannot be stored.
+
+    Raised by ``hoglab pull``, with the ``endpoint`` (``"POST /api/projects/2/query/ (events)"``), the ``field``
+    (``"results[3][4] (timestamp)"``), what was ``expected`` and what came (``got``, shortened).
 
     >>> str(RemoteAnswerError("timezone", "an IANA time zone such as 'Europe/Berlin'", "Mars/Olympus",
     ...                       endpoint="GET /api/projects/2/"))
@@ -178,8 +183,9 @@ class Description(str):
 
 
 def shown(value: Any, limit: int = 80) -> str:
-    """``value`` as an error message quotes it: its repr, shortened to ``limit`` characters (a remote's answer
-    may be megabytes). Text of bytes is shown as text; a :class:`Description` as it is.
+    """``value`` as an error message quotes it: its repr, shortened to ``limit`` characters.
+
+    A remote's answer may be megabytes. Text of bytes is shown as text; a :class:`Description` as it is.
 
     >>> shown("x" * 100, 10), shown(3), shown(b"<html>"), shown(Description("an empty body"))
     ("'xxxxxxxx…", '3', "'<html>'", 'an empty body')
@@ -204,8 +210,10 @@ class QueryTimeout(HoglabError, TimeoutError):
 
 
 class QueryWarning(HoglabError, UserWarning):
-    """An answer came with a warning (PostHog's ``metadata.warnings``), e.g. a property the project has never seen,
-    which reads as NULL: issued with :func:`warnings.warn`, and kept in the frame's ``attrs["warnings"]``.
+    """An answer came with a warning (PostHog's ``metadata.warnings``).
+
+    For example a property the project has never seen, which reads as NULL. It is issued with
+    :func:`warnings.warn`, and kept in the frame's ``attrs["warnings"]``.
 
     ``warnings.simplefilter("error", hoglab.QueryWarning)`` makes them errors; ``"ignore"`` silences them.
     """

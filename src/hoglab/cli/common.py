@@ -1,6 +1,7 @@
-"""What every ``hoglab`` command shares: the one-line error, the argument parser and its value types, the
-service settings from arguments and ``HOGLAB_*`` variables, and the metadata store of a data dir.
+"""What every ``hoglab`` command shares: errors, the parser, the settings and the store.
 
+That is the one-line error, the argument parser and its value types, the service settings from arguments and
+``HOGLAB_*`` variables, and the metadata store of a data dir.
 Each command is a module of :mod:`hoglab.cli` with ``add_parser(commands, common)`` and ``run(args)``; they all
 import from here, and this module imports none of them.
 """
@@ -124,8 +125,11 @@ def server_config(data_dir: Path | None, clickhouse_url: str | None = None, **li
 
 
 def open_store(data_dir: Path | None, *, create: bool = False) -> Store:
-    """The metadata store; a command that only reads or adds to existing data (``create=False``) refuses a data
-    dir that holds none rather than leaving an empty one behind."""
+    """The metadata store of the data dir.
+
+    A command that only reads or adds to existing data (``create=False``) refuses a data dir that holds none
+    rather than leaving an empty one behind.
+    """
     from hoglab.server.store import Store, StoreError
     from hoglab.server.store.db import DATABASE_FILENAME
 

@@ -1,6 +1,8 @@
-"""``hoglab demo [--port P] [--out DIR] [--no-serve]``: the README's main job. The service on the embedded engine
-with the demo project, its experiment analysed through the HTTP API (as any client would), the verdict printed and
-the report written (:func:`hoglab.cli.report.analyse`), then the service keeps running for notebooks until Ctrl-C.
+"""``hoglab demo [--port P] [--out DIR] [--no-serve]``: the README's main job.
+
+The service on the embedded engine with the demo project, its experiment analysed through the HTTP API (as any
+client would), the verdict printed and the report written (:func:`hoglab.cli.report.analyse`), then the service
+keeps running for notebooks until Ctrl-C.
 """
 
 from __future__ import annotations

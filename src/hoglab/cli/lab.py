@@ -1,5 +1,6 @@
-"""``hoglab lab [--port P] [--notebooks DIR] [-- JUPYTER_ARGS...]``: JupyterLab on the tour notebooks, every kernel
-already pointed at the demo service, the one command of ``make lab``.
+"""``hoglab lab [--port P] [--notebooks DIR] [-- JUPYTER_ARGS...]``: JupyterLab on the tour notebooks.
+
+Every kernel is already pointed at the demo service; this is the one command of ``make lab``.
 
 The demo service is reused when one already answers on the port with this data dir's key (``make demo`` in
 another terminal), else started here, in this process (chDB belongs to one process; the kernels are others, so

@@ -1,8 +1,10 @@
-"""``hoglab load --project ID FILE [--format jsonl|csv|parquet] [--kind events|groups|group-types]``: events
-(PostHog's export shape), groups or group types from a file into a project, through the engine of the data dir
-(stop ``hoglab serve`` first, or send events to its ``/batch/`` endpoint). The kind is read from the file's
-columns unless given: ``group_key`` (or ``key``) makes a groups file, ``group_type`` with ``group_type_index`` a
-group-types file; load the group types before the groups and events that use their indexes."""
+"""``hoglab load --project ID FILE [--format jsonl|csv|parquet] [--kind events|groups|group-types]``.
+
+Loads events (PostHog's export shape), groups or group types from a file into a project, through the engine of the
+data dir (stop ``hoglab serve`` first, or send events to its ``/batch/`` endpoint). The kind is read from the
+file's columns unless given: ``group_key`` (or ``key``) makes a groups file, ``group_type`` with
+``group_type_index`` a group-types file; load the group types before the groups and events that use their indexes.
+"""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from hoglab.errors import AnswerTimeout, HoglabError, InvalidArgument, RedirectRefused, RemoteAnswerError
-    from hoglab.pull import pull
+    from hoglab.pulling import pull
 
     try:
         report = pull(

@@ -1,5 +1,6 @@
-"""``hoglab report EXPERIMENT_ID [--out DIR] [--host URL] [--project ID] [--refresh]``: the experiment report of
-any experiment of any service the ``HOGLAB_*`` (or ``POSTHOG_*``) variables point at, PostHog included, written
+"""``hoglab report EXPERIMENT_ID [--out DIR] [--host URL] [--project ID] [--refresh]``: an experiment's report.
+
+Any experiment of any service the ``HOGLAB_*`` (or ``POSTHOG_*``) variables point at, PostHog included, written
 through its HTTP API as any client would. ``hoglab demo`` writes it too (:func:`analyse`).
 """
 

@@ -55,9 +55,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open_events_engine(config: ServerConfig, sock: socket.socket) -> Engine:
-    """The events engine, opened before uvicorn starts: a data dir another process owns or an unreachable
-    ClickHouse is then one line (and ``sock`` is closed), where the app's lifespan would end in uvicorn's
-    traceback. The app shares this handle (``acquire_engine`` counts its users); pair with :func:`_releasing`."""
+    """The events engine, opened before uvicorn starts.
+
+    A data dir another process owns or an unreachable ClickHouse is then one line (and ``sock`` is closed), where
+    the app's lifespan would end in uvicorn's traceback. The app shares this handle (``acquire_engine`` counts its
+    users); pair with :func:`_releasing`.
+    """
     from hoglab.server.engine import EngineError, acquire_engine
 
     try:

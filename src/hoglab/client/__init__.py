@@ -11,8 +11,8 @@ from ._default import connect, default_client, read_hogql
 from ._experiment_objects import Holdouts, SavedMetrics
 from ._experiments import Experiments
 from ._jobs import QueryJob
+from ._legacy_results import SIGNIFICANCE_EXPLAINED, ExperimentResult
 from ._metric_results import MetricAnswer, MetricExperimentResult
-from ._results import SIGNIFICANCE_EXPLAINED, ExperimentResult
 from ._retry import Clock, RetryPolicy, SystemClock
 from ._variant import by_variant
 

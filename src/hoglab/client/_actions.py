@@ -32,8 +32,9 @@ def _needs_id(node: Mapping[str, Any]) -> bool:
 
 
 def resolve_action_names(client: Client, data: Any) -> Any:
-    """``data`` (a JSON body, walked in place) with the id of every action named only by name filled in; an
-    :class:`~hoglab.InvalidArgument` names an action the project does not have. One listing per call, and none
+    """``data`` (a JSON body, walked in place) with the id of every action named only by name filled in.
+
+    An :class:`~hoglab.InvalidArgument` names an action the project does not have. One listing per call, and none
     when nothing is named by name.
 
     >>> resolve_action_names(None, {"series": [{"kind": "ActionsNode", "id": 3}]})
@@ -141,7 +142,9 @@ class Actions:
         description: str | None = None,
         tags: Sequence[str] | None = None,
     ) -> Action:
-        """A new action: ``steps`` (PostHog's step dicts, OR-ed), or one step from ``event``, ``url`` (matched
+        """A new action, from PostHog's steps or from one step's fields.
+
+        ``steps`` are PostHog's step dicts, OR-ed; or one step is made from ``event``, ``url`` (matched
         ``contains``, ``exact`` or ``regex``) and ``where`` (property filters, as the builders take them).
 
         >>> client.actions.create("Signed up", event="$pageview", url="/signup/done")   # doctest: +SKIP

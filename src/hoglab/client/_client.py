@@ -63,9 +63,11 @@ def _read_whole(http: httpx.Client, request: httpx.Request, stop: threading.Even
 
 
 def _within(seconds: float, work: Callable[[threading.Event], httpx.Response], what: str, limit: str) -> httpx.Response:
-    """``work`` run in a helper thread, waited for at most ``seconds``: the wait ends on time however the network
-    stalls (connecting, a header or a body a byte at a time); the thread stops reading at its next chunk, or at the
-    transport's read timeout."""
+    """``work`` run in a helper thread, waited for at most ``seconds``.
+
+    The wait ends on time however the network stalls (connecting, a header or a body a byte at a time); the thread
+    stops reading at its next chunk, or at the transport's read timeout.
+    """
     done, stop = threading.Event(), threading.Event()
     outcome: list[httpx.Response | BaseException] = []
 
@@ -228,8 +230,11 @@ class Client:
     # -- HTTP -----------------------------------------------------------------------------------------------------
 
     def _same_host(self, request: httpx.Request) -> None:
-        """Refuse a request to another host than the client's: the hop of a redirect (a first request always goes
-        to the client's host). ``http`` to ``https`` on the same host is an upgrade, followed."""
+        """Refuse a request to another host than the client's (the hop of a redirect).
+
+        A first request always goes to the client's host. ``http`` to ``https`` on the same host is an upgrade,
+        followed.
+        """
         home, url = httpx.URL(self.host), request.url
         upgrade = home.scheme == "http" and url.scheme == "https" and url.port in (None, 443)
         if url.host != home.host or not ((url.scheme == home.scheme and url.port == home.port) or upgrade):
@@ -368,8 +373,11 @@ class Client:
         return "ipykernel" in sys.modules or sys.stderr.isatty()
 
     def progress_bar(self, desc: str, unit: str) -> Any:
-        """A tqdm bar for a wait that may be long: it appears only after half a second (a quick answer shows
-        nothing, not even in a saved notebook) and is removed when done."""
+        """A tqdm bar for a wait that may be long.
+
+        It appears only after half a second (a quick answer shows nothing, not even in a saved notebook) and is
+        removed when done.
+        """
         from tqdm.auto import tqdm
 
         return tqdm(desc=desc, unit=unit, disable=not self.show_progress(), leave=False, delay=PROGRESS_DELAY)
@@ -491,8 +499,10 @@ class Client:
         flatten: bool | Sequence[str] | None = None,
         output: Output = "pandas",
     ) -> Any:
-        """Run any query model (``hoglab.trends(...)``, ``hoglab.funnel(...)``, a :mod:`hoglab.schema` model or its
-        dict) and return its tidy frame: trends in long form, funnels one row per step, events/actors as tables.
+        """Run any query model and return its tidy frame.
+
+        ``query`` is ``hoglab.trends(...)``, ``hoglab.funnel(...)``, a :mod:`hoglab.schema` model or its dict; the
+        frame has trends in long form, funnels one row per step, events/actors as tables.
         ``all_rows`` pages EventsQuery/ActorsQuery/GroupsQuery through ``offset``; ``flatten`` spreads their dict
         columns (``True``, or the columns' names). By default (``None``) an EventsQuery's ``*`` is spread: one column
         per field of the event and per property (``properties.$browser``); ``flatten=False`` keeps it one dict column.

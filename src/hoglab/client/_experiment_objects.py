@@ -65,8 +65,11 @@ def _metric_json(metric: Any) -> dict[str, Any]:
 
 
 def _patch(client: Client, path: str, update: type[pydantic.BaseModel], fields: dict[str, Any]) -> Any:
-    """PATCH the ``fields`` given, checked by the ``update`` model first (a mistake is an InvalidArgument before
-    any request; only the fields named are sent), and return the answer's JSON."""
+    """PATCH the ``fields`` given and return the answer's JSON.
+
+    The ``update`` model checks them first (a mistake is an InvalidArgument before any request); only the fields
+    named are sent.
+    """
     if not fields:
         raise InvalidArgument("update: name at least one field to change.", argument="fields")
     with call_errors("update"):

@@ -17,9 +17,9 @@ from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentHoldout, Ex
 from ._actions import resolve_action_names
 from ._errors import json_or_none
 from ._experiment_objects import Holdouts, SavedMetrics, saved_metric_links
+from ._legacy_results import ExperimentResult
 from ._metric_queries import is_metric_experiment, metric_experiment_results
 from ._metric_results import MetricExperimentResult
-from ._results import ExperimentResult
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -222,18 +222,49 @@ class Experiments:
         holdout: int | ExperimentHoldout | None = None,
         saved_metrics: Sequence[Any] | None = None,
     ) -> Experiment:
-        """Create an experiment and its feature flag (control/test 50/50 unless ``variants``); ``start=True``
-        launches it now. ``filters`` is the legacy target metric (``{"insight": "FUNNELS", "events": [...]}``).
+        """Create an experiment and its feature flag.
 
-        A metric experiment (PostHog's current kind) takes ``metrics`` and ``metrics_secondary``: lists of
-        :func:`hoglab.mean_metric`, :func:`hoglab.funnel_metric`, :func:`hoglab.ratio_metric` (or their dicts),
-        shown in the order given; ``stats_config`` is ``"bayesian"`` (PostHog's default), ``"frequentist"`` or
-        PostHog's whole dict; ``exposure_criteria`` PostHog's (``{"filterTestAccounts": True,
-        "multiple_variant_handling": "first_seen", "exposure_config": {...}}``).
+        A legacy experiment takes its target metric as ``filters``; a metric experiment (PostHog's current kind)
+        takes ``metrics`` and ``metrics_secondary``.
 
-        ``holdout`` (an id or a :meth:`holdouts.create <Holdouts.create>` result) keeps the holdout's persons out
-        of every variant: the flag answers them ``holdout-<id>``. ``saved_metrics`` links saved metrics: ids or
-        models (primary), ``(id, "secondary")`` pairs, or PostHog's ``{"id", "metadata"}`` dicts.
+        Parameters
+        ----------
+        name
+            The experiment's name.
+        feature_flag_key
+            The key of the feature flag made with it.
+        variants
+            ``["control", "test"]`` (an equal split), ``{"control": 50, "test": 50}`` or PostHog's variant dicts;
+            control/test 50/50 when not given.
+        description
+            Free text.
+        start
+            ``True`` launches it now; a datetime or ISO text launches it then; ``False`` (the default) leaves a
+            draft.
+        end
+            When it ends (a datetime or ISO text).
+        filters
+            The legacy target metric (``{"insight": "FUNNELS", "events": [...]}``).
+        parameters
+            PostHog's ``parameters`` dict; ``variants`` and ``minimum_detectable_effect`` are written into it.
+        secondary_metrics
+            The legacy secondary metrics (PostHog's dicts).
+        minimum_detectable_effect
+            The planned effect, in percent (``10``: 10%).
+        metrics, metrics_secondary
+            Lists of :func:`hoglab.mean_metric`, :func:`hoglab.funnel_metric`, :func:`hoglab.ratio_metric` (or
+            their dicts), shown in the order given.
+        stats_config
+            ``"bayesian"`` (PostHog's default), ``"frequentist"`` or PostHog's whole dict.
+        exposure_criteria
+            PostHog's (``{"filterTestAccounts": True, "multiple_variant_handling": "first_seen",
+            "exposure_config": {...}}``).
+        holdout
+            An id or a :meth:`holdouts.create <Holdouts.create>` result: keeps the holdout's persons out of every
+            variant (the flag answers them ``holdout-<id>``).
+        saved_metrics
+            Saved metrics to link: ids or models (primary), ``(id, "secondary")`` pairs, or PostHog's
+            ``{"id", "metadata"}`` dicts.
         """
         params = dict(parameters or {})
         if variants is not None:
@@ -334,9 +365,11 @@ class Experiments:
         *,
         page_size: int = 50_000,
     ) -> pd.DataFrame:
-        """One row per exposed unit (person, or group for an experiment by group): ``entity_id``, ``variant``,
-        ``first_exposure_time`` (tz-aware), each metric's value exactly as the results compute it (capped, windowed,
-        CUPED covariate when on) and the unit's ``properties``, with real dtypes.
+        """One row per exposed unit (person, or group for an experiment by group), with each metric's value.
+
+        The columns are ``entity_id``, ``variant``, ``first_exposure_time`` (tz-aware), each metric's value exactly
+        as the results compute it (capped, windowed, CUPED covariate when on) and the unit's ``properties``, with
+        real dtypes.
 
         ``metric``: ``None`` for every metric of the experiment, or one or a list of: a metric
         (``hoglab.mean_metric(...)``), its position or its name. Each metric's per-variant sums over the frame are its

@@ -1,5 +1,7 @@
-"""Groups through the client: ``client.groups`` (types, list, find), the group types a builder named, and what an
-insight counts when it counts groups (for the frames' and plots' labels: "companies", not "persons").
+"""Groups through the client: ``client.groups``, group types named by builders, and what an insight counts.
+
+``client.groups`` has types, list and find; a builder may name a group type, which the client turns into its
+index; an insight that counts groups says so (for the frames' and plots' labels: "companies", not "persons").
 
 * ``client.groups.types()``: the project's group types (``/groups_types/``) as a frame, one row per index.
 * ``client.groups.list("company", search=..., key=...)``: every group of a type (``/groups/``, following its

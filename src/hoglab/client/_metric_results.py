@@ -159,9 +159,11 @@ class MetricExperimentResult:
         return holdout_variant_key(int(holdout["id"]), holdout.get("filters"))
 
     def holdout_frame(self) -> pd.DataFrame:
-        """Each metric against the holdout (hoglab's ``compare_to_holdout``): the columns of :meth:`to_frame`,
-        each metric's first row being the holdout arm and ``lift`` each variant's (``control`` included) over it.
-        Empty without a holdout."""
+        """Each metric against the holdout (hoglab's ``compare_to_holdout``), as :meth:`to_frame` has it.
+
+        Each metric's first row is the holdout arm, and ``lift`` each variant's (``control`` included) over it.
+        Empty without a holdout.
+        """
         df = metric_frame(self.holdout_metrics)
         df.attrs = {"experiment_id": self.experiment_id, "method": self.method, "sequential": self.sequential,
                     "baseline": self.holdout_key}
@@ -283,8 +285,10 @@ class MetricExperimentResult:
 
     @property
     def recommendation(self) -> Recommendation | None:
-        """One reconciled verdict for the first primary metric (:func:`hoglab.stats.recommend`): ship, keep
-        running, stop or investigate, with its reason; None when that metric has no usable answer."""
+        """One reconciled verdict for the first primary metric (:func:`hoglab.stats.recommend`).
+
+        Ship, keep running, stop or investigate, with its reason; None when that metric has no usable answer.
+        """
         from ._verdict import metric_recommendation
 
         return metric_recommendation(self)

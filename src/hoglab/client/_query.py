@@ -128,10 +128,12 @@ def complete_answer(status_code: int, data: Mapping[str, Any]) -> dict[str, Any]
 
 def execute(client: Client, query: AnyQueryModel | Mapping[str, Any], *,
             refresh: str | bool | None = None) -> dict[str, Any]:  # fmt: skip
-    """POST the query (a model, or a query dict sent exactly as given) and return the answer as parsed JSON; a
-    202 (the server chose async) is waited for. Group types a builder named are looked up first
+    """POST the query and return the answer as parsed JSON, waiting for it when the server chose async (202).
+
+    The query is a model, or a query dict sent exactly as given. Group types a builder named are looked up first
     (``_groups.resolve_group_types``, for a model). The answer's warnings (``metadata.warnings``) are issued as
-    :class:`~hoglab.errors.QueryWarning`."""
+    :class:`~hoglab.errors.QueryWarning`.
+    """
     from ._groups import resolve_group_types
     from ._jobs import QueryJob, new_query_id
 
@@ -155,8 +157,10 @@ def execute(client: Client, query: AnyQueryModel | Mapping[str, Any], *,
 
 
 def warn_about(answer: dict[str, Any]) -> dict[str, Any]:
-    """Issue each of the answer's warnings as a :class:`~hoglab.errors.QueryWarning` (shown once per message by
-    Python's default filter, so paging does not repeat them); the answer itself."""
+    """Issue each of the answer's warnings as a :class:`~hoglab.errors.QueryWarning`; return the answer.
+
+    Python's default filter shows each message once, so paging does not repeat them.
+    """
     for message in answer_warnings(answer):
         warnings.warn(QueryWarning(message), stacklevel=3)
     return answer
@@ -263,8 +267,10 @@ def hogql_pages(
     parse_json: bool | Sequence[str] = False,
     max_rows: int | None = None,
 ) -> Iterator[pd.DataFrame]:
-    """Every row of a statement, a page at a time: keyset on ``timestamp`` when the statement ends with
-    ``ORDER BY timestamp [ASC|DESC]`` (PostHog refuses OFFSET for personal API keys), else ``LIMIT/OFFSET``.
+    """Every row of a statement, a page at a time.
+
+    Pages are keyset on ``timestamp`` when the statement ends with ``ORDER BY timestamp [ASC|DESC]`` (PostHog
+    refuses OFFSET for personal API keys), else ``LIMIT/OFFSET``.
 
     Keyset pages ask for ``timestamp >= <last seen>`` and drop the rows at that instant already yielded, so rows
     that share a timestamp are neither lost nor repeated. A short page ends the listing, unless it holds exactly a

@@ -1,5 +1,7 @@
-"""The reconciled verdict of an experiment's results: what :func:`hoglab.stats.recommend` needs, read from the
-experiment (its planned minimum detectable effect, days running, planned split) and from either kind of result.
+"""The reconciled verdict of an experiment's results, for either generation.
+
+What :func:`hoglab.stats.recommend` needs is read from the experiment (its planned minimum detectable effect, days
+running, planned split) and from either kind of result (legacy or metric).
 
 ``results(...).summary()``, the picker, the report and ``hoglab demo`` all say the recommendation through here,
 so they agree.
@@ -21,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..stats import Count, Proportion, Recommendation, SampleMean
+    from ._legacy_results import ExperimentResult
     from ._metric_results import MetricExperimentResult
-    from ._results import ExperimentResult
 
 __all__ = ["DEFAULT_MDE", "legacy_recommendation", "metric_recommendation", "planned_split", "planning_inputs",
            "variant_statistics"]  # fmt: skip
@@ -135,8 +137,10 @@ def _arm_statistic(metric_type: str, arm: Mapping[str, Any]) -> Proportion | Sam
 
 
 def metric_recommendation(result: MetricExperimentResult) -> Recommendation | None:
-    """The recommendation for a metric experiment's first primary metric (funnel and mean metrics; a ratio
-    metric goes through its sums as ``compare`` reads them); None when it has no usable answer."""
+    """The recommendation for a metric experiment's first primary metric; None when it has no usable answer.
+
+    Funnel and mean metrics are read as they are; a ratio metric goes through its sums as ``compare`` reads them.
+    """
     from ..stats import StatsError, recommend
 
     answers = [a for a in result.metrics if a.role == "primary" and a.answer is not None] or [

@@ -1,5 +1,7 @@
-"""Arrow on both sides of a frame: an Arrow answer (hoglab's bulk rows) read into a typed DataFrame, and a typed
-DataFrame written out as a ``pyarrow.Table`` or a polars frame.
+"""Arrow on both sides of a frame: Arrow answers read into DataFrames, and DataFrames written out as Arrow.
+
+An Arrow answer (hoglab's bulk rows) is read into a typed DataFrame, and a typed DataFrame is written out as a
+``pyarrow.Table`` or a polars frame.
 
 An Arrow answer's columns get the dtypes a JSON answer of the same statement gets: each column is converted by
 the kind of its ClickHouse type (:func:`hoglab.frames.columns.column_kind`, sent in the stream's schema metadata

@@ -1,5 +1,6 @@
-"""How an insight answer's cells read as pandas values, for every insight frame: breakdown values, the series a
-line belongs to, interval dates in the answer's time zone, and counts of persons.
+"""How an insight answer's cells read as pandas values, for every insight frame.
+
+Breakdown values, the series a line belongs to, interval dates in the answer's time zone, and counts of persons.
 
 >>> tidy_breakdown(["Chrome"]), tidy_breakdown(["Chrome", "Mac"]), series_index({"action": {"order": 1}})
 ('Chrome', ('Chrome', 'Mac'), 1)

@@ -316,8 +316,10 @@ def metric_frame_of_rows(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
 
 def experiment_frame(answer: Mapping[str, Any] | BaseModel, **options: Any) -> pd.DataFrame:
-    """An ``ExperimentQuery`` answer as a frame: a row per (breakdown value, variant); ``options`` go to
-    :func:`metric_rows`. The answer's other members (cache fields) are kept in ``df.attrs``."""
+    """An ``ExperimentQuery`` answer as a frame: a row per (breakdown value, variant).
+
+    ``options`` go to :func:`metric_rows`. The answer's other members (cache fields) are kept in ``df.attrs``.
+    """
     data = as_dict(answer)
     df = metric_frame_of_rows(metric_rows(data, **options))
     df.attrs = {k: v for k, v in data.items() if k not in ("baseline", "variant_results", "breakdown_results")}

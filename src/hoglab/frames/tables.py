@@ -24,8 +24,9 @@ def as_dict(response: Mapping[str, Any] | BaseModel) -> Mapping[str, Any]:
 
 
 def frame_metadata(response: Mapping[str, Any]) -> dict[str, Any]:
-    """What ``df.attrs`` keeps of an answer: ``hogql``, ``clickhouse``, ``timings``, ``hasMore``, ``types``...,
-    and ``warnings``, the messages of its ``metadata.warnings`` (e.g. a property the project has never seen).
+    """What ``df.attrs`` keeps of an answer: ``hogql``, ``clickhouse``, ``timings``, ``hasMore``, ``types``...
+
+    And ``warnings``, the messages of its ``metadata.warnings`` (e.g. a property the project has never seen).
 
     >>> frame_metadata({"results": [[1]], "hasMore": False, "hogql": "SELECT 1"})
     {'hasMore': False, 'hogql': 'SELECT 1'}
@@ -139,8 +140,10 @@ def _spread(cells: Any, index: pd.Index) -> pd.DataFrame:
 
 
 def _json_type(values: Sequence[Any]) -> str | None:
-    """The ClickHouse type JSON values of one property fit (so ``columns.convert`` gives the frames' dtypes:
-    ``string``, ``Int64``, ``float64``, ``boolean``); ``None`` (objects, untouched) for mixed or nested values.
+    """The ClickHouse type the JSON values of one property fit; ``None`` for mixed or nested values.
+
+    With it ``columns.convert`` gives the frames' dtypes (``string``, ``Int64``, ``float64``, ``boolean``);
+    ``None`` leaves the values as objects, untouched.
 
     >>> _json_type(["a", None]), _json_type([1, 2.5]), _json_type([True]), _json_type(["a", 1])
     ('Nullable(String)', 'Nullable(Float64)', 'Nullable(Bool)', None)

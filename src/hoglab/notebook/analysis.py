@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from ..client._results import SIGNIFICANCE_EXPLAINED, ExperimentResult
+from ..client._legacy_results import SIGNIFICANCE_EXPLAINED, ExperimentResult
 from ..client._verdict import planned_split, variant_statistics as client_variant_statistics
 from ..schema import Experiment
 from ..stats import (
@@ -50,8 +50,10 @@ class Analysis:
 
 
 def verdict_words(code: str) -> tuple[str, str]:
-    """PostHog's significance ``code`` in words: (the headline, with the code when it says something else; the
-    reason). The one wording the picker and the report share: the code is never said twice.
+    """PostHog's significance ``code`` in words: (the headline, the reason).
+
+    The headline names the code when it says something else. The one wording the picker and the report share: the
+    code is never said twice.
 
     >>> verdict_words("significant")
     ('Significant', 'a variant is very likely better than the others, and choosing it risks little')

@@ -1,5 +1,6 @@
-"""The holdout experiment the metric tour feeds (``notebooks/04-metric-experiments.ipynb``): an experiment with a
-holdout and a saved metric, fed a week of visits by the official ``posthog`` SDK.
+"""The holdout experiment the metric tour (``notebooks/04-metric-experiments.ipynb``) feeds.
+
+An experiment with a holdout and a saved metric, fed a week of visits by the official ``posthog`` SDK.
 
 :func:`feed_holdout_experiment` creates a holdout (20% of persons by default), a saved metric (revenue per
 person) and an experiment using both (plus an inline checkout → purchase funnel), launches it a week back and plays
@@ -41,8 +42,11 @@ CHECKOUT_RATE = 0.5
 
 @dataclass(frozen=True)
 class HoldoutDemo:
-    """What :func:`feed_holdout_experiment` made: the experiment, its holdout and saved metric, each user's flag
-    value from ``/flags`` (``assigned``) and from local evaluation (``local``), and the events sent."""
+    """What :func:`feed_holdout_experiment` made.
+
+    The experiment, its holdout and saved metric, each user's flag value from ``/flags`` (``assigned``) and from
+    local evaluation (``local``), and the events sent.
+    """
 
     experiment: Experiment
     holdout: ExperimentHoldout
@@ -80,9 +84,11 @@ def feed_holdout_experiment(
     end: datetime | None = None,
     allow_foreign: bool = False,
 ) -> HoldoutDemo:
-    """Create a holdout, a saved metric and an experiment using both on ``client``'s project, launch it ``days``
-    back and feed one visit per user through the ``posthog`` SDK; ``personal_api_key`` (with ``feature_flag:read``)
-    lets the SDK evaluate the flag locally too. Before writing anything it checks the target with
+    """Create a holdout, a saved metric and an experiment using both, and feed it visits through the SDK.
+
+    The experiment is made on ``client``'s project and launched ``days`` back; one visit per user goes through the
+    ``posthog`` SDK, and ``personal_api_key`` (with ``feature_flag:read``) lets the SDK evaluate the flag locally
+    too. Before writing anything it checks the target with
     :func:`~hoglab.notebook.tours.check_tour_target` (``allow_foreign`` is passed on).
 
     >>> demo = feed_holdout_experiment(client, key, users=300)  # doctest: +SKIP

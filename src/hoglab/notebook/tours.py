@@ -72,8 +72,11 @@ RETURN_RATE = {"control": 0.35, "test": 0.45}
 
 @dataclass(frozen=True)
 class MetricDemo:
-    """What :func:`feed_metric_experiment` (or :func:`feed_cuped_experiment`) made: the experiment, each user's
-    flag value and the events sent; the holdout and the saved metric when the feed made them."""
+    """What :func:`feed_metric_experiment` (or :func:`feed_cuped_experiment`) made.
+
+    The experiment, each user's flag value and the events sent; the holdout and the saved metric when the feed
+    made them.
+    """
 
     experiment: Experiment
     assigned: dict[str, str]
@@ -114,8 +117,10 @@ def _project(client: Client) -> Project:
 
 
 def check_tour_target(client: Client, *, allow_foreign: bool = False) -> None:
-    """Refuse (:class:`~hoglab.errors.ConfigurationError`) unless ``client`` points at a project a tour may write
-    into: hoglab's demo project, or a project without a single event, on this machine (a loopback host).
+    """Refuse (:class:`~hoglab.errors.ConfigurationError`) a project a tour may not write into.
+
+    A tour may write into hoglab's demo project, or a project without a single event, on this machine (a loopback
+    host).
 
     A PostHog host, another machine, or a local project holding events is refused, with what to do instead,
     unless ``allow_foreign=True`` or ``$HOGLAB_TOURS_WRITE_ANYWHERE`` is ``1``: the tours create experiments and
@@ -179,8 +184,10 @@ def feed_metric_experiment(
     name: str = "Checkout copy (metrics)",
     allow_foreign: bool = False,
 ) -> MetricDemo:
-    """Create and launch a metric experiment on ``client``'s project, then feed ``days`` of ``users`` visits
-    through the ``posthog`` SDK (flags from ``/flags``, events to ``/batch``), ending at ``end`` (now).
+    """Create and launch a metric experiment, then feed it visits through the ``posthog`` SDK.
+
+    The experiment is made on ``client``'s project; ``days`` of ``users`` visits go through the SDK (flags from
+    ``/flags``, events to ``/batch``), ending at ``end`` (now).
 
     The experiment starts ``days`` + 1 hours before the first visit; each user's visit is at a seeded moment of
     the window. Returns the experiment, the variant the server gave each user and the number of events sent.
@@ -265,9 +272,11 @@ def feed_cuped_experiment(
     saved_metric: bool = True,
     allow_foreign: bool = False,
 ) -> MetricDemo:
-    """Create and launch an experiment with CUPED (14-day lookback) and, by default, sequential testing, then
-    feed it through the ``posthog`` SDK: each user's history (purchases in the fortnight before), the exposure
-    (``/flags`` picks the flag value, ``$browser`` on the exposure), the week after and a possible return visit.
+    """Create and launch an experiment with CUPED, then feed it through the ``posthog`` SDK.
+
+    CUPED looks back 14 days; sequential testing is on by default. The feed sends each user's history (purchases in
+    the fortnight before), the exposure (``/flags`` picks the flag value, ``$browser`` on the exposure), the week
+    after and a possible return visit.
 
     Unless ``holdout_share`` is ``None`` a new holdout keeps that share of users out of both variants (their flag
     answers ``holdout-<id>``; they behave as control's users), and unless ``saved_metric`` is false a new saved

@@ -52,8 +52,9 @@ def actors(
     edge: tuple[str | None, str | None] | None = None,
     dropoff: str | None = None,
 ) -> ActorsQuery:
-    """An ActorsQuery: persons as a table (default ``person, id, created_at``); ``where`` filters person
-    properties. With ``source``, the persons behind one number of an insight:
+    """An ActorsQuery: persons as a table, or the persons behind one number of an insight.
+
+    Without ``source``, every person the filters keep. With ``source``, the persons behind one number of it:
 
     * a trend's data point: ``day``, ``series``, ``breakdown``;
     * a funnel step: ``step`` (1-based, positive converted, negative dropped off);
@@ -65,6 +66,38 @@ def actors(
       ``None``: everyone leaving, or reaching, a node), or ``dropoff="3_/pricing"``: the people whose path ended
       there.
 
+    Parameters
+    ----------
+    select
+        The columns (default ``person, id, created_at``); a string is one column.
+    search
+        Text to find in a person's id, any of its distinct ids or its properties (``"@acme.com"``; hoglab
+        matches it case-insensitively).
+    where
+        Filters on person properties, in the grammar of :func:`hoglab.trends`.
+    order_by
+        An ordering (``"created_at DESC"``) or a list of them.
+    limit, offset
+        A page of the persons.
+    source
+        The insight (:func:`hoglab.trends`, ``funnel``, ``retention``, ``lifecycle``, ``stickiness`` or
+        ``paths``) whose number is asked about.
+    day, series, breakdown
+        A trend's data point, a lifecycle bar's date, a stickiness bar's count of active intervals; a breakdown
+        value (of a trend, a funnel step or a retention cell).
+    step
+        A funnel step: 1-based, positive the persons who converted, negative those who dropped off.
+    status
+        A lifecycle bar: ``new``, ``returning``, ``resurrecting`` or ``dormant``.
+    cohort, period
+        A retention cell: the cohort (0-based) and the period after it.
+    interval
+        PostHog's name of a retention cell's cohort (``cohort`` wins when both are given).
+    edge, dropoff
+        A paths edge ``(source, target)``, or the node where the persons' paths ended.
+
+    Examples
+    --------
     >>> from hoglab.queries import funnel, lifecycle, paths, retention
     >>> actors(source=funnel(["a", "b"]), step=-2).source.funnelStep
     -2

@@ -261,6 +261,8 @@ def model_errors(argument: str, rename: Callable[[str], str] | None = None) -> I
 
 
 def call_errors(call: str) -> AbstractContextManager[None]:
-    """:func:`model_errors` for a client call taking a model's fields as keywords (``create``, ``update``): the
-    error names the top-level field at fault, or the call itself when the model as a whole is refused."""
+    """:func:`model_errors` for a client call taking a model's fields as keywords (``create``, ``update``).
+
+    The error names the top-level field at fault, or the call itself when the model as a whole is refused.
+    """
     return model_errors(call, rename=lambda path: path.split(".")[0] or call)

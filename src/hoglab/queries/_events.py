@@ -43,10 +43,12 @@ def events(
     person_id: str | None = None,
     filter_test_accounts: bool | None = None,
 ) -> EventsQuery:
-    """An EventsQuery: raw events as a table of HogQL expressions (default ``event, timestamp, distinct_id,
-    properties``). ``where`` strings are HogQL conditions; dicts are property filters. ``action``: only the
-    events of that action (its id: ``client.actions.get("Signed up").id``; PostHog's ``actionId``). PostHog's
-    default window is the last 24 hours (``after="-24h"``; ``after="all"`` lifts it).
+    """An EventsQuery: raw events as a table of HogQL expressions.
+
+    The default columns are ``event, timestamp, distinct_id, properties``. ``where`` strings are HogQL
+    conditions; dicts are property filters. ``action``: only the events of that action (its id:
+    ``client.actions.get("Signed up").id``; PostHog's ``actionId``). PostHog's default window is the last 24 hours
+    (``after="-24h"``; ``after="all"`` lifts it).
 
     >>> q = events(["event", "properties.$browser"], event="$pageview", where=["timestamp > now() - interval 1 day",
     ...            {"$browser": "Chrome"}], order_by="timestamp DESC", limit=500)

@@ -37,16 +37,44 @@ def funnel(
     filter_test_accounts: bool = False,
     aggregate_by: str | int | None = None,
 ) -> FunnelsQuery:
-    """A FunnelsQuery over 2 to 20 steps (event names or :func:`series`: ``series(action="Signed up")`` makes
-    a step of an action, labelled with its name).
+    """A FunnelsQuery: people moving through 2 to 20 steps within a conversion window.
 
-    ``window`` is how long a person has from the first step (days as an int, ``"14d"``, ``"6h"``, a
-    ``timedelta``; PostHog's default is 14 days). ``exclude`` lists events that disqualify an attempt: a name
-    (anywhere in the funnel) or ``(event, from_step, to_step)`` with 0-based steps.
-    ``aggregate_by`` (a group type's name, ``"company"``, or its index) counts groups of that type instead of
-    people (PostHog's ``aggregation_group_type_index``): a group
-    converts when its events, whoever sent them, go through the steps.
+    Parameters
+    ----------
+    steps
+        2 to 20 event names or :func:`series` (``series(action="Signed up")`` makes a step of an action,
+        labelled with its name).
+    window
+        How long a person has from the first step: days as an int, ``"14d"``, ``"6h"``, a ``timedelta``
+        (PostHog's default is 14 days).
+    order
+        ``ordered`` (the default: the steps in order, other events between them allowed), ``strict`` (any other
+        event of the person breaks the chain) or ``unordered`` (the steps in any order).
+    breakdown, breakdown_type
+        A property to split by, and its kind when its name does not say it (as in :func:`hoglab.trends`).
+    breakdown_attribution
+        Which breakdown value a person counts under: ``first_touch`` or ``last_touch`` (the person's first or
+        last non-empty value), ``all_events`` (the funnel per value) or ``step`` (the value seen at a step).
+    date_from, date_to
+        The range, as in :func:`hoglab.trends`.
+    where, person_where
+        Filters on event properties and on person properties, as in :func:`hoglab.trends`.
+    exclude
+        Events that disqualify an attempt: a name (anywhere in the funnel) or ``(event, from_step, to_step)``
+        with 0-based steps.
+    viz
+        ``steps`` (the default), ``time_to_convert`` or ``trends``: PostHog's funnel visualisation.
+    step_reference
+        Show rates against the first step (``total``) or the ``previous`` one; the counts are the same.
+    filter_test_accounts
+        Leave out the project's test accounts.
+    aggregate_by
+        A group type's name (``"company"``) or index: count groups of that type instead of people (PostHog's
+        ``aggregation_group_type_index``); a group converts when its events, whoever sent them, go through the
+        steps.
 
+    Examples
+    --------
     >>> q = funnel(["$pageview", "signup"], window="6h", exclude=["logout"], breakdown="person.plan")
     >>> settings = q.funnelsFilter
     >>> settings.funnelWindowIntervalUnit, settings.exclusions[0].funnelToStep, q.breakdownFilter.breakdown_type

@@ -31,8 +31,10 @@ def lifecycle(
     filter_test_accounts: bool = False,
     aggregate_by: str | int | None = None,
 ) -> LifecycleQuery:
-    """A LifecycleQuery: per interval, the people doing ``event`` for the first time (new), again after the
-    previous interval (returning), again after a gap (resurrecting), and those who stopped (dormant).
+    """A LifecycleQuery: per interval, the people new, returning, resurrecting and dormant.
+
+    New people do ``event`` for the first time, returning ones again after the previous interval, resurrecting ones
+    again after a gap; dormant ones stopped.
 
     ``event`` is an event name, ``None`` (any event) or one :func:`hoglab.series`; ``action`` (an id or name)
     follows an action's events instead. ``statuses`` shows only some

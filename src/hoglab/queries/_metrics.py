@@ -170,21 +170,47 @@ def mean_metric(
     breakdowns: Breakdowns = None,
     breakdown_limit: int | None = None,
 ) -> ExperimentMeanMetric:
-    """A mean metric: a value per exposed person, averaged per variant, of ``event``'s events or of ``action``'s
-    (an id or a name).
+    """A mean metric: a value per exposed person, averaged per variant.
 
-    ``math`` says which value: ``"total"`` (the count of ``event``, the default), ``"sum"``/``"avg"``/``"min"``/
-    ``"max"`` of ``math_property``, ``"unique_session"`` (sessions with the event), ``"dau"``, or ``"hogql"`` with
-    ``math_hogql`` (giving ``math_hogql`` alone implies it): a value per event summed per person
-    (``"toFloat(properties.price) * 2"``), or one aggregate of one (``"avg(toFloat(properties.price))"``), whose
-    function then aggregates per person, as PostHog reads it. ``where`` filters
-    the events (a dict, a HogQL condition string or a list, as :func:`hoglab.trends`). ``window`` is the
-    conversion window after exposure (``"7d"``, ``"12h"``, days as an int; none: the whole experiment). Outliers
-    are capped at the ``lower_bound_percentile``/``upper_bound_percentile`` (fractions, ``0.99`` = the 99th
-    percentile), ``ignore_zeros`` leaving persons without the event out of the percentile. ``breakdowns``: up to
-    three properties (``"$browser"``, ``("plan", "person")``), each unit's values read off its first exposure;
-    ``breakdown_limit`` keeps the values with the most units and sums the rest into "Other".
+    Parameters
+    ----------
+    event
+        The event whose events give the value, or a :func:`hoglab.series` (carrying its own math and filters).
+    action
+        An action's id or name, instead of ``event``.
+    math
+        Which value: ``"total"`` (the count of ``event``, the default), ``"sum"``/``"avg"``/``"min"``/``"max"``
+        of ``math_property``, ``"unique_session"`` (sessions with the event), ``"dau"``, or ``"hogql"`` with
+        ``math_hogql``.
+    math_property
+        The property ``sum``, ``avg``, ``min`` and ``max`` aggregate.
+    math_hogql
+        A HogQL value (giving it alone implies ``math="hogql"``): a value per event summed per person
+        (``"toFloat(properties.price) * 2"``), or one aggregate of one (``"avg(toFloat(properties.price))"``),
+        whose function then aggregates per person, as PostHog reads it.
+    where, person_where
+        Filters on the events' properties and on person properties (a dict, a HogQL condition string or a
+        list, as :func:`hoglab.trends`).
+    name
+        The metric's name.
+    window
+        The conversion window after exposure (``"7d"``, ``"12h"``, days as an int; none: the whole experiment).
+    goal
+        ``"increase"`` (PostHog's default) or ``"decrease"``: which way is better.
+    lower_bound_percentile, upper_bound_percentile
+        Cap outliers at these percentiles (fractions: ``0.99`` is the 99th percentile).
+    ignore_zeros
+        Leave persons without the event out of the percentiles.
+    uuid
+        The metric's id (a fresh one when not given).
+    breakdowns
+        Up to three properties (``"$browser"``, ``("plan", "person")``), each unit's values read off its first
+        exposure.
+    breakdown_limit
+        Keep the values with the most units and sum the rest into "Other".
 
+    Examples
+    --------
     >>> m = mean_metric("$pageview", where={"$browser": "Chrome"}, goal="increase")
     >>> m.source.event, m.source.properties[0].value, m.goal, m.source.math is None
     ('$pageview', 'Chrome', 'increase', True)
@@ -238,8 +264,10 @@ def funnel_metric(
     breakdowns: Breakdowns = None,
     breakdown_limit: int | None = None,
 ) -> ExperimentFunnelMetric:
-    """A funnel metric: the share of exposed persons who then do every step (event names or
-    :func:`hoglab.series`), in ``order`` (PostHog's default ``ordered``), within ``window`` of their exposure.
+    """A funnel metric: the share of exposed persons who then do every step.
+
+    The steps are event names or :func:`hoglab.series`, done in ``order`` (PostHog's default ``ordered``) within
+    ``window`` of the exposure.
 
     A single step is a conversion rate: ``funnel_metric(["purchase"])`` is the share of exposed persons who buy.
 
@@ -271,8 +299,10 @@ def ratio_metric(
     breakdowns: Breakdowns = None,
     breakdown_limit: int | None = None,
 ) -> ExperimentRatioMetric:
-    """A ratio metric: Σ numerator / Σ denominator over each variant's exposed persons (revenue per order,
-    clicks per pageview), each an event name (counted) or a :func:`hoglab.series` with its math.
+    """A ratio metric: Σ numerator / Σ denominator over each variant's exposed persons.
+
+    Revenue per order, clicks per pageview: each side is an event name (counted) or a :func:`hoglab.series` with
+    its math.
 
     >>> m = ratio_metric("click", "$pageview", goal="increase")
     >>> m.metric_type, m.numerator.event, m.denominator.event
@@ -299,9 +329,11 @@ def retention_metric(
     breakdowns: Breakdowns = None,
     breakdown_limit: int | None = None,
 ) -> ExperimentRetentionMetric:
-    """A retention metric (PostHog's ``ExperimentRetentionMetric``): of the exposed units who did ``start`` after
-    their exposure, the share who did ``completion`` between ``window[0]`` and ``window[1]`` ``unit``s later (both
-    inclusive; ``day``/``hour`` windows count calendar days or clock hours). ``start=None`` starts at each unit's
+    """A retention metric: of the exposed units who did ``start``, the share who did ``completion`` later.
+
+    PostHog's ``ExperimentRetentionMetric``: of the exposed units who did ``start`` after their exposure, the share
+    who did ``completion`` between ``window[0]`` and ``window[1]`` ``unit``s later (both inclusive; ``day``/``hour``
+    windows count calendar days or clock hours). ``start=None`` starts at each unit's
     first exposure. ``start_handling``: the first or the last start event counts; ``conversion_window``: how long
     after the exposure the start may come (``"3d"``; not with ``start=None``).
 

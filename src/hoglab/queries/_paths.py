@@ -52,16 +52,41 @@ def paths(
     person_where: Where = None,
     filter_test_accounts: bool = False,
 ) -> PathsQuery:
-    """A PathsQuery: the most common sequences of pages (or screens, or events) within a session, as weighted
-    edges between numbered steps.
+    """A PathsQuery: the most common sequences of pages, screens or events within a session.
 
-    ``include``: ``"$pageview"`` (pages by URL, the default), ``"$screen"`` (screens by name),
-    ``"custom_event"`` (events not starting with ``$``), ``"hogql"`` (``expression`` names each item), a list of
-    them, or ``None`` for every event. ``start``/``end`` anchor the paths at an item; ``steps`` is how many items a
-    path keeps; ``edge_limit`` how many edges come back, heaviest first; ``min_weight``/``max_weight`` bound an
-    edge's people. ``clean`` rewrites items by regex (``{r"/user/\\d+": "/user/:id"}``) and ``groupings`` merges
-    items matching a wildcard (``"/blog/*"``); ``exclude`` drops items.
+    The answer is weighted edges between numbered steps.
 
+    Parameters
+    ----------
+    include
+        ``"$pageview"`` (pages by URL, the default), ``"$screen"`` (screens by name), ``"custom_event"``
+        (events not starting with ``$``), ``"hogql"`` (``expression`` names each item), a list of them, or
+        ``None`` for every event.
+    start, end
+        Anchor the paths at an item.
+    steps
+        How many items a path keeps (default 5).
+    edge_limit
+        How many edges come back, heaviest first (default 50).
+    min_weight, max_weight
+        Bounds on an edge's people.
+    exclude
+        Items to drop.
+    clean
+        Rewrites items by regex, in order: ``{r"/user/\\d+": "/user/:id"}`` or ``(regex, alias)`` pairs.
+    groupings
+        Merges the items matching a wildcard (``"/blog/*"``).
+    expression
+        A HogQL expression naming each item (``"hogql"`` is then added to an ``include`` given).
+    date_from, date_to
+        The range, as in :func:`hoglab.trends`.
+    where, person_where
+        Filters on event properties and on person properties, as in :func:`hoglab.trends`.
+    filter_test_accounts
+        Leave out the project's test accounts.
+
+    Examples
+    --------
     >>> q = paths(["$pageview", "custom_event"], end="/checkout", clean={r"/item/\\d+": "/item/:id"}, exclude=["/"])
     >>> q.pathsFilter.endPoint, q.pathsFilter.localPathCleaningFilters[0].alias, q.pathsFilter.includeEventTypes
     ('/checkout', '/item/:id', ['$pageview', 'custom_event'])

@@ -74,20 +74,46 @@ def retention(
     filter_test_accounts: bool = False,
     aggregate_by: str | int | None = None,
 ) -> RetentionQuery:
-    """A RetentionQuery: of the people who did ``target`` in a period, how many did ``returning`` in each of the
-    following ``intervals - 1`` periods.
+    """A RetentionQuery: of the people who did ``target`` in a period, how many came back in each later one.
 
-    ``target`` and ``returning`` are event names, ``None`` (any event) or :func:`hoglab.series` (with filters,
-    or of an action: ``series(action="Signed up")``); ``action`` (an id or name) is the target instead;
-    ``returning`` defaults to ``target``. ``period``: ``hour``, ``day``, ``week`` or ``month``.
-    ``retention_type``: ``first_time`` (a person's cohort is the period of their first ``target``),
-    ``recurring`` (every period with a ``target`` starts a cohort for that person) or ``first_ever``.
-    ``reference``: ``total`` (rates against the cohort) or ``previous`` (against the period before).
-    ``cumulative``: a person counts in a period if they came back in it or any later one.
-    ``minimum_occurrences``: how many ``returning`` events make a period count.
-    ``aggregate_by`` (a group type's name, ``"company"``, or its index) counts groups of that type instead of
-    people (PostHog's ``aggregation_group_type_index``).
+    Each cohort is followed over the ``intervals - 1`` periods after its own.
 
+    Parameters
+    ----------
+    target
+        An event name, ``None`` (any event) or :func:`hoglab.series` (with filters, or of an action:
+        ``series(action="Signed up")``).
+    returning
+        What counts as coming back, in the same forms; defaults to ``target``.
+    action
+        An action's id or name, the target instead of ``target``.
+    period
+        ``hour``, ``day`` (the default), ``week`` or ``month``.
+    intervals
+        How many periods to show, the cohort's own included (default 8).
+    retention_type
+        ``first_time`` (a person's cohort is the period of their first ``target``), ``recurring`` (every period
+        with a ``target`` starts a cohort for that person) or ``first_ever``.
+    reference
+        ``total`` (rates against the cohort) or ``previous`` (against the period before).
+    cumulative
+        A person counts in a period if they came back in it or any later one.
+    minimum_occurrences
+        How many ``returning`` events make a period count.
+    breakdown, breakdown_type, breakdown_limit
+        A property to split the cohorts by, as in :func:`hoglab.trends`.
+    date_from, date_to
+        The range, as in :func:`hoglab.trends`.
+    where, person_where
+        Filters on event properties and on person properties, as in :func:`hoglab.trends`.
+    filter_test_accounts
+        Leave out the project's test accounts.
+    aggregate_by
+        A group type's name (``"company"``) or index: count groups of that type instead of people (PostHog's
+        ``aggregation_group_type_index``).
+
+    Examples
+    --------
     >>> q = retention("signup", period="Week", reference="previous", breakdown="person.plan")
     >>> q.retentionFilter.returningEntity.id, q.retentionFilter.retentionReference, q.breakdownFilter.breakdown
     ('signup', 'previous', 'plan')

@@ -1,6 +1,7 @@
-"""What every insight builder shares: a series (an event or an action, its filters and math), lists of them, a
-date range, a breakdown, a comparison period, the intervals. Each raises :class:`~hoglab.errors.InvalidArgument`
-naming the builder's argument.
+"""What every insight builder shares: series, date ranges, breakdowns, comparisons and intervals.
+
+A series is an event or an action, with its filters and math; a builder takes one or a list of them. Each part
+raises :class:`~hoglab.errors.InvalidArgument` naming the builder's argument.
 
 An action is named by its id (an int) or its name (a string): a name makes an ``ActionsNode`` without an id,
 which :class:`hoglab.Client` fills in from the project's actions before sending (``client.actions``).
@@ -79,8 +80,9 @@ def series(
     name: str | None = None,
     aggregate_by: str | int | None = None,
 ) -> Node:
-    """One series of a trend, one funnel step or a metric's source: an event (``None``: all events) or an
-    ``action`` (its id, or its name), with its own filters and math.
+    """One series of a trend, one funnel step or a metric's source, with its own filters and math.
+
+    It counts an event (``None``: all events) or an ``action`` (its id, or its name).
 
     ``aggregate_by`` (a group type's name or index) counts that type's groups instead of persons (PostHog's
     ``unique_group`` math, the default then); with ``dau``, ``weekly_active`` or ``monthly_active`` it keeps
@@ -146,9 +148,12 @@ def series_list(
     aggregate_by: str | int | None = None,
     action: Any = None,
 ) -> list[Node]:
-    """The series of a builder: ``events`` (a name, ``None`` for all events, a :func:`series` or a list of them),
-    then ``action`` (an id or name, or a list of them), ``math``/``math_property``/``aggregate_by`` applying to
-    those given by name or id. With ``action`` and no ``events``, only the actions."""
+    """The series of a builder: its ``events``, then its ``action``.
+
+    ``events`` is a name, ``None`` for all events, a :func:`series` or a list of them; ``action`` an id or name,
+    or a list of them. ``math``/``math_property``/``aggregate_by`` apply to those given by name or id. With
+    ``action`` and no ``events``, only the actions.
+    """
     items = [events] if events is None or isinstance(events, str | EventsNode | ActionsNode) else events
     if not isinstance(items, Sequence) or isinstance(items, str | bytes):
         raise InvalidArgumentType(

@@ -53,17 +53,36 @@ def stickiness(
     filter_test_accounts: bool = False,
     aggregate_by: str | int | None = None,
 ) -> StickinessQuery:
-    """A StickinessQuery: for each series, how many people were active in exactly 1, 2, ... intervals of the
-    range (in that many or more with ``cumulative``).
+    """A StickinessQuery: per series, how many people were active in exactly 1, 2, ... intervals of the range.
 
-    ``events``: a name, ``None`` (any event), a :func:`hoglab.series` or a list of them; ``action`` (ids or
-    names) counts actions instead (or besides, with ``events`` given as well). ``interval_count``
-    groups intervals (``interval="day", interval_count=7``: weeks of seven days). ``active_when`` says what
-    makes an interval count: ``3`` or ``(">=", 3)`` events at least, ``("<=", 2)``, ``("==", 1)``.
-    ``compare`` adds the previous period (or ``compare_to``, ``"-4w"``) as more lines. ``aggregate_by`` (a group
-    type's name or index) counts groups instead of people: the series named here get PostHog's ``unique_group``
-    math (StickinessQuery itself has no group aggregation).
+    Parameters
+    ----------
+    events
+        An event name, ``None`` (any event), a :func:`hoglab.series` or a list of them.
+    action
+        Actions (ids or names) to count instead, or besides when ``events`` is given as well.
+    interval
+        ``hour``, ``day`` (the default), ``week`` or ``month``.
+    interval_count
+        Groups intervals (``interval="day", interval_count=7``: weeks of seven days).
+    cumulative
+        Count the people active in that many intervals or more.
+    active_when
+        What makes an interval count: ``3`` or ``(">=", 3)`` events at least, ``("<=", 2)``, ``("==", 1)``.
+    compare, compare_to
+        Adds the previous period (or ``compare_to``, ``"-4w"``) as more lines.
+    date_from, date_to
+        The range, as in :func:`hoglab.trends`.
+    where, person_where
+        Filters on event properties and on person properties, as in :func:`hoglab.trends`.
+    filter_test_accounts
+        Leave out the project's test accounts.
+    aggregate_by
+        A group type's name or index: count groups instead of people. The series named here get PostHog's
+        ``unique_group`` math (StickinessQuery itself has no group aggregation).
 
+    Examples
+    --------
     >>> q = stickiness("$pageview", interval="week", active_when=(">=", 3), compare=True)
     >>> q.stickinessFilter.stickinessCriteria.operator, q.stickinessFilter.stickinessCriteria.value, q.interval
     ('gte', 3, 'week')

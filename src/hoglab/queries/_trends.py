@@ -40,14 +40,50 @@ def trends(
 ) -> TrendsQuery:
     """A TrendsQuery: events counted per interval, one line per series (and breakdown value).
 
-    ``events`` is an event name (``None``: all events), a :func:`series`, or a list of them; ``action`` adds
-    actions, by id or name (alone, only the actions are counted); ``math`` and ``math_property`` apply to the
-    ones given by name or id. Series of actions are labelled with the actions' names. ``breakdown`` is a
-    property (``"person.plan"`` for a person property, an int for a cohort, ``"group.company.plan"`` for a
-    property of the event's company) or a list of up to three. ``formula`` combines series by letter (``"A/B"``).
-    ``aggregate_by`` (a group type's name or index) makes the series given by name or id count that type's
-    groups (PostHog's ``unique_group`` math).
+    Series of actions are labelled with the actions' names.
 
+    Parameters
+    ----------
+    events
+        An event name (``None``: all events), a :func:`series`, or a list of them.
+    action
+        Actions to count, by id or name, or a list of them: after ``events``, or alone (then only the actions
+        are counted).
+    math, math_property
+        How the series given by name or id count (``"dau"``, ``"sum"`` of ``math_property``, ...); a
+        :func:`series` carries its own.
+    interval
+        ``minute``, ``hour``, ``day`` (the default), ``week`` or ``month``.
+    date_from, date_to
+        The range: a relative date (``"-7d"``, ``"-1mStart"``, ``"all"``), an ISO date or datetime, or a
+        ``date``; unset, the service's default.
+    breakdown
+        A property (``"person.plan"`` for a person property, an int for a cohort, ``"group.company.plan"`` for a
+        property of the event's company) or a list of up to three.
+    breakdown_type
+        The breakdown's kind, when its name does not say it: ``event``, ``person``, ``group``, ``cohort``,
+        ``hogql``, ``event_metadata`` or ``session``.
+    breakdown_limit
+        How many breakdown values to keep (needs a ``breakdown``).
+    where, person_where
+        Filters on event properties and on person properties: a dict (``{"$browser": "Chrome"}``,
+        ``{"price__gt": 10}``), a HogQL condition string, or a list (docs/client.md has the grammar).
+    formula
+        Combines series by letter (``"A/B"``); a list of formulas draws several lines.
+    compare, compare_to
+        Adds the previous period as more lines; ``compare_to`` (``"-4w"``) picks the period, and alone asks to
+        compare.
+    display
+        PostHog's chart type, one of :data:`hoglab.schema.ChartDisplayType` (``"ActionsLineGraph"`` when only a
+        ``formula`` is given).
+    filter_test_accounts
+        Leave out the project's test accounts.
+    aggregate_by
+        A group type's name or index: the series given by name or id count that type's groups (PostHog's
+        ``unique_group`` math).
+
+    Examples
+    --------
     >>> from hoglab.queries import series
     >>> q = trends(["signup", series("purchase", math="sum", math_property="price")], formula="B/A", compare=True)
     >>> [s.event for s in q.series], q.trendsFilter.formulaNodes[0].formula, q.compareFilter.compare

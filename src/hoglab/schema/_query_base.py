@@ -24,9 +24,11 @@ class QueryBase(RequestModel):
 
 
 class InsightBase(QueryBase):
-    """What every insight query has: a date range, property filters, test-account filtering, and the group type
-    the insight counts instead of persons (``aggregation_group_type_index``, 0-4: funnels, retention and
-    lifecycle count groups; trends only echo it, as PostHog, and count groups by a series' ``unique_group`` math)."""
+    """What every insight query has: a date range, property filters, test accounts and the group type counted.
+
+    The group type is counted instead of persons (``aggregation_group_type_index``, 0-4): funnels, retention and
+    lifecycle count groups; trends only echo it, as PostHog, and count groups by a series' ``unique_group`` math.
+    """
 
     dateRange: DateRange | None = None
     properties: PropertyFilters | None = None

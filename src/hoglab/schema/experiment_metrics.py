@@ -196,9 +196,12 @@ def _retention_start(value: Any) -> Any:
 
 
 class ExperimentRetentionMetric(_MetricBase):
-    """Of the exposed units who did ``start_event`` after their exposure, the share who did ``completion_event``
-    between ``retention_window_start`` and ``retention_window_end`` units later (both ends inclusive; ``day`` and
-    ``hour`` windows count whole calendar days or hours). ``start_handling``: the first or last start event."""
+    """Of the exposed units who did ``start_event``, the share who did ``completion_event`` in a window.
+
+    The window is from ``retention_window_start`` to ``retention_window_end`` units after the start (both ends
+    inclusive; ``day`` and ``hour`` windows count whole calendar days or hours), the start coming after the
+    exposure. ``start_handling``: the first or last start event.
+    """
 
     metric_type: Literal["retention"] = "retention"
     start_event: EventsNode | ExperimentExposureNode
@@ -311,9 +314,12 @@ ExposureConfig = Annotated[
 
 
 class ExperimentExposureCriteria(RequestModel):
-    """Who counts as exposed: test accounts filtered or not, a custom exposure (an event with property filters,
-    or an action's events, whose variant is their ``$feature/<flag>`` property), and persons seen with several
-    variants dropped (``exclude``, PostHog's default) or kept in their first (``first_seen``)."""
+    """Who counts as exposed: test accounts, a custom exposure, and persons seen with several variants.
+
+    Test accounts are filtered or not; a custom exposure is an event with property filters, or an action's events,
+    whose variant is their ``$feature/<flag>`` property; persons seen with several variants are dropped
+    (``exclude``, PostHog's default) or kept in their first (``first_seen``).
+    """
 
     filterTestAccounts: bool | None = None
     exposure_config: ExposureConfig | None = None
@@ -392,9 +398,10 @@ MAX_UNIT_PROPERTIES = 50
 
 
 class ExperimentUnitsQuery(RequestModel):
-    """hoglab's per-unit rows of a stored experiment (``POST /query/arrow/``): one row per exposed unit (person,
-    or group for an experiment by group) with its variant, first exposure, each metric's value exactly as
-    ``ExperimentQuery`` sums it, and the unit's ``properties``.
+    """hoglab's per-unit rows of a stored experiment (``POST /query/arrow/``): one row per exposed unit.
+
+    A unit is a person, or a group for an experiment by group; its row has its variant, first exposure, each
+    metric's value exactly as ``ExperimentQuery`` sums it, and the unit's ``properties``.
 
     >>> ExperimentUnitsQuery(experiment_id=3, metrics=[{"metric_type": "mean", "source": {"event": "buy"}}],
     ...                      properties=["plan"]).metrics[0].metric_type

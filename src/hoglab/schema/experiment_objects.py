@@ -166,8 +166,10 @@ class ExperimentToSavedMetric(ResponseModel):
 
 
 def saved_metric_links(value: Any) -> list[dict[str, Any]] | None:
-    """``saved_metrics_ids`` checked as PostHog checks it (its messages): a list of ``{"id", "metadata"?}``, the
-    metadata an object with a ``type``. Whether each id names a saved metric of the project is the service's check.
+    """``saved_metrics_ids`` checked as PostHog checks it, with its messages.
+
+    It is a list of ``{"id", "metadata"?}``, the metadata an object with a ``type``. Whether each id names a saved
+    metric of the project is the service's check.
     """
     if value is None:
         return None
@@ -187,9 +189,11 @@ def saved_metric_links(value: Any) -> list[dict[str, Any]] | None:
 
 
 class SavedMetricLinkMetadata(RequestModel):
-    """A link's ``metadata``: ``type`` and the overrides PostHog applies to the saved query for this experiment
-    (``validate_saved_metric_link_overrides``: up to 3 ``breakdowns``, a ``breakdown_limit``, a funnel's
-    attribution). Other keys are kept as sent."""
+    """A link's ``metadata``: ``type`` and PostHog's overrides of the saved query for this experiment.
+
+    The overrides (``validate_saved_metric_link_overrides``) are up to 3 ``breakdowns``, a ``breakdown_limit`` and
+    a funnel's attribution. Other keys are kept as sent.
+    """
 
     model_config = RequestModel.model_config | {"extra": "allow"}
 
@@ -206,9 +210,10 @@ _OVERRIDES = ("breakdown_limit", "breakdownAttributionType", "breakdownAttributi
 def saved_metric_definition(
     query: dict[str, Any], metadata: dict[str, Any] | None, *, saved_metric_id: int | None = None, name: str = ""
 ) -> dict[str, Any]:
-    """The metric a linked saved metric is analysed as (PostHog's ``resolve_saved_metric_definition``): the saved
-    query with its breakdowns always taken from the link (none when the link has none), the limit and the funnel's
-    attribution only with them; marked ``isSharedMetric``/``sharedMetricId`` as PostHog's UI marks it.
+    """The metric a linked saved metric is analysed as (PostHog's ``resolve_saved_metric_definition``).
+
+    The saved query, with its breakdowns always taken from the link (none when the link has none), the limit and
+    the funnel's attribution only with them; marked ``isSharedMetric``/``sharedMetricId`` as PostHog's UI marks it.
 
     >>> q = {"metric_type": "mean", "uuid": "u", "source": {"event": "buy"},
     ...      "breakdownFilter": {"breakdowns": [{"property": "$os"}]}}

@@ -39,8 +39,11 @@ _MAX_OFFSET = 2**63 - 1
 
 
 class GroupsQuery(QueryBase):
-    """The groups of one type as a table: ``group_name`` (the ``name`` property, else the key), ``key`` and the
-    ``select`` expressions over the ``groups`` table (``properties.plan``, ``created_at``)."""
+    """The groups of one type as a table.
+
+    Its columns are ``group_name`` (the ``name`` property, else the key), ``key`` and the ``select`` expressions
+    over the ``groups`` table (``properties.plan``, ``created_at``).
+    """
 
     kind: Literal["GroupsQuery"] = "GroupsQuery"
     group_type_index: int = Field(ge=0, le=4)

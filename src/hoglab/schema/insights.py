@@ -48,9 +48,11 @@ _MAX_ID = 2**63 - 1
 
 
 class RetentionEntity(RequestModel):
-    """The event that starts a cohort (target) or counts as coming back (returning): ``{"id": "$pageview",
-    "type": "events"}`` (``id`` ``None`` means any event), or an action: ``{"id": 7, "type": "actions"}`` (the
-    toolkit may name it instead, ``{"name": "Signed up", "type": "actions"}``, for the client to fill the id in).
+    """The event that starts a cohort (target) or counts as coming back (returning), or an action.
+
+    An event is ``{"id": "$pageview", "type": "events"}`` (``id`` ``None`` means any event), an action
+    ``{"id": 7, "type": "actions"}`` (the toolkit may name it instead, ``{"name": "Signed up", "type": "actions"}``,
+    for the client to fill the id in).
 
     >>> RetentionEntity(id="signup", type="events").event, RetentionEntity(id=7, type="actions").action_id
     ('signup', 7)

@@ -25,7 +25,7 @@ from scipy import integrate, stats
 
 import hoglab
 from hoglab.client import SIGNIFICANCE_EXPLAINED, Client
-from hoglab.client._results import explain_no_results
+from hoglab.client._legacy_results import explain_no_results
 from hoglab.notebook import ExperimentPicker, pick_experiment
 from hoglab.notebook.picker.widget import DRAFT_MESSAGE
 from hoglab.stats import Proportion, compare, funnel_verdict, recommend

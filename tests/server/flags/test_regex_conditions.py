@@ -18,8 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hoglab import Client
-from hoglab.pull import pull
+from hoglab import Client, pull
 from hoglab.server.filters.patterns import compile_pattern, search
 from hoglab.server.flags import match_property
 

@@ -66,9 +66,11 @@ def _offset_of(text: str, line: int, column: int) -> int:
 
 
 def _server_span(exc: HoglabError, sent: str) -> tuple[int, int | None] | None:
-    """Where in the text sent the server located the error (start, and end when known): ``start``/``end`` of
-    hoglab's error body, else its ``line``/``column``, else the "(line L, column C)" an async query's message
-    ends with."""
+    """Where in the text sent the server located the error: start, and end when known.
+
+    Read from ``start``/``end`` of hoglab's error body, else its ``line``/``column``, else the "(line L, column C)"
+    an async query's message ends with.
+    """
     body = getattr(exc, "body", None)
     body = body if isinstance(body, dict) else {}
     start, end = body.get("start"), body.get("end")
@@ -85,8 +87,9 @@ def _server_span(exc: HoglabError, sent: str) -> tuple[int, int | None] | None:
 
 
 def describe_error(exc: HoglabError, sql: str, limit: int | None = None) -> str:
-    """A short message for a failed statement; a HogQL mistake gets its position in ``sql`` (the cell's text)
-    and the offending line with carets under it.
+    """A short message for a failed statement, a HogQL mistake shown where it is.
+
+    A HogQL mistake gets its position in ``sql`` (the cell's text) and the offending line with carets under it.
 
     ``limit`` is the ``--limit`` the statement was sent with: the client may have wrapped the statement
     (``SELECT * FROM (...) LIMIT n``), and the server's positions are in the text it received.
@@ -132,8 +135,11 @@ _ARGUMENTS = (
 
 
 def _as_magic(func: _F) -> _F:
-    """IPython's magic decorators, stacked as usual (the options, then: no ``{var}`` expansion of the line, the
-    caller's local namespace); they are untyped, and each returns ``func`` itself with attributes added."""
+    """IPython's magic decorators, stacked as usual.
+
+    The options, then: no ``{var}`` expansion of the line, the caller's local namespace. They are untyped, and
+    each returns ``func`` itself with attributes added.
+    """
     decorated: Any = line_cell_magic(func)
     for option in reversed(_ARGUMENTS):
         decorated = option(decorated)

@@ -45,8 +45,10 @@ class UndefinedName(HoglabError, NameError):
 
 
 def _skip_quoted(text: str, i: int, quote: str) -> int:
-    """The index after the literal or identifier opened by ``text[i] == quote``: doubled quotes and backslashes
-    escape; an unterminated one runs to the end (the server reports it)."""
+    """The index after the literal or identifier opened by ``text[i] == quote``.
+
+    Doubled quotes and backslashes escape; an unterminated one runs to the end (the server reports it).
+    """
     i += 1
     while i < len(text):
         char = text[i]
@@ -63,8 +65,10 @@ def _skip_quoted(text: str, i: int, quote: str) -> int:
 
 
 def _skip_block_comment(text: str, i: int, opening: str, closing: str) -> int:
-    """The index after the block comment opened at ``i``, scanned as sqlglot's tokenizer does: comments nest,
-    and an opening counts only from the second character after the previous delimiter."""
+    """The index after the block comment opened at ``i``, scanned as sqlglot's tokenizer does.
+
+    Comments nest, and an opening counts only from the second character after the previous delimiter.
+    """
     depth, i = 1, i + 2
     while i < len(text) - 1:
         if text.startswith(closing, i):

@@ -1,6 +1,7 @@
-"""The experiment picker: the widget (``widget.py``) and what it shows as HTML (``view.py`` for an experiment and
-the recomputed results of its legacy metric, ``metric_view.py`` for a metric experiment); the experiment report
-shows the same views.
+"""The experiment picker: the widget (``widget.py``) and what it shows as HTML, which the report shows too.
+
+``view.py`` is any experiment's summary; ``legacy_view.py`` the recomputed results of a legacy experiment's metric,
+``metric_view.py`` a metric experiment's results.
 
     picker = hoglab.ExperimentPicker(client)     # shown as a widget when it is a cell's value
 """

@@ -1,8 +1,10 @@
-"""What the picker and the report show for a metric experiment: the statistics settings (method, sequential
-testing, CUPED), each metric with its settings and verdict, the traffic split (SRM) of the exposures, the
-per-variant table (raw and CUPED-adjusted estimates; the interval without CUPED beside the adjusted one) and, for a
-metric with a breakdown, the same per breakdown value; with a holdout, each metric against it too (hoglab's
-``compare_to_holdout``: a ``vs holdout`` verdict and the tables with the holdout as baseline).
+"""What the picker and the report show of a metric experiment's results, as HTML.
+
+The statistics settings (method, sequential testing, CUPED), each metric with its settings and verdict, the
+traffic split (SRM) of the exposures, the per-variant table (raw and CUPED-adjusted estimates; the interval
+without CUPED beside the adjusted one) and, for a metric with a breakdown, the same per breakdown value; with a
+holdout, each metric against it too (hoglab's ``compare_to_holdout``: a ``vs holdout`` verdict and the tables with
+the holdout as baseline). A legacy experiment's are ``legacy_view.py``.
 
 >>> metric_settings({"metric_type": "mean", "conversion_window": 7, "conversion_window_unit": "day",
 ...                  "upper_bound_percentile": 0.99, "ignore_zeros": True, "goal": "increase"})
@@ -84,8 +86,10 @@ def metric_settings(metric: Mapping[str, Any]) -> str:
 
 
 def metric_summary(result: MetricExperimentResult) -> pd.DataFrame:
-    """One row per metric: its name, role, type, method, settings, samples per variant and verdict in words (and,
-    with a holdout, the verdict against it in ``vs holdout``)."""
+    """One row per metric: its name, role, type, method, settings, samples per variant and verdict in words.
+
+    With a holdout, the verdict against it is in ``vs holdout``.
+    """
     rows = []
     against = dict(zip((a.uuid for a in result.holdout_metrics), result.holdout_metrics, strict=True))
     for answer in result.metrics:
@@ -133,9 +137,11 @@ def metrics_line(experiment: Mapping[str, Any]) -> str:
 
 
 def exposure_srm(result: MetricExperimentResult, rollout: Mapping[str, float] | None) -> SRMResult | None:
-    """The SRM check of the exposures against the flag's planned split (equal shares when it names other
-    variants); ``None`` without at least two exposed variants. Persons seen with several variants (PostHog's
-    ``$multiple`` series) belong to no variant and stay out of the check."""
+    """The SRM check of the exposures against the flag's planned split; ``None`` under two exposed variants.
+
+    The split is equal shares when the flag names other variants. Persons seen with several variants (PostHog's
+    ``$multiple`` series) belong to no variant and stay out of the check.
+    """
     # A holdout's row (holdout-<id>) is no variant of the flag's split either.
     totals = {key: n for key, n in result.total_exposures.items()
               if key != "$multiple" and not key.startswith(HOLDOUT_VARIANT_PREFIX)}  # fmt: skip

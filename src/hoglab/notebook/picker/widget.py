@@ -18,18 +18,19 @@ import ipywidgets as widgets
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ...client._legacy_results import explain_no_results
 from ...client._metric_queries import is_metric_experiment
 from ...client._metric_results import MetricExperimentResult
-from ...client._results import explain_no_results
 from ...errors import APIError, HoglabError, InvalidArgumentType
 from ...stats import Comparison, PostHogFunnelVerdict, PostHogTrendVerdict, Recommendation, SRMResult, StatsError
 from ..analysis import Analysis, analyse, variant_rollout
 from ..plots.common import keep_inside
-from ..plots.experiment import plot_experiment
-from ..plots.metrics import draw_metric_figure
+from ..plots.legacy import plot_experiment
+from ..plots.metric import draw_metric_figure
 from ..plots.srm import plot_srm
+from .legacy_view import results_html
 from .metric_view import exposure_srm, metric_results_html, metric_summary
-from .view import message_html, results_html, summary_html
+from .view import message_html, summary_html
 
 if TYPE_CHECKING:
     from ...client import Client, ExperimentResult

@@ -28,10 +28,10 @@ ticked and labelled in the data's own time zone, rates are on percent axes.
 
 from __future__ import annotations
 
-from .experiment import plot_experiment
 from .funnels import plot_funnel
+from .legacy import plot_experiment
 from .lifecycle import plot_lifecycle
-from .metrics import plot_exposures, plot_metric_effects
+from .metric import plot_exposures, plot_metric_effects
 from .paths import plot_paths
 from .retention import plot_retention, plot_retention_curve
 from .sequential import cumulative_effect, plot_cumulative_effect

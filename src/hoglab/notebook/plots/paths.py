@@ -37,8 +37,10 @@ def plot_paths(
     title: str | None = None,
     figsize: tuple[float, float] | None = None,
 ) -> Axes:
-    """A Sankey diagram of a paths frame (:func:`hoglab.frames.paths_frame`): a column per step, a block per
-    item sized by the people through it, a ribbon per edge as thick as its ``value``. ``max_edges`` keeps the
+    """A Sankey diagram of a paths frame (:func:`hoglab.frames.paths_frame`).
+
+    A column per step, a block per item sized by the people through it, a ribbon per edge as thick as its
+    ``value``. ``max_edges`` keeps the
     heaviest edges (``None``: all); when it leaves some out, the figure says how many and how many people they
     carried, under the steps.
 

@@ -60,8 +60,10 @@ def plot_retention(
     cmap: str = "Blues",
     figsize: tuple[float, float] | None = None,
 ) -> Axes:
-    """The retention triangle (:func:`hoglab.frames.retention_frame`): a row per cohort, a column per period,
-    each cell coloured and labelled by its rate (the share of the cohort that came back in that period).
+    """The retention triangle (:func:`hoglab.frames.retention_frame`), each cell coloured by its rate.
+
+    A row per cohort, a column per period, each cell coloured and labelled by its rate (the share of the cohort
+    that came back in that period).
 
     Cells not reached yet stay blank. Rows are named by the cohort's date and size. A frame with a breakdown shows
     every breakdown value added up, or the one given as ``breakdown=``. ``reference="previous"`` rates each period
@@ -134,9 +136,10 @@ def plot_retention_curve(
     legend: bool | None = None,
     figsize: tuple[float, float] | None = None,
 ) -> Axes:
-    """The retention curve: the share of people back in each period after their cohort's, all cohorts pooled
-    (each period over the cohorts that have reached it, weighted by their size), one line per breakdown value.
-    ``mean="simple"`` averages the cohorts' rates instead (PostHog's ``meanRetentionCalculation``).
+    """The retention curve: the share of people back in each period after their cohort's.
+
+    All cohorts are pooled (each period over the cohorts that have reached it, weighted by their size), one line
+    per breakdown value. ``mean="simple"`` averages the cohorts' rates instead (PostHog's ``meanRetentionCalculation``).
     ``cohorts=True`` adds each cohort's own curve, thin and pale.
 
     >>> from hoglab.frames import retention_frame

@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 from ...stats import Comparison, Proportion, SRMResult, srm
 from ..analysis import variant_statistics
 from .common import LOWER_COLOUR, new_axes, percent_axis, plain, variant_colours
-from .experiment import experiment_result_of
+from .legacy import experiment_result_of
 
 __all__ = ["plot_srm", "srm_result_of"]
 

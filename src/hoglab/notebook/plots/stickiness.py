@@ -30,9 +30,10 @@ def plot_stickiness(
     legend: bool | None = None,
     figsize: tuple[float, float] | None = None,
 ) -> Axes:
-    """Stickiness bars (:func:`hoglab.frames.stickiness_frame`): people by the number of intervals they were
-    active in, grouped by series (and by current and previous period with a comparison). ``normalize=True``
-    shows each series' share of its people instead of counts.
+    """Stickiness bars (:func:`hoglab.frames.stickiness_frame`): people by the intervals they were active in.
+
+    Bars are grouped by series (and by current and previous period with a comparison). ``normalize=True`` shows
+    each series' share of its people instead of counts.
 
     >>> from hoglab.frames import stickiness_frame
     >>> ax = plot_stickiness(stickiness_frame({"results": [

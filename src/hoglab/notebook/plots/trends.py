@@ -118,8 +118,11 @@ def _row_keys(frame: pd.DataFrame) -> tuple[list[_Key], list[bool]]:
 
 
 def _own_label(label: str, value: Any, shown: str) -> str:
-    """The series' own label: PostHog labels a broken-down line with its value ("Chrome"), or with
-    ``"<series> - <value>"`` when there are several series; the value is shown apart, so it is taken off here."""
+    """The series' own label, without the breakdown value (which is shown apart).
+
+    PostHog labels a broken-down line with its value ("Chrome"), or with ``"<series> - <value>"`` when there are
+    several series.
+    """
     if not shown:
         return label
     for text in dict.fromkeys((shown, display_name(value), "" if value is None else str(value))):

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..analysis import Analysis, verdict_words
-from ..picker.view import message_html, results_html, summary_html
+from ..picker.legacy_view import results_html
+from ..picker.view import message_html, summary_html
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -110,7 +111,7 @@ def summary_text(report: ExperimentReport) -> str:
     until = f" until {_date(e.end_date)}" if e.end_date else ""
     lines = [f"{e.name} (#{e.id}) · flag {e.feature_flag_key} · {e.status} {since}{until}"]
     if report.metrics is not None:
-        from .metrics import metric_summary_lines
+        from .metric import metric_summary_lines
 
         return "\n".join(lines + metric_summary_lines(report) + _recommendation_lines(report))
     primary = report.primary
@@ -179,8 +180,10 @@ def _outcome_html(outcome: MetricOutcome) -> str:
 
 
 def report_html(report: ExperimentReport, *, page: bool = True, pngs: Mapping[str, bytes] | None = None) -> str:
-    """The report as HTML: a whole page (``page=True``) or a fragment for a notebook cell. ``pngs``: the
-    figures already rendered, by name (rendering is most of the cost)."""
+    """The report as HTML: a whole page (``page=True``) or a fragment for a notebook cell.
+
+    ``pngs``: the figures already rendered, by name (rendering is most of the cost).
+    """
     pngs = pngs if pngs is not None else {name: _png(figure) for name, figure in report.figures.items()}
     parts = [summary_html(report.experiment), "<h2>Primary metric</h2>", _outcome_html(report.primary)]
     if test := metric_test(report.primary):

@@ -1,6 +1,6 @@
 """The server side of ``hoglab pull``: writing a pulled remote project into a local one, in one place.
 
-The toolkit side (``hoglab.pull``: ``remote.py``, ``export.py``) reads the remote PostHog-compatible project through
+The toolkit side (``hoglab.pulling``: ``remote.py``, ``export.py``) reads the remote PostHog-compatible project through
 its Query and REST APIs, or a batch export, and hands each page to a :class:`Mirror` (``writer.py``), which
 writes events, persons, flags, cohorts and experiments through ``ingest``, ``engine`` and the experiments' rules,
 then moves the watermark; ``checks.py`` says what a remote's settings must be before they are stored. The

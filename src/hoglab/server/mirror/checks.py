@@ -1,7 +1,7 @@
 """What a remote project's settings must be before the mirror stores them: its time zone, its flags' filters, its
 cohorts' definitions, its experiments' fields and metrics, its actions' steps.
 
-``hoglab.pull.answers`` has already checked that each answer has the shape its endpoint answers (an id is a whole
+``hoglab.pulling.answers`` has already checked that each answer has the shape its endpoint answers (an id is a whole
 number, ``filters`` an object); these are the checks that need the service's rules: the zone is one ClickHouse
 knows, a flag's conditions and variants are what evaluation reads, a cohort's tree is one membership can be
 computed from, an experiment is one the API would accept. A setting that fails is a

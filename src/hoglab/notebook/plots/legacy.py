@@ -1,4 +1,9 @@
-"""Experiment plots: each variant's effect against the control (a forest plot), posterior densities, SRM."""
+"""Plots of a legacy experiment's result, or of any :class:`hoglab.stats.Comparison`: effects and posteriors.
+
+:func:`plot_experiment` draws each variant's effect against the control (a forest plot) or each arm's posterior
+density; :func:`experiment_result_of` reads a legacy ``/results`` answer (``srm.py`` reads it too). A metric
+experiment's plots are ``metric.py``.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 from scipy import stats as sps
 
-from ...client._results import ExperimentResult
+from ...client._legacy_results import ExperimentResult
 from ...stats import (
     ArmSummary,
     BetaPosterior,

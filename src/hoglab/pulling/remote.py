@@ -1,9 +1,10 @@
-"""Reading the remote project through the API a notebook uses (:class:`hoglab.Client`: retries, 429 and
-``Retry-After``), paced under its query rate, every answer read through :mod:`hoglab.pull.answers`, and copying
-what it reads into the local mirror: events by keyset pages on ``(timestamp, uuid)`` under the 10,000-row cap
-(PostHog refuses OFFSET for personal keys), persons and their distinct ids, the group types (``/groups_types/``)
-and groups (HogQL keyset pages over ``groups``), then experiment holdouts, saved metrics, actions, feature flags,
-cohorts and experiments through the REST endpoints.
+"""Reading the remote project, paced under its query rate, and copying what it reads into the local mirror.
+
+The remote is read through the API a notebook uses (:class:`hoglab.Client`: retries, 429 and ``Retry-After``),
+every answer through :mod:`hoglab.pulling.answers`. What is copied: events by keyset pages on ``(timestamp, uuid)``
+under the 10,000-row cap (PostHog refuses OFFSET for personal keys), persons and their distinct ids, the group
+types (``/groups_types/``) and groups (HogQL keyset pages over ``groups``), then experiment holdouts, saved
+metrics, actions, feature flags, cohorts and experiments through the REST endpoints.
 
 A page is checked whole before any of it is stored, and it must move the keyset forward (rows in the order asked,
 after the previous page's last): a remote that ignores the keyset would otherwise be read forever.
@@ -92,8 +93,10 @@ def _moment_text(moment: datetime) -> str:
 
 
 class Pacer:
-    """At most one query per ``interval`` seconds: the pull stays under the remote's rate limit by itself. With a
-    ``deadline`` (a ``clock`` moment), a wait that would pass it is :class:`~hoglab.AnswerTimeout` at once."""
+    """At most one query per ``interval`` seconds: the pull stays under the remote's rate limit by itself.
+
+    With a ``deadline`` (a ``clock`` moment), a wait that would pass it is :class:`~hoglab.AnswerTimeout` at once.
+    """
 
     def __init__(
         self, interval: float, clock: Callable[[], float] = time.monotonic, deadline: float | None = None
@@ -116,7 +119,7 @@ class Pacer:
 
 class Remote:
     """The remote project, read through the client with the pacer in front of every query; every answer checked
-    (:mod:`hoglab.pull.answers`), every error naming its endpoint."""
+    (:mod:`hoglab.pulling.answers`), every error naming its endpoint."""
 
     def __init__(self, client: Client, pacer: Pacer) -> None:
         self.client = client
@@ -238,9 +241,11 @@ class Remote:
 
 @dataclass
 class RemoteObjects:
-    """The remote's experiments, flags, cohorts, actions, experiment holdouts and saved metrics as read and checked,
-    ready for the mirror, and what reading them had to say (actions a key may not read, an action an experiment
-    names that the remote lacks)."""
+    """The remote's objects as read and checked, ready for the mirror, and what reading them had to say.
+
+    The objects are experiments, flags, cohorts, actions, experiment holdouts and saved metrics; the warnings say
+    what was left out (actions a key may not read, an action an experiment names that the remote lacks).
+    """
 
     experiments: list[dict[str, Any]] = field(default_factory=list)
     flags: list[dict[str, Any]] = field(default_factory=list)
@@ -316,9 +321,12 @@ def _read_optional(remote: Remote, resource: str, shape: answers.Shape, warnings
 
 
 def read_objects(remote: Remote) -> RemoteObjects:
-    """Read the experiment holdouts and saved metrics, the experiments (archived too), the actions (those an
+    """Read the remote's experiments and the objects they use, flags and cohorts.
+
+    That is the experiment holdouts and saved metrics, the experiments (archived too), the actions (those an
     experiment or a saved metric names included), feature flags and cohorts; deleted flags and cohorts are left
-    out."""
+    out.
+    """
     warnings: list[str] = []
     holdouts = _read_optional(remote, "experiment_holdouts", answers.HOLDOUT, warnings)
     saved_metrics = _read_optional(remote, "experiment_saved_metrics", answers.SAVED_METRIC, warnings)
@@ -381,8 +389,11 @@ class RemoteGroups:
 
 
 def read_groups(remote: Remote) -> RemoteGroups:
-    """The group types (``/groups_types/``, their indexes kept) and every group (HogQL keyset pages over ``groups``),
-    checked; a key without ``group:read`` (or a remote without groups) reads none and says why."""
+    """The group types and every group, checked; none, with the reason, for a key without ``group:read``.
+
+    The types come from ``/groups_types/`` (their indexes kept), the groups from HogQL keyset pages over
+    ``groups``. A remote without groups reads none too, and says why.
+    """
     from ..errors import NotFound, PermissionDenied
 
     try:

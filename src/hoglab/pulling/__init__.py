@@ -1,8 +1,8 @@
-"""``hoglab pull``, the toolkit side: a local, uncapped copy of a PostHog (or hoglab) project, kept fresh by
-incremental pulls.
+"""The toolkit side of :func:`hoglab.pull` and ``hoglab pull``: a local copy of a remote project.
 
-It reads the remote through the same API a notebook uses (:class:`hoglab.Client`: retries, 429 and
-``Retry-After``) and writes into a local hoglab data dir (``hoglab.server.mirror.Mirror``):
+The copy of a PostHog (or hoglab) project is uncapped and kept fresh by incremental pulls. A pull reads the
+remote through the same API a notebook uses (:class:`hoglab.Client`: retries, 429 and ``Retry-After``) and writes
+into a local hoglab data dir (``hoglab.server.mirror.Mirror``):
 
 * events by keyset pages on ``(timestamp, uuid)`` under the 10,000-row cap (PostHog refuses OFFSET for personal
   keys), each page stored before the watermark moves past it;

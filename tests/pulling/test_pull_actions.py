@@ -18,9 +18,8 @@ import httpx
 import pandas as pd
 import pytest
 
-from hoglab import Client
+from hoglab import Client, pull
 from hoglab.local import LocalService
-from hoglab.pull import pull
 
 pytestmark = pytest.mark.xdist_group("pull")
 

@@ -25,10 +25,9 @@ import httpx
 import pytest
 from pull_cloud import KEY, CloudRemote
 
-from hoglab import AnswerTimeout, Client, RedirectRefused, RemoteAnswerError
+from hoglab import AnswerTimeout, Client, RedirectRefused, RemoteAnswerError, pull
 from hoglab.errors import HoglabError
 from hoglab.local import LocalService
-from hoglab.pull import pull
 from posthog_openapi import assert_valid
 
 pytestmark = pytest.mark.xdist_group("pull")
@@ -381,7 +380,7 @@ def test_a_redirect_within_the_host_is_followed(cloud: tuple[CloudRemote, str], 
 def test_a_page_that_breaks_the_keyset_keeps_the_whole_pages_before_it_and_the_next_pull_resumes(
     hoglab_service: LocalService,
 ) -> None:
-    from hoglab.pull.remote import PAGE_ROWS
+    from hoglab.pulling.remote import PAGE_ROWS
 
     remote = CloudRemote(events_count=PAGE_ROWS + 40)
     serving = remote.serve()

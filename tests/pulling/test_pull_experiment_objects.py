@@ -21,9 +21,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hoglab import Client
+from hoglab import Client, pull
 from hoglab.local import LocalService
-from hoglab.pull import pull
 from posthog_openapi import assert_valid
 
 pytestmark = pytest.mark.xdist_group("pull")

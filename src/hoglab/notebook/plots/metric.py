@@ -51,10 +51,11 @@ def _result(data: Any) -> MetricExperimentResult:
 def plot_metric_effects(
     result: MetricExperimentResult, *, ax: Axes | None = None, figsize: tuple[float, float] | None = None
 ) -> Axes:
-    """A forest plot: one line per (metric, breakdown value, variant), the point at the effect and the bar across
-    the interval the server gave (PostHog's relative effect: a confidence interval, a confidence sequence with
-    sequential testing, or a credible interval when Bayesian). With CUPED the point is the adjusted effect and a
-    thin grey bar behind shows the interval without CUPED.
+    """A forest plot of each metric's effect: one line per (metric, breakdown value, variant).
+
+    The point is at the effect and the bar across the interval the server gave (PostHog's relative effect: a
+    confidence interval, a confidence sequence with sequential testing, or a credible interval when Bayesian).
+    With CUPED the point is the adjusted effect and a thin grey bar behind shows the interval without CUPED.
 
     Blue: significant and better for the metric's goal; vermillion: significant and worse; grey: not
     significant. Secondary metrics are marked "(secondary)", breakdown values follow their metric.

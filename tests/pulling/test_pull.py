@@ -24,10 +24,9 @@ from typing import Any
 import httpx
 import pytest
 
-from hoglab import Client
+from hoglab import Client, pull
 from hoglab.local import LocalService, start_local_service
-from hoglab.pull import pull
-from hoglab.pull.remote import PAGE_ROWS, Pacer as _Pacer
+from hoglab.pulling.remote import PAGE_ROWS, Pacer as _Pacer
 from hoglab.server.ingest import Ingestor
 
 pytestmark = pytest.mark.xdist_group("pull")
@@ -331,7 +330,7 @@ def test_a_pull_copies_group_types_and_groups(hoglab_service: LocalService, make
 
 def test_group_answers_are_checked_before_anything_is_stored() -> None:
     from hoglab.errors import RemoteAnswerError
-    from hoglab.pull import answers
+    from hoglab.pulling import answers
 
     kind = answers.GROUP_TYPE.read({"group_type": "company", "group_type_index": 0, "name_plural": None})
     assert (kind["group_type_index"], kind["name_plural"]) == (0, None)

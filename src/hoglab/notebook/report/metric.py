@@ -1,22 +1,53 @@
-"""The experiment report of a metric experiment (PostHog's current kind): its text and its figures.
+"""A metric experiment's report (PostHog's current kind): its results, its text and its figures.
 
-The HTML page reuses the picker's view (:mod:`hoglab.notebook.picker.metric_view`); here are the terminal lines and the
-figures: each metric's effect with its interval, the exposures over time and the traffic split.
+The HTML page reuses the picker's view (:mod:`hoglab.notebook.picker.metric_view`); here are the results (an
+``ExperimentQuery`` per metric and the exposures' SRM check), the terminal lines and the figures: each metric's
+effect with its interval, the exposures over time and the traffic split. A legacy experiment's report is
+``legacy.py``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..picker.metric_view import metric_settings
+from ...errors import HoglabError
+from ..picker.metric_view import exposure_srm, metric_settings
+from .report import ExperimentReport, MetricOutcome
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .report import ExperimentReport
+    from ...client import Client
+    from ...schema import Experiment
 
-__all__ = ["draw_metric_figures", "metric_summary_lines"]
+__all__ = ["draw_metric_figures", "metric_report", "metric_summary_lines"]
+
+
+def metric_report(
+    client: Client, experiment: Experiment, rollout: Mapping[str, float], refresh: bool, figures: bool
+) -> ExperimentReport:
+    """PostHog's current kind: an ``ExperimentQuery`` per metric, the exposures and their SRM check."""
+    name = "metrics"
+    if experiment.status == "draft":
+        outcome = MetricOutcome(name, error="The experiment is a draft: it has no results until it is launched.")
+        return ExperimentReport(experiment=experiment, primary=outcome)
+    try:
+        result = client.experiments.metric_results(experiment, refresh=refresh)
+    except HoglabError as exc:
+        return ExperimentReport(experiment=experiment, primary=MetricOutcome(name, error=f"No results: {exc}"))
+    report = ExperimentReport(
+        experiment=experiment,
+        primary=MetricOutcome(name),
+        metrics=result,
+        exposure_srm=exposure_srm(result, rollout),
+        recommendation=result.recommendation,
+    )
+    if figures:
+        report = replace(report, figures=draw_metric_figures(report))
+    return report
 
 
 def _cuped_line(row: dict[str, object]) -> str | None:
@@ -30,9 +61,11 @@ def _cuped_line(row: dict[str, object]) -> str | None:
 
 
 def metric_summary_lines(report: ExperimentReport) -> list[str]:
-    """The statistics settings, the exposures' SRM check, then each metric: its settings, its verdict, CUPED's
-    interval beside the unadjusted one, and a line per breakdown value (and against the holdout, when the
-    experiment has one)."""
+    """The report's terminal lines: the settings, the exposures' SRM check, then each metric.
+
+    Each metric gets its settings, its verdict, CUPED's interval beside the unadjusted one, and a line per
+    breakdown value (and against the holdout, when the experiment has one).
+    """
     result = report.metrics
     if result is None:
         return [report.primary.error or "No results."]
@@ -68,7 +101,7 @@ def draw_metric_figures(report: ExperimentReport) -> dict[str, Figure]:
     """The figures by name: ``metric_effects``, ``exposures`` and ``srm`` (those the data allows)."""
     from matplotlib.figure import Figure
 
-    from ..plots.metrics import plot_exposures, plot_metric_effects
+    from ..plots.metric import plot_exposures, plot_metric_effects
     from ..plots.srm import plot_srm
 
     result = report.metrics

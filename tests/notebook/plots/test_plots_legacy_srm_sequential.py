@@ -1,4 +1,4 @@
-"""Experiment plots (forest, posteriors), the SRM plot and the cumulative effect, checked against independent math.
+"""``plots/legacy.py`` (forest, posteriors), the SRM plot and the cumulative effect, against independent math.
 
 Intervals are recomputed with statsmodels, scipy or the published formulas rather than read back from
 ``hoglab.stats``, so a plot that draws the wrong quantity, or a wrong quantity from the statistics, fails here.

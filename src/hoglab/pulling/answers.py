@@ -1,5 +1,6 @@
-"""The one place a pull reads the remote's answers: each answer checked against the shape its API answers there, and
-each field against what it holds, before anything is stored.
+"""The one place a pull reads the remote's answers, each checked before anything is stored.
+
+Each answer is checked against the shape its API answers there, and each field against what it holds.
 
 A remote may be PostHog, hoglab, or something else at that address (a proxy's HTML page, a captive portal, a
 broken build). Whatever it answers, the pull either gets the rows and objects it asked for, typed as the mirror
@@ -196,8 +197,10 @@ def uuid_text(value: Any) -> str:
 
 
 def moment(value: Any) -> datetime:
-    """An ISO 8601 date-time text (PostHog's JSON), as an aware UTC datetime; text without an offset is UTC. (A
-    datetime passes too: Parquet export files hold them; JSON never does.)"""
+    """An ISO 8601 date-time text (PostHog's JSON), as an aware UTC datetime.
+
+    Text without an offset is UTC. A datetime passes too: Parquet export files hold them; JSON never does.
+    """
     if isinstance(value, datetime):
         parsed = value
     elif not isinstance(value, str):
@@ -260,8 +263,11 @@ def list_of(value: Any) -> list[Any]:
 
 @dataclass(frozen=True)
 class Shape:
-    """What one kind of object holds: ``fields`` maps each field the mirror reads to its check (which also gives
-    the value as stored); those in ``optional`` may be absent. Fields not listed are kept as they are."""
+    """What one kind of object holds: each field the mirror reads, and its check.
+
+    ``fields`` maps each field to its check (which also gives the value as stored); those in ``optional`` may be
+    absent. Fields not listed are kept as they are.
+    """
 
     kind: str
     fields: Mapping[str, Check]
@@ -269,7 +275,9 @@ class Shape:
 
     def read(self, item: Any, where: str = "", *, own: bool = False) -> dict[str, Any]:
         """``item`` checked field by field; a :class:`~hoglab.errors.RemoteAnswerError` at ``where`` otherwise.
-        ``own``: the item is the caller's to change (a row just made), so it is not copied."""
+
+        ``own``: the item is the caller's to change (a row just made), so it is not copied.
+        """
         if not isinstance(item, dict):
             raise RemoteAnswerError(where or None, f"{self.kind} as a JSON object", item)
         record = item if own else item.copy()
@@ -286,8 +294,10 @@ class Shape:
 
 
 def table(answer: Any, shape: Shape, columns: Sequence[str]) -> list[dict[str, Any]]:
-    """The rows of a HogQL answer (``{"results": [[...]], "columns": [...]}``) as records of ``shape``, which
-    must have at least ``columns``; each row has one value per column."""
+    """The rows of a HogQL answer (``{"results": [[...]], "columns": [...]}``) as records of ``shape``.
+
+    The answer must have at least ``columns``; each row has one value per column.
+    """
     if not isinstance(answer, dict):
         raise _refuse("a query answer (a JSON object with 'results' and 'columns')", answer)
     results, names = answer.get("results", MISSING), answer.get("columns", MISSING)

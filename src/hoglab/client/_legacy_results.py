@@ -1,4 +1,9 @@
-"""Experiment results as objects: the raw answer kept whole, a per-variant frame, and a verdict in words."""
+"""A legacy experiment's results as an object: the raw answer kept whole, a per-variant frame, a verdict.
+
+A legacy experiment holds its metric as an insight filter (``filters``) and is analysed by the ``results`` and
+``secondary_results`` endpoints; :class:`ExperimentResult` reads one such answer, and :func:`explain_no_results`
+says in words why there is none. A metric experiment's results are ``_metric_results.py``.
+"""
 
 from __future__ import annotations
 
@@ -107,8 +112,11 @@ class ExperimentResult:
 
     @property
     def recommendation(self) -> Recommendation | None:
-        """One reconciled verdict (:func:`hoglab.stats.recommend`): ship, keep running, stop or investigate, with
-        its reason, from these counts and the experiment's planned MDE and days running; None without counts."""
+        """One reconciled verdict (:func:`hoglab.stats.recommend`): ship, keep running, stop or investigate.
+
+        It comes with its reason, from these counts and the experiment's planned MDE and days running; None
+        without counts.
+        """
         from ._verdict import legacy_recommendation
 
         return legacy_recommendation(self)

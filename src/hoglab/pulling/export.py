@@ -5,7 +5,7 @@ JSON lines (optionally gzipped), one row per event with at least ``uuid, event, 
 timestamp`` and usually ``person_id, created_at, elements_chain``. Every such file below the folder is read once
 (the mirror remembers which), in name order; events already held are skipped by uuid. An event without
 ``person_id`` gets the person hoglab would give its distinct id (docs/pull.md says what that means). Each row is
-checked as an event of the Query API is (:data:`hoglab.pull.answers.EVENT`): a bad row stops the pull with the
+checked as an event of the Query API is (:data:`hoglab.pulling.answers.EVENT`): a bad row stops the pull with the
 file and row named, before its chunk is stored.
 """
 

@@ -1,6 +1,8 @@
-"""One pull, end to end: open the local data dir (or use a running service), read the remote's project, objects
-and persons and check them all, then (only then) open the mirror, read export files and the events page by page,
-and store the persons and objects; say what was done. A failure before anything is stored leaves no mirror behind.
+"""One pull, end to end: the remote read and checked, then stored in the local mirror.
+
+The pull opens the local data dir (or uses a running service), reads the remote's project, objects and persons and
+checks them all, then (only then) opens the mirror, reads export files and the events page by page, and stores the
+persons and objects; it says what was done. A failure before anything is stored leaves no mirror behind.
 
 Every wait on the remote is bounded: ``idle_timeout`` (default 300 s, ``HOGLAB_PULL_IDLE_TIMEOUT``) bounds each
 answer from request to last byte, ``timeout`` (default none, ``HOGLAB_PULL_TIMEOUT``) the whole pull.
@@ -121,24 +123,53 @@ def pull(
     timeout: str | float | None = None,
     idle_timeout: str | float | None = None,
 ) -> PullReport:
-    """Copy a remote project (PostHog or hoglab at ``host``, project id ``project``) into a local data dir.
+    """Copy a remote project (PostHog or hoglab) into a local data dir, or top the copy up.
 
-    The key comes from ``key`` or the ``key_env`` variable (a personal API key with ``query:read``,
-    ``experiment:read``, ``feature_flag:read``, ``cohort:read``, ``action:read`` and ``group:read``; without the
-    last, groups are skipped and the report says so). The copy goes into ``data_dir`` (default:
-    ``$HOGLAB_DATA_DIR``) or into a ``service`` started in this process (``hoglab.local.start_local_service``);
-    ``into`` names an existing local project, else the mirror's own project is made (and found again next time).
-    ``since``: the earliest events to copy (a date or ISO text; default: everything). ``rate``: queries the pull
-    allows itself. ``from_export``: a folder of batch-export files read first. ``say`` receives progress lines.
-    ``client``: a ready :class:`hoglab.Client` of the remote (its host and project are used), e.g. with a
-    transport of your own.
-
-    ``idle_timeout`` (seconds or a span like ``"5m"``; default ``$HOGLAB_PULL_IDLE_TIMEOUT``, else 300 s) is the
-    longest one answer may take, request to last byte; ``timeout`` (default ``$HOGLAB_PULL_TIMEOUT``, else none)
-    the longest the whole pull may take. Either raises :class:`~hoglab.AnswerTimeout`; ``0`` turns one off.
     An answer that is not what the remote's API answers is a :class:`~hoglab.RemoteAnswerError` naming the
     endpoint and the field; a redirect to another host is :class:`~hoglab.RedirectRefused`. Nothing of such an
     answer is stored, and a first pull that fails before storing anything leaves no local project behind.
+
+    Parameters
+    ----------
+    host, project
+        The remote's address and project id.
+    key
+        The remote's personal API key, with ``query:read``, ``experiment:read``, ``feature_flag:read``,
+        ``cohort:read``, ``action:read`` and ``group:read`` (without the last, groups are skipped and the report
+        says so).
+    key_env
+        The variable holding the key when ``key`` is not given.
+    into
+        An existing local project to copy into; else the mirror's own project is made (and found again next
+        time).
+    since
+        The earliest events to copy (a date or ISO text; default: everything).
+    data_dir
+        The local data dir (default: ``$HOGLAB_DATA_DIR``).
+    service
+        A service started in this process (``hoglab.local.start_local_service``), written into instead of
+        ``data_dir``.
+    rate
+        The queries the pull allows itself on the remote (``"120/hour"``).
+    lookback
+        How much before the watermark a new pull re-reads, so late events are caught (``"1h"``).
+    from_export
+        A folder of batch-export files, read first.
+    persons
+        Whether to copy persons and their distinct ids.
+    progress
+        Show progress bars.
+    say
+        Receives progress lines.
+    client
+        A ready :class:`hoglab.Client` of the remote (its host and project are used), e.g. with a transport of
+        your own.
+    timeout
+        The longest the whole pull may take (seconds or a span like ``"2h"``; default ``$HOGLAB_PULL_TIMEOUT``,
+        else none). Raises :class:`~hoglab.AnswerTimeout`; ``0`` turns it off.
+    idle_timeout
+        The longest one answer may take, request to last byte (seconds or a span like ``"5m"``; default
+        ``$HOGLAB_PULL_IDLE_TIMEOUT``, else 300 s). Raises :class:`~hoglab.AnswerTimeout`; ``0`` turns it off.
     """
     say = say or (lambda line: None)
     if client is not None:

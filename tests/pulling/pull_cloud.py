@@ -7,7 +7,7 @@ validate against PostHog's published OpenAPI document: see ``test_pull_faults.py
 * ``GET /api/projects/:id/`` (the project: name, ``timezone``),
 * ``GET /api/projects/:id/feature_flags/``, ``/cohorts/``, ``/experiments/?archived=``,
   ``/experiment_holdouts/``, ``/experiment_saved_metrics/`` (paginated listings; this project has no holdout or
-  saved metric: ``tests/pull/test_pull_experiment_objects.py`` pulls those), ``/actions/`` (PostHog's server
+  saved metric: ``tests/pulling/test_pull_experiment_objects.py`` pulls those), ``/actions/`` (PostHog's server
   answers ``{"results": [...]}`` alone there),
 * ``POST /api/projects/:id/query/`` with a ``HogQLQuery``: the events count, events pages on the keyset
   ``(timestamp, uuid)``, persons and distinct ids pages, read from the SQL and its ``values`` as PostHog would run
