@@ -40,12 +40,13 @@ def test_the_diagonal_restricted_likelihood_is_the_general_one() -> None:
 
 
 def _by_quad(y: np.ndarray, v: np.ndarray, i: int, point: float) -> tuple[float, float]:
-    """E[θ_i | y] and P(θ_i ≤ point | y) by adaptive quadrature over τ (uniform prior), from the definitions."""
+    """E[θ_i | y] and P(θ_i ≤ point | y) by adaptive quadrature over τ (flat prior on τ², so p(τ) ∝ τ·L_R),
+    from the definitions."""
     tau_hat, scale = math.sqrt(tau2_estimate(y, v, "reml")), math.sqrt(float(np.median(v)))
     top = _restricted(y, v, max(tau_hat, scale))
 
     def density(tau: float) -> float:
-        return math.exp(_restricted(y, v, tau) - top)
+        return tau * math.exp(_restricted(y, v, tau) - top)
 
     def conditional(tau: float) -> tuple[float, float]:
         w = 1 / (v + tau * tau)
@@ -69,7 +70,7 @@ def _by_quad(y: np.ndarray, v: np.ndarray, i: int, point: float) -> tuple[float,
     return total[1] / total[0], total[2] / total[0]
 
 
-@pytest.mark.parametrize("k", [3, 5, 12, 40, 300])
+@pytest.mark.parametrize("k", [4, 5, 12, 40, 300])
 @pytest.mark.parametrize("tau", [0.0, 0.008, 0.04])
 def test_the_mixture_over_tau_equals_adaptive_quadrature(k: int, tau: float) -> None:
     rng = np.random.default_rng(1000 * k + int(tau * 1000))
@@ -78,7 +79,8 @@ def test_the_mixture_over_tau_equals_adaptive_quadrature(k: int, tau: float) -> 
     v = se * se
     post = posteriors(y, v, tau_posterior(y, v))
     for i in (0, k - 1):
-        point = float(post.quantile(0.025)[i])
-        mean, cdf = _by_quad(y, v, i, point)
+        low, high = (float(end[i]) for end in post.quantiles(0.025, 0.975))
+        mean, below_low = _by_quad(y, v, i, low)
         assert post.mean[i] == pytest.approx(mean, rel=1e-9, abs=1e-12)
-        assert cdf == pytest.approx(0.025, abs=1e-9)
+        assert below_low == pytest.approx(0.025, abs=1e-9)
+        assert _by_quad(y, v, i, high)[1] == pytest.approx(0.975, abs=1e-9)

@@ -250,9 +250,10 @@ def meta_analysis(
         The mean's interval: ``"z"`` (default) or ``"hksj"`` (Hartung–Knapp–Sidik–Jonkman, t with k − 1 dof;
         better with few experiments).
     shrinkage
-        How each experiment's true effect is estimated: ``"hierarchical"`` (default) integrates over τ's
-        posterior (uniform prior on τ), whose intervals keep their coverage when τ is small; ``"empirical"`` plugs
-        in τ̂² (empirical Bayes, metafor's ``blup``), whose intervals then cover less than they say.
+        How each experiment's true effect is estimated: ``"hierarchical"`` (default, from 4 experiments) integrates
+        over τ²'s posterior (flat prior on τ²), whose intervals keep their coverage when τ is small;
+        ``"empirical"`` plugs in τ̂² (empirical Bayes, metafor's ``blup``), whose intervals then cover less than
+        they say.
     alpha
         1 − the level of every interval, and the significance level of the naive win rate.
 
@@ -300,10 +301,11 @@ def _fit(h: History, method: TauMethod, interval: IntervalMethod, shrinkage: Shr
     prediction = ((mean - t_isf(alpha / 2.0, k - 2) * spread, mean + t_isf(alpha / 2.0, k - 2) * spread)
                   if k >= 3 else (math.nan, math.nan))  # fmt: skip
 
-    if shrinkage == "hierarchical" and k < 3:
-        raise StatsInputError("hierarchical shrinkage needs at least 3 experiments; use shrinkage='empirical'")
+    if shrinkage == "hierarchical" and k < 4:
+        raise StatsInputError("hierarchical shrinkage needs at least 4 experiments; use shrinkage='empirical'")
     post = posteriors(y, v, tau_posterior(y, v) if shrinkage == "hierarchical" else plug_in(tau2))
     shrunken, shrunken_se = post.mean, np.sqrt(post.variance)
+    shrunken_low, shrunken_high = post.quantiles(alpha / 2.0, 1.0 - alpha / 2.0)
     chance_positive = post.chance_positive()
     significant = np.abs(y) / h.se > z
 
@@ -311,11 +313,13 @@ def _fit(h: History, method: TauMethod, interval: IntervalMethod, shrinkage: Shr
         "estimate": y, "standard_error": h.se, "ci_low": y - z * h.se, "ci_high": y + z * h.se,
         "p_value": 2.0 * special.ndtr(-np.abs(y) / h.se), "significant": significant, "weight": w / w_sum,
         "shrinkage": (post.p @ post.shrink) if shrinkage == "hierarchical" else v / (v + tau2),
-        "shrunken": shrunken, "shrunken_se": shrunken_se, "shrunken_ci_low": post.quantile(alpha / 2.0),
-        "shrunken_ci_high": post.quantile(1.0 - alpha / 2.0), "chance_positive": chance_positive,
+        "shrunken": shrunken, "shrunken_se": shrunken_se, "shrunken_ci_low": shrunken_low,
+        "shrunken_ci_high": shrunken_high, "chance_positive": chance_positive,
     })  # fmt: skip
+    # The history's columns keep their places (those of the same name, such as its estimate, are replaced).
     clashing = [c for c in EXPERIMENT_COLUMNS if c in h.frame.columns]
-    frame = pd.concat([h.frame.drop(columns=clashing) if clashing else h.frame, added], axis=1)
+    frame = h.frame.assign(**{c: added[c].to_numpy() for c in clashing}) if clashing else h.frame
+    frame = pd.concat([frame, added.drop(columns=clashing)], axis=1)
 
     curse = None
     if h.shipped is not None and h.shipped.any():

@@ -58,14 +58,19 @@ class History:
 
 def _floats(values: Any, what: str) -> Floats:
     try:
-        out = np.asarray(pd.to_numeric(pd.Series(np.asarray(values).ravel()), errors="raise"), dtype=float)
+        raw = np.asarray(values)
+        out: Floats = (raw.astype(float) if raw.dtype.kind in "biuf" else
+                       np.asarray(pd.to_numeric(pd.Series(raw.ravel()), errors="raise"), dtype=float)).ravel()
     except (TypeError, ValueError):
         raise StatsInputError(f"{what} must be numbers") from None
     return out
 
 
 def _flags(values: Any, size: int) -> npt.NDArray[np.bool_]:
-    flags = pd.Series(np.asarray(values, dtype=object).ravel())
+    raw = np.asarray(values)
+    if raw.dtype == bool and raw.size == size:
+        return raw.ravel()
+    flags = pd.Series(raw.astype(object).ravel())
     if flags.size != size:
         raise StatsInputError(f"shipped has {flags.size} values for {size} experiments")
     known = flags.isna() | flags.isin([True, False, 0, 1])
@@ -125,10 +130,9 @@ def read_history(
         se_all = _floats(standard_error, "standard errors")
         if se_all.size != y_all.size:
             raise StatsInputError(f"{y_all.size} estimates but {se_all.size} standard errors")
-        frame = pd.DataFrame({"estimate": y_all, "standard_error": se_all})
         flags_all = None if shipped is None else _flags(shipped, y_all.size)
-        if flags_all is not None:
-            frame["shipped"] = flags_all
+        # The estimates and standard errors join the result's frame there; only the flags are the history's own.
+        frame = pd.DataFrame({} if flags_all is None else {"shipped": flags_all}, index=pd.RangeIndex(y_all.size))
     kept = ~(np.isnan(y_all) | np.isnan(se_all))
     y, se = y_all[kept], se_all[kept]
     if not np.all(np.isfinite(y)):
