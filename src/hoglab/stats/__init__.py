@@ -7,9 +7,10 @@ and its source.
 hoglab's own methods are grouped by family: ``_frequentist/`` (proportions, counts, means,
 corrections, sequential tests), ``_bayesian/`` (posteriors and the quantities integrated over
 them), ``_compare/`` (:func:`compare` and its inputs and results), ``_units/`` (per-unit data:
-segments, the heterogeneity scan, quantiles, novelty), ``_meta/`` (a history of experiments: the distribution of
-true effects, shrunken estimates, the winner's curse, a prior and planning from it), and one module each for CUPED, planning
-(``_power``), the traffic-split check (``_srm``) and :func:`recommend`. PostHog's rules are
+segments, the heterogeneity scan, quantiles, novelty), ``_meta/`` (a history of experiments:
+the distribution of true effects, shrunken estimates, the winner's curse, a prior and planning
+from it), and one module each for CUPED, planning (``_power``), the traffic-split check
+(``_srm``) and :func:`recommend`. PostHog's rules are
 :mod:`hoglab.stats.posthog`, a package of its own.
 
 Each name has one home. PostHog's legacy verdicts (:func:`funnel_verdict`, :func:`trend_verdict`,

@@ -57,7 +57,7 @@ def prior_from_history(history: Any, **fit: Any) -> EffectPrior:
     >>> se = rng.uniform(0.005, 0.02, 40)
     >>> prior = prior_from_history(rng.normal(0.01, 0.02, 40) + rng.normal(0, se), standard_error=se)
     >>> print(prior.update(0.04, 0.015))  # doctest: +ELLIPSIS
-    Lift +4.00% ± 1.50% read, +2.81% after the history's prior (95% credible interval [+0.47%, +5.15%]; ...
+    Lift +4.00% ± 1.50% read, +2.84% after the history's prior (95% credible interval [+0.48%, +5.21%]; ...
     """
     return _fitted(history, fit).prior
 
@@ -161,7 +161,7 @@ def plan_from_history(
     ...                         "units": n, "control_units": n})
     >>> plan = plan_from_history(history, units=[10_000, 100_000])
     >>> plan.to_frame()[["units", "mde", "assurance"]].round(3).values.tolist()
-    [[10000.0, 0.028, 0.436], [100000.0, 0.009, 0.792]]
+    [[10000.0, 0.028, 0.442], [100000.0, 0.009, 0.794]]
     """
     check_alpha(alpha)
     if not 0.0 < power < 1.0:

@@ -23,8 +23,9 @@ posterior is proper from 4 experiments on. Each θ_i's posterior is then a mixtu
 variance, distribution function and quantiles are sums over quadrature nodes.
 
 Quadrature: Gauss–Legendre (8 nodes a panel) over τ ∈ [0, τ_s] (τ_s = 1% of the median standard error; the
-density in τ, 2τ·L_R(τ²), is smooth there) and over log τ above it, with panels half the posterior's width in log τ around its
-peak and 0.5 wide in the tails, out to where the density is e⁻³² of its peak. Against adaptive quadrature
+density in τ, 2τ·L_R(τ²), is smooth there) and over log τ above it, with panels 1.25 times the posterior's standard
+deviation in log τ (at most 0.5) within 10 of them of its peak and 0.5 wide in the tails, out to where the density
+is e⁻³² of its peak. Against adaptive quadrature
 (``scipy.integrate.quad``) the posterior means agree to ~1e-14 (``tests/stats/meta/test_posterior.py``).
 """
 

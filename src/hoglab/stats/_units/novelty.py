@@ -99,7 +99,7 @@ class Novelty:
                 lines.append(f"{r['variant']}: no trend test ({r['days']} days with {self.min_units}+ units per arm; "
                              "it needs 3).")  # fmt: skip
                 continue
-            fmt = (lambda x: f"{x:+.2%}") if self.scale == "lift" else (lambda x: f"{x:+.4g}")
+            fmt = _percent if self.scale == "lift" else _number
             start = r["intercept"] + r["slope"] * r["first_day"]
             end = r["intercept"] + r["slope"] * r["last_day"]
             text = {"decaying": "the effect fades with time since exposure (novelty)",
@@ -117,6 +117,14 @@ class Novelty:
         text = "".join(f"<p>{html.escape(line)}</p>" for line in self.summary().splitlines())
         table = self.days.to_html(index=False, float_format=lambda x: f"{x:.4g}", na_rep="–", border=0)
         return f"<div>{text}{table}</div>"
+
+
+def _percent(x: float) -> str:
+    return f"{x:+.2%}"
+
+
+def _number(x: float) -> str:
+    return f"{x:+.4g}"
 
 
 def _as_utc(values: Any) -> pd.Series:
@@ -198,9 +206,9 @@ def _from_statistics(stats: pd.DataFrame, metric: str, control: str, day: str,
     variant_codes = np.array([position[v] for v in stats[variant_column].astype(str)], dtype=np.intp)
     flat = codes * len(variants) + variant_codes
     size = labels.size * len(variants)
-    total_n = np.bincount(flat, weights=n, minlength=size)
-    total_s = np.bincount(flat, weights=s, minlength=size)
-    total_ss = np.bincount(flat, weights=ss, minlength=size)
+    total_n = np.bincount(flat, weights=n, minlength=size).astype(float)
+    total_s = np.bincount(flat, weights=s, minlength=size).astype(float)
+    total_ss = np.bincount(flat, weights=ss, minlength=size).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(total_n > 0, total_s / total_n, math.nan)
         var = np.where(total_n > 1, np.maximum(total_ss - total_s * mean, 0.0) / (total_n - 1.0), math.nan)
@@ -283,27 +291,28 @@ def novelty(
         c, variants, labels, end = _from_units(data, metric, control, day, as_of, covariate, variant_column,
                                                exposure_column)  # fmt: skip
     z = z_quantile(alpha)
-    day_frames, trend_rows = [], []
+    columns: dict[str, list[Any]] = {name: [] for name in DAY_COLUMNS}
+    trend_rows = []
     for v in range(1, len(variants)):
-        frame = _day_effects(c, v, labels, z)
-        frame.insert(0, "variant", variants[v])
-        frame.insert(1, "control", variants[0])
-        effect, se = (frame["lift"], frame["lift_se"]) if scale == "lift" else (frame["difference"],
-                                                                                frame["difference_se"])  # fmt: skip
-        usable = ((frame["units"] >= min_units) & (frame["control_units"] >= min_units) & np.isfinite(effect)
-                  & np.isfinite(se) & (se > 0)).to_numpy()  # fmt: skip
-        frame["in_trend"] = usable
-        trend = _trend(labels[usable].astype(float), effect.to_numpy()[usable], se.to_numpy()[usable],
-                       trend_scale, alpha)  # fmt: skip
-        frame["fitted"] = trend["intercept"] + trend["slope"] * labels.astype(float)
-        day_frames.append(frame)
+        effects = _day_effects(c, v, z)
+        effect, se = effects[scale], effects[f"{scale}_se"]
+        with np.errstate(invalid="ignore"):
+            usable = ((effects["units"] >= min_units) & (effects["control_units"] >= min_units) & np.isfinite(effect)
+                      & np.isfinite(se) & (se > 0))  # fmt: skip
+        trend = _trend(labels[usable].astype(float), effect[usable], se[usable], trend_scale, alpha)
+        day = labels.astype(float)
+        effects |= {"variant": np.full(labels.size, variants[v], dtype=object),
+                    "control": np.full(labels.size, variants[0], dtype=object), "day": labels.astype(int),
+                    "in_trend": usable, "fitted": trend["intercept"] + trend["slope"] * day}  # fmt: skip
+        for name in DAY_COLUMNS:
+            columns[name].append(effects[name])
         trend_rows.append({"variant": variants[v], "scale": scale, **trend})
-    days = pd.concat(day_frames, ignore_index=True)[DAY_COLUMNS]
+    days = pd.DataFrame({name: np.concatenate(parts) for name, parts in columns.items()})
     trends = pd.DataFrame.from_records(trend_rows, columns=TREND_COLUMNS)
     return Novelty(days, trends, metric, variants[0], scale, trend_scale, alpha, min_units, end)
 
 
-def _day_effects(c: Cells, v: int, labels: np.ndarray, z: float) -> pd.DataFrame:
+def _day_effects(c: Cells, v: int, z: float) -> dict[str, np.ndarray]:
     n_t, n_c = c.n[:, v], c.n[:, 0]
     m_t, m_c = c.mean[:, v], c.mean[:, 0]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -313,12 +322,12 @@ def _day_effects(c: Cells, v: int, labels: np.ndarray, z: float) -> pd.DataFrame
         positive = m_c > 0
         lift = np.where(positive, m_t / m_c - 1.0, math.nan)
         lift_se = np.where(positive, np.sqrt(var_t / m_c**2 + var_c * m_t**2 / m_c**4), math.nan)
-    return pd.DataFrame({
-        "day": labels.astype(int), "units": n_t, "control_units": n_c, "estimate": m_t, "control_estimate": m_c,
-        "difference": difference, "difference_se": difference_se, "difference_ci_low": difference - z * difference_se,
+    return {
+        "units": n_t, "control_units": n_c, "estimate": m_t, "control_estimate": m_c, "difference": difference,
+        "difference_se": difference_se, "difference_ci_low": difference - z * difference_se,
         "difference_ci_high": difference + z * difference_se, "lift": lift, "lift_se": lift_se,
         "lift_ci_low": lift - z * lift_se, "lift_ci_high": lift + z * lift_se,
-    })  # fmt: skip
+    }  # fmt: skip
 
 
 def _trend(x: np.ndarray, e: np.ndarray, se: np.ndarray, trend_scale: TrendScale, alpha: float) -> dict[str, Any]:
