@@ -1,5 +1,5 @@
 """Flag regexes: a planted ``^(a+)+$`` against ``"a" * n + "!"``, matched by Python's ``re`` (before) and by RE2
-(after, ``server/flags/patterns.py``), through the real ``/flags`` endpoint, and what it does to another project.
+(after, ``server/filters/patterns.py``), through the real ``/flags`` endpoint, and what it does to another project.
 
     python bench/bench_flag_regex.py [--sizes 16,18,20,22,24] [--bystander 30] [--flood 4] [--flood-size 22]
 
@@ -41,7 +41,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 def _old_search(pattern: Any, subject: Any) -> bool | None:
     """The matcher before RE2: Python's re, with its length caps (flags/properties.py until this change)."""
-    from hoglab.server.flags.patterns import text_of
+    from hoglab.server.filters.patterns import text_of
 
     text, value = text_of(pattern), text_of(subject)
     if len(text) > 1_000 or len(value) > 10_000:

@@ -15,13 +15,13 @@ with a ``plan`` (free/pro/enterprise), an ``industry``, a headcount (``employees
 skewed (a few big customers, many small ones). A signed-up user works at a company on their own plan. When a
 company's first member signs up, a ``$groupidentify`` (right after their ``$identify``) sets its properties; every
 later event of a signed-up user carries ``$groups`` (and ``$group_0``, as PostHog's exports do). Companies come
-from a side stream of the seed, so every other event and figure is what it was without them.
+from a side stream of the random seed, so every other event and figure is what it was without them.
 
 The experiment (:data:`DEMO_EXPERIMENT`, flag ``new-checkout``, control/test 50/50) runs for the last 30 days.
 A signed-up user's first checkout visit in that window is their exposure: ``$feature_flag_called`` with the
 variant PostHog's hashing gives their distinct id (``flags.hashing.variant_for``), and their later events carry
 ``$feature/new-checkout``. Exactly 30% of control's and 34.5% of test's exposed users then ``purchase`` (+15%
-relative, whatever the seed; about 1,700 exposures per variant at the default size), which is significant. The
+relative, whatever the random seed; about 1,700 exposures per variant at the default size), which is significant. The
 effect differs by segment: on mobile (``$device_type`` Mobile or Tablet: iOS, Android) test converts 43.5% against
 control's 30% (+45%), on desktop about 29.6% (none), the heterogeneity the deep dive (notebook 06) finds; plan,
 country, browser and OS are there to slice by too.
@@ -162,7 +162,7 @@ class _Rows:
 class _Companies:
     """The demo's companies (group type ``company``, index 0) and the company each user works at.
 
-    Drawn from a side stream of the seed (``[seed, 25]``), so the main stream, and with it every other event,
+    Drawn from a side stream of the random seed (``[seed, 25]``), so the main stream, and with it every other event,
     is the same with or without them.
     """
 
@@ -323,7 +323,7 @@ def generate_events(
 
     # Purchases. Before the experiment a checkout converts at control's rate, at random. An exposed checkout
     # converts at its variant's rate exactly: round(n * rate) of each variant's exposed users, picked at random,
-    # so the effect is the same, +15%, whatever the seed. Within a variant, exactly MOBILE_CONVERSION of its
+    # so the effect is the same, +15%, whatever the random seed. Within a variant, exactly MOBILE_CONVERSION of its
     # mobile users (iOS, Android) convert and its desktop users get the rest: test helps mobile most.
     buys = ~in_experiment & (rng.random(len(c_session)) < CONVERSION["control"])
     on_mobile = _MOBILE_OS[os_[c_user]]  # $device_type Mobile or Tablet

@@ -23,8 +23,8 @@ from uuid import uuid4
 from hoglab.schema import FLAG_KEY_PATTERN
 
 from ..errors import ValidationFailed
-from ..http.bodies import char_field
 from ..store import DuplicateFlagKey, ExperimentRecord, FlagRecord, Store
+from ..validation import char_field
 from .rules import flag_filters
 from .saved_metrics import link_saved_metrics
 

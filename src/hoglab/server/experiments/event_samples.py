@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..engine.catalog import ENGINE_CATALOG
 from ..hogql import HogQLError, compile_hogql
+from ..query.catalog import ENGINE_CATALOG
 from ..store import ProjectRecord
 
 if TYPE_CHECKING:

@@ -23,9 +23,8 @@ from typing import Any
 from hoglab.schema import holdout_variant_key
 
 from ..errors import ValidationFailed
-from ..http.auth import MAX_ID
-from ..http.bodies import char_field
 from ..store import ExperimentRecord, FlagRecord, HoldoutRecord, Store, UserRecord
+from ..validation import MAX_ID, char_field
 
 __all__ = [
     "HOLDOUT_FIELDS",

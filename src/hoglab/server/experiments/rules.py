@@ -19,9 +19,9 @@ from hoglab.schema import (
 
 from ..errors import NotFound, ValidationFailed
 from ..filters.properties import hogql_expression
-from ..http.bodies import validate_body
 from ..store import CohortRecord, DuplicateFlagKey, ExperimentRecord, FlagRecord, HoldoutRecord, Store, UserRecord
 from ..store.experiments import METRIC_COLUMNS
+from ..validation import validate_body
 from .holdouts import flag_holdout, holdout_body, holdout_change, holdout_for
 from .legacy.filters import read_metric
 from .saved_metrics import link_bodies, link_saved_metrics
@@ -145,7 +145,7 @@ def experiment_body(
     holdout: Mapping[str, Any] | None = None,
     saved_metrics: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The ``Experiment`` answer: the seed's fields, the nested flag and creator, the holdout and the saved metric
+    """The ``Experiment`` answer: PostHog's fields, the nested flag and creator, the holdout and the saved metric
     links (:func:`experiment_answers` reads them from the store)."""
     return {
         "id": record.id,

@@ -25,7 +25,6 @@ from pydantic import ValidationError
 from hoglab.schema import SavedMetricLinkMetadata, parse_metric, validation_error_body
 
 from ..errors import ValidationFailed
-from ..http.bodies import char_field
 from ..store import (
     DuplicateSavedMetricName,
     ExperimentRecord,
@@ -34,6 +33,7 @@ from ..store import (
     Store,
     UserRecord,
 )
+from ..validation import char_field
 
 __all__ = [
     "LEGACY_METRIC_KINDS",

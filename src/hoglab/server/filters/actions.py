@@ -42,11 +42,11 @@ from sqlglot import exp
 from hoglab.schema import ACTION_STEP_KEYS
 
 from ..errors import ValidationFailed
-from ..flags.patterns import compile_pattern, invalid_patterns
 from ..hogql import HogQLError, compile_hogql, parse_hogql_expr
 from ..hogql.catalog import ActionDefinition
 from ..hogql.values import bind_placeholders
 from .params import Params
+from .patterns import compile_pattern, invalid_patterns
 from .properties import property_access, property_filters_to_hogql
 
 __all__ = [

@@ -1,9 +1,8 @@
 """Feature flag evaluation for PostHog's SDKs: PostHog's matching rules over hoglab's flags and persons.
 
 * ``evaluate`` — one flag for one person: condition groups, rollout and variants by ``flags.hashing``;
-* ``properties`` — PostHog's property operators for flag conditions;
-* ``patterns`` — ``regex``/``not_regex`` matched by RE2 in linear time, and ``invalid_patterns``, the one check
-  of the patterns of stored flag and cohort definitions;
+* ``properties`` — PostHog's property operators for flag conditions (``regex``/``not_regex`` by RE2 in linear
+  time: ``filters/patterns.py``);
 * ``service`` — a whole request: which flags, whose properties, cohort membership, experience continuity;
 * ``request`` / ``responses`` — the ``/flags`` and ``/decide`` bodies in every version SDKs use;
 * ``continuity`` — hash key overrides (``ensure_experience_continuity``).
@@ -18,7 +17,6 @@ The HTTP side is ``hoglab.server.http.flags``.
 """
 
 from .evaluate import FlagMatch, FlagSpec, Person, evaluate_flag
-from .patterns import InvalidPattern, invalid_patterns
 from .properties import match_property
 from .request import FlagsRequest, FlagsRequestError, parse_flags_request
 from .responses import decide_body, flags_body, remote_config
@@ -30,14 +28,12 @@ __all__ = [
     "FlagSpec",
     "FlagsRequest",
     "FlagsRequestError",
-    "InvalidPattern",
     "Person",
     "decide_body",
     "evaluate_flag",
     "evaluate_request",
     "flag_spec",
     "flags_body",
-    "invalid_patterns",
     "match_property",
     "parse_flags_request",
     "project_flags",

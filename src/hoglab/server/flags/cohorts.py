@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from hoglab.errors import HoglabError
 
-from ..engine.catalog import ENGINE_CATALOG
 from ..engine.ddl import DATABASE
 from ..filters.hogql_filters import filters_expansion
 from ..hogql import compile_hogql
 from ..ingest.persons import next_version
+from ..query.catalog import ENGINE_CATALOG
 from ..query.runners.base import has_person_overrides
 from ..store import CohortRecord, ProjectRecord
 from .properties import parse_date

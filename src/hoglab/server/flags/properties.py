@@ -25,7 +25,7 @@ from hoglab.errors import HoglabError
 from hoglab.schema import parse_relative_date
 
 from ..filters.dates import moment_before
-from .patterns import search, text_of
+from ..filters.patterns import search, text_of
 
 __all__ = ["UnsupportedFilter", "match_property", "text_of"]
 
@@ -161,7 +161,7 @@ def match_property(flt: Mapping[str, Any], properties: Mapping[str, Any], *, tim
     if operator in ("icontains", "not_icontains"):
         return (text_of(expected).lower() in text_of(actual).lower()) != (operator == "not_icontains")
     if operator in ("regex", "not_regex"):
-        found = search(expected, actual)  # RE2: linear in the value, whatever the pattern (flags/patterns.py)
+        found = search(expected, actual)  # RE2: linear in the value, whatever the pattern (filters/patterns.py)
         return False if found is None else found != (operator == "not_regex")
     if operator in ("gt", "gte", "lt", "lte"):
         left, right = _number(actual), _number(expected)

@@ -7,7 +7,7 @@ zone (timezones.py) -> proof that every table read is team-guarded (guard.py) ->
 
 It reads no engine or store state: what it must know of the engine (which properties are materialized as columns)
 and of the project (its actions, for ``matchesAction``: actions.py) comes in a catalog its caller hands it
-(catalog.py; the query service passes the engine's, ``engine/catalog.py``, with the project's actions).
+(catalog.py; the query service passes the engine's, ``query/catalog.py``, with the project's actions).
 
 >>> compile_hogql("select count() from events", team_id=1).columns
 ('count()',)

@@ -11,7 +11,7 @@ it prints:
   compiler of actions, which the compiler does not import (it imports the compiler): the catalog is handed it
   (:class:`ActionCondition`), as the compiler is handed ``{filters}``' translation.
 
-Whoever compiles passes a catalog: the query service passes the engine's (``engine/catalog.py``, which also
+Whoever compiles passes a catalog: the query service passes the engine's (``query/catalog.py``, which also
 counts each key read, for automatic materialization) with the project's actions and their compiler added
 (:class:`WithActions`);
 without one, nothing is materialized and there are no actions (:data:`NO_MATERIALIZED`), which answers the same

@@ -26,8 +26,9 @@ from ..filters.actions import check_steps
 from ..state import ServiceState, get_state
 from ..store import ActionRecord, DuplicateActionName
 from ..store.db import utcnow
-from .auth import MAX_ID, AuthContext, require_scope
-from .bodies import MAX_PAGE_LIMIT, json_body_openapi, page_links, parse_json_object, raw_body, validate_body
+from ..validation import MAX_ID, validate_body
+from .auth import AuthContext, require_scope
+from .bodies import MAX_PAGE_LIMIT, json_body_openapi, page_links, parse_json_object, raw_body
 from .routing import SlashRouter
 
 __all__ = ["action_body", "router"]

@@ -30,6 +30,7 @@ from ..errors import AuthenticationFailed, NotAuthenticated, NotFound, Permissio
 from ..state import ServiceState, get_state
 from ..store import KeyRecord, ProjectRecord, UserRecord
 from ..store.db import utcnow
+from ..validation import MAX_ID
 from .ratelimit import DEFAULT_GROUP
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
 ]
 
 CURRENT_PROJECT = "@current"
-MAX_ID = 2**63 - 1
 _BEARER = re.compile(r"^Bearer\s+(\S.*)$")
 _PROJECT_ID = re.compile(r"^[0-9]{1,30}$")  # ASCII digits only: int("１") is 1
 _WWW_AUTHENTICATE = {"WWW-Authenticate": 'Bearer realm="api"'}

@@ -1,6 +1,7 @@
-"""Pieces every router uses: reading a JSON body safely, validating it with a schema model, paging links.
+"""Pieces every router uses: reading a JSON body safely, paging links.
 
-Bodies are read raw and validated here rather than by FastAPI so that errors carry PostHog's ``attr`` paths, a
+Bodies are read raw here (and validated with ``validation.py``) rather than by FastAPI so that errors carry
+PostHog's ``attr`` paths, a
 ``personal_api_key`` field (an auth method) is not mistaken for an unknown field, and values JSON can't carry
 back (NaN, lone surrogates) are refused up front instead of failing when the answer is written.
 """
@@ -8,14 +9,11 @@ back (NaN, lone surrogates) are refused up front instead of failing when the ans
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import Request
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.datastructures import URL
-
-from hoglab.schema import validation_error_body
 
 from ..errors import InvalidRequest, UnsupportedMediaType, ValidationFailed
 
@@ -25,7 +23,6 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_PAGE_LIMIT",
     "REQUEST_MODELS",
-    "char_field",
     "clamp_page",
     "json_body_openapi",
     "json_depth",
@@ -33,10 +30,7 @@ __all__ = [
     "parse_json_array",
     "parse_json_object",
     "raw_body",
-    "validate_body",
 ]
-
-M = TypeVar("M", bound=BaseModel)
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
 DEFAULT_PAGE_LIMIT = 100
@@ -130,52 +124,6 @@ def _parse_json(raw: bytes, content_type: str | None, empty: Any) -> Any:
     if json_depth(data) > MAX_JSON_DEPTH:
         raise InvalidRequest(f"Malformed JSON in request body: nested deeper than {MAX_JSON_DEPTH} levels.")
     return data
-
-
-def validate_body(model: type[M], data: dict[str, Any], *, model_error_attrs: dict[str, str] | None = None) -> M:
-    """``model`` validated from ``data``; a 400 naming the field in ``attr`` otherwise.
-
-    ``model_error_attrs`` maps messages of model-level checks (which pydantic reports without a field) to the
-    field they are about, e.g. ``{"End date must be after start date": "end_date"}``.
-    """
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        body = validation_error_body(exc, data)
-        attr = body.attr or (model_error_attrs or {}).get(body.detail)
-        raise ValidationFailed(body.detail, attr=attr) from None
-    except RecursionError:
-        raise ValidationFailed("Input is nested too deeply.") from None
-
-
-def char_field(data: Mapping[str, Any], field: str, *, required: bool, nullable: bool) -> str | None:
-    """A DRF ``CharField(max_length=400)`` of PostHog's serializers (holdouts, saved metrics), with DRF's messages
-    and codes; ``None`` when absent or null.
-
-    >>> char_field({"name": "Q3"}, "name", required=True, nullable=False)
-    'Q3'
-    >>> char_field({"name": None}, "name", required=True, nullable=False)
-    Traceback (most recent call last):
-    ...
-    hoglab.server.errors.ValidationFailed: This field may not be null.
-    """
-    if field not in data:
-        if required:
-            raise ValidationFailed("This field is required.", attr=field, code="required")
-        return None
-    value = data[field]
-    if value is None:
-        if not nullable:
-            raise ValidationFailed("This field may not be null.", attr=field, code="null")
-        return None
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ValidationFailed("Not a valid string.", attr=field, code="invalid")
-    text = str(value)
-    if not text.strip() and not nullable:
-        raise ValidationFailed("This field may not be blank.", attr=field, code="blank")
-    if len(text) > 400:
-        raise ValidationFailed("Ensure this field has no more than 400 characters.", attr=field, code="max_length")
-    return text
 
 
 def json_body_openapi(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:

@@ -28,8 +28,9 @@ from pydantic import BaseModel
 from ..errors import NotFound
 from ..state import ServiceState, get_state
 from ..store import Store, UserRecord
-from .auth import MAX_ID, AuthContext, require_scope
-from .bodies import char_field, clamp_page, json_body_openapi, page_links, parse_json_object, raw_body
+from ..validation import MAX_ID, char_field
+from .auth import AuthContext, require_scope
+from .bodies import clamp_page, json_body_openapi, page_links, parse_json_object, raw_body
 from .routing import SlashRouter
 
 __all__ = ["CrudResource", "crud_router"]

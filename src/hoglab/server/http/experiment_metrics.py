@@ -24,8 +24,9 @@ from ..experiments.metric.timeseries import start_recalculation, timeseries_answ
 from ..experiments.rules import experiment_not_found
 from ..state import ServiceState, get_state
 from ..store import ExperimentRecord
-from .auth import MAX_ID, AuthContext, require_scope
-from .bodies import json_body_openapi, parse_json_object, raw_body, validate_body
+from ..validation import MAX_ID, validate_body
+from .auth import AuthContext, require_scope
+from .bodies import json_body_openapi, parse_json_object, raw_body
 from .routing import SlashRouter
 
 __all__ = ["router"]

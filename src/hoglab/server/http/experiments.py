@@ -1,4 +1,4 @@
-"""The nine Experiments endpoints of the seed, with PostHog's semantics (legacy engine).
+"""The nine Experiments endpoints, with PostHog's semantics (docs/api.md, "Experiments: PostHog's legacy semantics").
 
 GET    /api/projects/{project_id}/experiments/                                  experiment:read
 POST   /api/projects/{project_id}/experiments/                                  experiment:write
@@ -32,8 +32,9 @@ from ..experiments.eligible_flags import PageError, eligible_flags, parse_page
 from ..experiments.saved_metrics import link_saved_metrics
 from ..state import ServiceState, get_state
 from ..store import ExperimentRecord, FlagRecord
-from .auth import MAX_ID, AuthContext, require_scope
-from .bodies import clamp_page, json_body_openapi, page_links, parse_json_object, raw_body, validate_body
+from ..validation import MAX_ID, validate_body
+from .auth import AuthContext, require_scope
+from .bodies import clamp_page, json_body_openapi, page_links, parse_json_object, raw_body
 from .flag_resources import experiments_by_flag, flag_body
 from .routing import SlashRouter
 

@@ -25,7 +25,8 @@ from ..flags.service import FLAG_VERSION, cohort_ids, flag_spec, load_cohorts
 from ..ingest import GroupStore
 from ..state import ServiceState, get_state
 from ..store import CohortRecord, FlagRecord, ProjectRecord
-from .auth import MAX_ID, AuthContext, KeyContext, authenticated_key, has_scope, require_scope
+from ..validation import MAX_ID
+from .auth import AuthContext, KeyContext, authenticated_key, has_scope, require_scope
 from .bodies import clamp_page, page_links
 from .routing import SlashRouter
 

@@ -33,8 +33,9 @@ from ..errors import NotFound, ServerError, ValidationFailed
 from ..ingest.groups import GroupState, GroupStore
 from ..query.groups import find_group, list_groups, property_definitions, property_values
 from ..state import ServiceState, get_state
+from ..validation import validate_body
 from .auth import AuthContext, require_scope
-from .bodies import json_body_openapi, parse_json_array, parse_json_object, raw_body, validate_body
+from .bodies import json_body_openapi, parse_json_array, parse_json_object, raw_body
 from .routing import SlashRouter
 
 __all__ = ["router"]

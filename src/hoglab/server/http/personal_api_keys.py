@@ -28,8 +28,9 @@ from ..experiments.rules import to_utc
 from ..state import ServiceState, get_state
 from ..store import KeyRecord, validate_scopes
 from ..store.db import utcnow
-from .auth import MAX_ID, KeyContext, authenticated_key
-from .bodies import json_body_openapi, parse_json_object, raw_body, validate_body
+from ..validation import MAX_ID, validate_body
+from .auth import KeyContext, authenticated_key
+from .bodies import json_body_openapi, parse_json_object, raw_body
 from .routing import SlashRouter
 
 __all__ = ["KeyCreate", "key_body", "router"]

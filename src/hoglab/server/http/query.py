@@ -1,4 +1,4 @@
-"""The Query endpoints of the seed, with PostHog's semantics (reference sections 1 and 4).
+"""The Query endpoints, with PostHog's semantics (docs/api.md, "Query").
 
 POST   /api/projects/{project_id}/query/              query:read, the query bucket (120/hour)   200 / 202
 POST   /api/projects/{project_id}/query/{kind}/       the same, the body's kind must be {kind}

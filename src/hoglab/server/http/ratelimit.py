@@ -1,8 +1,8 @@
 """Per-key rate limits as token buckets, PostHog's numbers by default (480/minute and 4,800/hour).
 
 Each personal API key has one bucket per rate of a *group*: ``default`` (burst + sustained, every endpoint) and
-``query`` (Create query, 120/hour by the seed). A request must fit in every bucket of its group; a refused request
-takes nothing, and the 429 says when the emptiest bucket will have room again (``Retry-After``).
+``query`` (Create query, 120/hour: docs/api.md, "Rate limits"). A request must fit in every bucket of its group;
+a refused request takes nothing, and the 429 says when the emptiest bucket will have room again (``Retry-After``).
 
 >>> limiter = RateLimiter({"default": [Rate.parse("2/minute")]})
 >>> limiter.acquire("key:1"), limiter.acquire("key:1"), limiter.acquire("key:1") > 0

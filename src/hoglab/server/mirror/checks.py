@@ -32,9 +32,9 @@ from ..engine.settings import quote_string
 from ..errors import ValidationFailed
 from ..experiments.rules import MODEL_ERROR_ATTRS, check_metric_filters, metric_fields, usable_metric_fields
 from ..filters.actions import check_steps, normalized_step
-from ..flags.patterns import invalid_patterns
-from ..http.bodies import validate_body
+from ..filters.patterns import invalid_patterns
 from ..store.records import usable_timezone
+from ..validation import validate_body
 
 __all__ = ["MAX_COHORT_DEPTH", "action_fields", "check_timezone", "cohort_fields", "experiment_changes",
            "experiment_fields", "flag_fields", "holdout_fields", "saved_metric_fields"]  # fmt: skip

@@ -34,8 +34,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.catalog import ENGINE_CATALOG
 from ..hogql import HogQLError, compile_hogql, escape_identifier, escape_literal
+from .catalog import ENGINE_CATALOG
 
 __all__ = ["MAX_PROMPT_CHARS", "Vocabulary", "draft_sql", "project_vocabulary"]
 

@@ -1,4 +1,4 @@
-"""Every failure while answering a query, as the HTTP error PostHog gives for it (reference 1.7, docs/api.md)."""
+"""Every failure while answering a query, as the HTTP error PostHog gives for it (docs/api.md, "Query")."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def scrub_engine_message(message: str) -> str:
 
 
 def api_error(exc: BaseException) -> APIError:
-    """The HTTP error for a failure while answering a query (reference 1.7, decisions in docs/api.md)."""
+    """The HTTP error for a failure while answering a query (the table of errors in docs/api.md, "Query")."""
     if isinstance(exc, APIError):
         return exc
     if isinstance(exc, CompileBudgetExceeded):

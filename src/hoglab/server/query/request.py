@@ -19,12 +19,12 @@ from pydantic import BaseModel, ValidationError
 
 from hoglab.schema import HogQLFilters, HogQLQuery, QueryRequest, validation_error_body
 
-from ..engine.catalog import ENGINE_CATALOG
 from ..errors import ValidationFailed
 from ..filters.actions import action_to_expr
 from ..hogql.catalog import ActionDefinition, WithActions, actions_version
 from .bounds import check_compile_budget
 from .cache import cache_key
+from .catalog import ENGINE_CATALOG
 from .runners import RESOLVERS, RUNNERS, load_runners
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def unwrap_source(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def execution_mode(request: QueryRequest) -> str:
-    """PostHog's ``refresh`` → execution mode (reference 1.3): ``async: true`` wins; ``true`` forces a blocking
+    """PostHog's ``refresh`` → execution mode (docs/api.md, "Query"): ``async: true`` wins; ``true`` forces a blocking
     run; omitted, ``false`` and ``force_cache`` mean ``blocking`` on this endpoint."""
     if request.async_:
         return "async"

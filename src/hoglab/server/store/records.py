@@ -231,7 +231,7 @@ class FlagRecord:
         return list(multivariate.get("variants") or [])
 
     def to_api(self) -> dict[str, Any]:
-        """The ``feature_flag`` object nested in an experiment (the seed's FeatureFlag fields)."""
+        """The ``feature_flag`` object nested in an experiment (PostHog's ``FeatureFlag`` fields)."""
         return {
             "id": self.id,
             "team_id": self.team_id,

@@ -1,4 +1,4 @@
-"""Experiment results from events, with PostHog's legacy engine semantics (reference sections 5.4 to 5.6).
+"""Experiment results from events, with PostHog's legacy engine semantics (docs/api.md, "Experiment results").
 
 ``experiment_results`` is the app's ``ServiceState.experiment_results``: the ``results`` and
 ``secondary_results`` endpoints call it. The work is split in five steps, one module each:

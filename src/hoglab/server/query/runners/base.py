@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from hoglab.schema import MAX_SELECT_RETURNED_ROWS
 
-from ...engine.catalog import ENGINE_CATALOG
 from ...filters.hogql_filters import filters_expansion
 from ...hogql import CompiledQuery, compile_hogql
 from ...hogql.budget import CompileBudget
 from ...hogql.catalog import ActionDefinition, Catalog
 from ...hogql.textguard import text_guards_enabled
+from ..catalog import ENGINE_CATALOG
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,6 +1,6 @@
 """The ``HogQLQuery`` runner: a user's HogQL statement, compiled for the project, rows straight from the engine.
 
-PostHog's semantics (reference 1.4-1.5): a statement without LIMIT returns 100 rows and runs as ``LIMIT 101`` so
+PostHog's semantics (docs/api.md, "Query"): a statement without LIMIT returns 100 rows and runs as ``LIMIT 101`` so
 ``hasMore`` can be told; with an explicit LIMIT, ``hasMore``/``limit``/``offset`` are ``null``; any LIMIT is
 capped at 10,000 rows. Rows stay the engine's JSON bytes (a :class:`RawAnswer`): a 10,000-row answer is never
 parsed into Python objects, only its 101st row is cut off when there is one. Compiled statements are kept

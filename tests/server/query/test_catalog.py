@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from hoglab.server.engine import materialized
-from hoglab.server.engine.catalog import ENGINE_CATALOG
 from hoglab.server.engine.ddl import DATABASE
 from hoglab.server.ingest import Ingestor
+from hoglab.server.query.catalog import ENGINE_CATALOG
 from hoglab.server.query.runners import RunContext
 
 START = datetime(2025, 3, 1, tzinfo=UTC)

@@ -1,12 +1,13 @@
 """The engine's :class:`~hoglab.server.hogql.catalog.Catalog`: what the HogQL compiler is told of the engine.
 
-The compiler imports nothing from the engine; the query service (``query/runners/base.py`` ``RunContext``) and
-the other callers of ``compile_hogql`` hand it :data:`ENGINE_CATALOG`, which answers from the process-wide
-registry of materialized properties (``materialized.py``): the columns the engine holds, none while
-``materialized.suspended()``, and a version that moves whenever either changes (compiled statements are cached by
-it, so a property materialized while the service runs is read from its column by the next compile). Each key the
-compiler asks for counts as one use of it by the project compiled for, which automatic materialization ranks keys
-by, within each project's budget (``autoprops.py``).
+The compiler imports nothing from the engine, nor the engine from the compiler: this adapter between the two
+lives in the query service. ``runners/base.py`` ``RunContext`` and the other callers of ``compile_hogql`` hand
+the compiler :data:`ENGINE_CATALOG`, which answers from the process-wide registry of materialized properties
+(``engine/materialized.py``): the columns the engine holds, none while ``materialized.suspended()``, and a
+version that moves whenever either changes (compiled statements are cached by it, so a property materialized
+while the service runs is read from its column by the next compile). Each key the compiler asks for counts as
+one use of it by the project compiled for, which automatic materialization ranks keys by, within each project's
+budget (``engine/autoprops.py``).
 
 >>> from hoglab.server.hogql.catalog import Catalog
 >>> catalog: Catalog = ENGINE_CATALOG
@@ -20,8 +21,8 @@ from collections.abc import Hashable, Mapping
 
 from sqlglot import exp
 
+from ..engine import materialized
 from ..hogql.catalog import NO_MATERIALIZED, ActionDefinition
-from . import materialized
 
 __all__ = ["ENGINE_CATALOG", "EngineCatalog"]
 
