@@ -300,10 +300,10 @@ def novelty(
             usable = ((effects["units"] >= min_units) & (effects["control_units"] >= min_units) & np.isfinite(effect)
                       & np.isfinite(se) & (se > 0))  # fmt: skip
         trend = _trend(labels[usable].astype(float), effect[usable], se[usable], trend_scale, alpha)
-        day = labels.astype(float)
+        x = labels.astype(float)
         effects |= {"variant": np.full(labels.size, variants[v], dtype=object),
                     "control": np.full(labels.size, variants[0], dtype=object), "day": labels.astype(int),
-                    "in_trend": usable, "fitted": trend["intercept"] + trend["slope"] * day}  # fmt: skip
+                    "in_trend": usable, "fitted": trend["intercept"] + trend["slope"] * x}  # fmt: skip
         for name in DAY_COLUMNS:
             columns[name].append(effects[name])
         trend_rows.append({"variant": variants[v], "scale": scale, **trend})
