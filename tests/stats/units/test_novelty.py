@@ -144,6 +144,20 @@ def test_without_a_trend_the_test_keeps_its_level() -> None:
     assert abs(np.mean(rejected) - alpha) <= 3 * math.sqrt(alpha * (1 - alpha) / runs)
 
 
+def test_a_covariate_narrows_each_days_interval() -> None:
+    units = _units(10, n=20_000)
+    rng = np.random.default_rng(10)
+    # A pre-exposure value: the unit's revenue without the treatment's lift, times noise.
+    untreated = units["revenue"] / np.where(units["variant"] == "control", 1.0, 1.03)
+    units["before"] = untreated * rng.uniform(0.7, 1.3, len(units))
+    plain = novelty(units, "revenue").to_frame()
+    adjusted = novelty(units, "revenue", covariate="before").to_frame()
+    assert (adjusted["lift_se"] < plain["lift_se"]).all()
+    with pytest.raises(StatsInputError, match="units frame"):
+        novelty(pd.DataFrame({"day": [0, 0], "variant": ["control", "test"], "n": [10, 10], "successes": [1, 2]}),
+                covariate="before")  # fmt: skip
+
+
 def test_small_days_stay_out_of_the_test() -> None:
     units = _units(7, n=5000)
     result = novelty(units, "revenue", min_units=200)

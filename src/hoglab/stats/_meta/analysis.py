@@ -111,6 +111,9 @@ class WinnersCurse:
     def __str__(self) -> str:
         return self.summary()
 
+    def _repr_html_(self) -> str:
+        return f"<p>{html.escape(self.summary())}</p>"
+
 
 @dataclass(frozen=True)
 class MetaAnalysis:
