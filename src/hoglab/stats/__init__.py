@@ -7,8 +7,10 @@ and its source.
 hoglab's own methods are grouped by family: ``_frequentist/`` (proportions, counts, means,
 corrections, sequential tests), ``_bayesian/`` (posteriors and the quantities integrated over
 them), ``_compare/`` (:func:`compare` and its inputs and results), ``_units/`` (per-unit data:
-segments, the heterogeneity scan, quantiles), and one module each for CUPED, planning
-(``_power``), the traffic-split check (``_srm``) and :func:`recommend`. PostHog's rules are
+segments, the heterogeneity scan, quantiles, novelty), ``_meta/`` (a history of experiments:
+the distribution of true effects, shrunken estimates, the winner's curse, a prior and planning
+from it), and one module each for CUPED, planning (``_power``), the traffic-split check
+(``_srm``) and :func:`recommend`. PostHog's rules are
 :mod:`hoglab.stats.posthog`, a package of its own.
 
 Each name has one home. PostHog's legacy verdicts (:func:`funnel_verdict`, :func:`trend_verdict`,
@@ -50,11 +52,15 @@ from ._frequentist.proportions import (
     wilson_interval,
 )
 from ._frequentist.sequential import confidence_sequence, sequential_p_value
+from ._meta.analysis import MetaAnalysis, WinnersCurse, meta_analysis
+from ._meta.distribution import EffectPosterior, EffectPrior
+from ._meta.planning import HistoryPlan, plan_from_history, prior_from_history
 from ._power import minimum_detectable_effect, power, running_time, sample_size
 from ._recommend import Decision, Recommendation, recommend
 from ._srm import SRMResult, srm
 from ._statistics import Count, Proportion, Ratio, SampleMean
 from ._units.heterogeneity import HeterogeneityScan, heterogeneity_scan
+from ._units.novelty import Novelty, novelty
 from ._units.quantiles import Quantile, QuantileEffect, quantile_difference, quantile_effects
 from ._units.segments import SegmentEffects, segments
 from ._warnings import StatsWarning, WarningKind
@@ -79,11 +85,16 @@ __all__ = [
     "Count",
     "Decision",
     "Effect",
+    "EffectPosterior",
+    "EffectPrior",
     "FunnelVariant",
     "GammaPosterior",
     "HeterogeneityScan",
+    "HistoryPlan",
     "JointMoments",
+    "MetaAnalysis",
     "NormalPosterior",
+    "Novelty",
     "PostHogFunnelVerdict",
     "PostHogStatsError",
     "PostHogTrendVerdict",
@@ -108,6 +119,7 @@ __all__ = [
     "VariantComparison",
     "Verdict",
     "WarningKind",
+    "WinnersCurse",
     "adjust_pvalues",
     "chance_to_be_best",
     "chance_to_beat",
@@ -125,14 +137,18 @@ __all__ = [
     "heterogeneity_scan",
     "lift_interval",
     "mean_difference_interval",
+    "meta_analysis",
     "minimum_detectable_effect",
     "newcombe_interval",
+    "novelty",
+    "plan_from_history",
     "poisson_rate_ratio_interval",
     "poisson_rate_test",
     "posthog",
     "posthog_monte_carlo_funnel",
     "posthog_monte_carlo_trend",
     "power",
+    "prior_from_history",
     "quantile_difference",
     "quantile_effects",
     "ratio_cuped",
