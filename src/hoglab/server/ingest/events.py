@@ -41,7 +41,8 @@ import orjson
 from .errors import EventDropped
 from .warnings import IngestionWarning, clip, dropped
 
-__all__ = ["CapturedEvent", "Triage", "normalize_batch", "normalize_event", "parse_timestamp", "triage_batch"]
+__all__ = ["CapturedEvent", "Triage", "normalize_batch", "normalize_event", "parse_timestamp", "triage_batch",
+           "writable_properties"]  # fmt: skip
 
 MAX_ID_LENGTH = 200
 MAX_EVENT_NAME_LENGTH = 200
@@ -154,7 +155,7 @@ def normalize_event(
         detail = 'Invalid payload: "elements_chain" must be a string.'
         raise _drop(raw, attr, "elements_chain", "invalid_event", detail, index)
 
-    written = _properties_json(properties)
+    written = writable_properties(properties)
     if written is None:
         detail = 'Invalid payload: "properties" are nested too deeply (over 255 levels).'
         raise _drop(raw, attr, "properties", "malformed_event_properties", detail, index)
@@ -186,9 +187,14 @@ def _as_float_beyond_64_bits(value: Any) -> Any:
     return value
 
 
-def _properties_json(properties: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+def writable_properties(properties: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
     """The properties and their JSON (every later writer, persons too, can serialise them again with orjson), or
-    ``None`` if they cannot be written."""
+    ``None`` if they cannot be written. Capture, the groups API and group files store a number beyond 64 bits
+    alike, as a double.
+
+    >>> writable_properties({"n": 2**64})
+    ({'n': 1.8446744073709552e+19}, '{"n":1.8446744073709552e19}')
+    """
     try:
         return properties, orjson.dumps(properties).decode()
     except TypeError:  # an integer beyond 64 bits, or nesting deeper than orjson writes (255 levels)
