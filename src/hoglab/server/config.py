@@ -126,6 +126,8 @@ class ServerConfig:
     # Capture (ingest/writer.py): a project with more events than this waiting is written a slice of this many
     # at a time, in turn with the other projects' requests, so its big batches cannot hold up their small ones.
     capture_slice_events: int = 5_000
+    # Events one capture request may carry (ingest/budget.py); what it holds is charged to the memory budget.
+    capture_max_events: int = 200_000
     # Async queries: worker threads in this process, and how long a status is kept.
     query_workers: int = 4
     query_status_ttl_seconds: int = 20 * 60
@@ -176,6 +178,7 @@ class ServerConfig:
         if _env_off("HOGLAB_FAIR_SHARE"):
             env["fair_share"] = False
         env["capture_slice_events"] = _env_int("HOGLAB_CAPTURE_SLICE_EVENTS", cls.capture_slice_events)
+        env["capture_max_events"] = _env_int("HOGLAB_CAPTURE_MAX_EVENTS", cls.capture_max_events)
         config = cls(**env)
         given = {k: v for k, v in overrides.items() if v is not None}
         if "data_dir" in given:

@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 
 from .errors import EventDropped
-from .warnings import IngestionWarning, clip, dropped
+from .warnings import IngestionWarning, WarningTally, clip, dropped
 
 __all__ = ["CapturedEvent", "Triage", "normalize_batch", "normalize_event", "parse_timestamp", "triage_batch",
            "writable_properties"]  # fmt: skip
@@ -284,14 +284,15 @@ def _prefix(attr_prefix: str | None, index: int) -> str:
 
 @dataclass
 class Triage:
-    """A capture request's events sorted out: those to store, and the warnings of the dropped ones.
+    """A capture request's events sorted out: those to store, and the warnings of the dropped ones (one per cause,
+    ``dropped.rows()``; ``len(dropped)`` events).
 
     ``problems`` lists the first :data:`MAX_LISTED` events dropped (``result: "drop"``) or stored with a warning
     (``result: "warning"``), for the capture answer.
     """
 
     events: list[CapturedEvent] = field(default_factory=list)
-    dropped: list[IngestionWarning] = field(default_factory=list)
+    dropped: WarningTally = field(default_factory=WarningTally)
     repaired: int = 0
     problems: list[dict[str, Any]] = field(default_factory=list)
 
@@ -322,7 +323,7 @@ def triage_batch(
         try:
             event = normalize_event(raw, sent_at=sent_at, now=now, attr=attr, index=i)
         except EventDropped as exc:
-            triage.dropped.append(IngestionWarning(exc.warning, exc.details))
+            triage.dropped.add(IngestionWarning(exc.warning, exc.details))
             triage.note(i, "drop", exc.warning, exc.attr, exc.detail)
             continue
         triage.events.append(event)
