@@ -44,8 +44,9 @@ FROM (
 )
 """
 """The warnings API's HogQL (``{search}`` is a value, '' for none): per type and day, the count (capture writes
-one row per cause and batch, its ``count`` the events it stands for) and the most recent examples (newest first), over the guarded
-table, so it reads the caller's project only. :func:`summarize` folds the days into PostHog's summaries."""
+one row per cause and batch, its ``count`` the events it stands for) and the most recent examples (newest
+first), over the guarded table, so it reads the caller's project only. :func:`summarize` folds the days into
+PostHog's summaries."""
 
 
 def _iso(value: Any) -> str:
