@@ -128,6 +128,10 @@ class ServerConfig:
     capture_slice_events: int = 5_000
     # Events one capture request may carry (ingest/budget.py); what it holds is charged to the memory budget.
     capture_max_events: int = 200_000
+    # A metric's timeseries (experiments/metric/timeseries.py): days computed, recalculations of one experiment
+    # pending or running at once.
+    timeseries_max_days: int = 366
+    timeseries_max_active: int = 2
     # Async queries: worker threads in this process, and how long a status is kept.
     query_workers: int = 4
     query_status_ttl_seconds: int = 20 * 60
@@ -179,6 +183,8 @@ class ServerConfig:
             env["fair_share"] = False
         env["capture_slice_events"] = _env_int("HOGLAB_CAPTURE_SLICE_EVENTS", cls.capture_slice_events)
         env["capture_max_events"] = _env_int("HOGLAB_CAPTURE_MAX_EVENTS", cls.capture_max_events)
+        env["timeseries_max_days"] = _env_int("HOGLAB_TIMESERIES_MAX_DAYS", cls.timeseries_max_days)
+        env["timeseries_max_active"] = _env_int("HOGLAB_TIMESERIES_MAX_ACTIVE", cls.timeseries_max_active)
         config = cls(**env)
         given = {k: v for k, v in overrides.items() if v is not None}
         if "data_dir" in given:
