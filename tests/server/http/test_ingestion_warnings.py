@@ -77,11 +77,11 @@ def test_a_mixed_batch_over_http_keeps_its_good_events_and_its_warnings_are_read
         assert abs(datetime.fromisoformat(warning["timestamp"]) - datetime.now(UTC)).total_seconds() < 600
     assert by_type["missing_distinct_id"]["warnings"][0]["details"] == {
         "eventUuid": no_id["uuid"], "eventName": "signup", "distinctId": "", "field": "distinct_id",
-        "reason": 'Invalid payload: All events must have the event field "distinct_id"!', "index": 3,
+        "reason": 'Invalid payload: All events must have the event field "distinct_id"!', "index": 3, "count": 1,
     }  # fmt: skip
     assert by_type["ignored_invalid_timestamp"]["warnings"][0]["details"] == {
         "eventUuid": bad_time["uuid"], "field": "timestamp", "value": "not a time",
-        "reason": "not an ISO 8601 date-time",
+        "reason": "not an ISO 8601 date-time", "count": 1,
     }  # fmt: skip
     # ?q= keeps the warnings whose type or details hold the text (PostHog's search)
     assert [s["type"] for s in _warnings_api(project, q="not a time")] == ["ignored_invalid_timestamp"]
