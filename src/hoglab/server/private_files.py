@@ -15,12 +15,18 @@ warning says so (logger ``hoglab.server``).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import os
 import stat
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "private_dir", "private_file", "tighten"]
+__all__ = ["DIR_MODE", "FILE_MODE", "IDENTITY_FILENAME", "identity_proof", "identity_secret", "private_dir",
+           "private_file", "tighten"]  # fmt: skip
+
+IDENTITY_FILENAME = "identity_secret"
+"""A data dir's own secret (32 random bytes, ``0600``): the service proves it serves this data dir by it."""
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -77,3 +83,36 @@ def private_file(path: Path) -> Path:
         return path
     os.close(fd)
     return path
+
+
+def identity_secret(data_dir: Path, *, create: bool = True) -> bytes | None:
+    """The data dir's secret, made on first use (``create``); ``None`` when there is none and ``create`` is off.
+
+    Only who can read the data dir knows it: ``hoglab lab`` checks that the service on its port proves it
+    (:func:`identity_proof`, the service's ``GET /hoglab/identity/``) before it sends that service any key.
+    """
+    path = Path(data_dir) / IDENTITY_FILENAME
+    if create and not path.exists():
+        private_dir(Path(data_dir))
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        except FileExistsError:
+            pass  # another process made it meanwhile: read theirs
+        else:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(os.urandom(32))
+    try:
+        secret = path.read_bytes()
+    except OSError:
+        return None
+    return secret if len(secret) >= 32 else None
+
+
+def identity_proof(secret: bytes, challenge: str) -> str:
+    """The proof that one knows ``secret``, for ``challenge`` (HMAC-SHA256, hex): a listener that does not know the
+    secret cannot answer a fresh challenge, and the answer tells it nothing of the secret.
+
+    >>> len(identity_proof(b"s" * 32, "c0ffee"))
+    64
+    """
+    return hmac.new(secret, b"hoglab-identity:" + challenge.encode(), hashlib.sha256).hexdigest()
