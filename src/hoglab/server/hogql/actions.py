@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from hoglab.translate.actions import ActionDefinition
+from hoglab.translate.budget import CompileBudgetExceeded
 from hoglab.translate.errors import HogQLError, node_span
 
 from .catalog import Catalog
@@ -77,6 +78,8 @@ def expand_matches_action(tree: exp.Expr, catalog: Catalog, *, timezone: str = "
         reference = _reference(call)
         try:
             condition = catalog.action_condition(find_action(actions, reference), timezone)
+        except CompileBudgetExceeded:
+            raise  # the query's allowance for actions, not this call's mistake: a 400 naming the bound
         except HogQLError as exc:
             raise _error(exc.message, call) from None
         if call is tree:
