@@ -193,7 +193,7 @@ def writable_properties(properties: dict[str, Any]) -> tuple[dict[str, Any], str
     alike, as a double.
 
     >>> writable_properties({"n": 2**64})
-    ({'n': 1.8446744073709552e+19}, '{"n":1.8446744073709552e19}')
+    ({'n': 1.8446744073709552e+19}, '{"n":1.8446744073709552e+19}')
     """
     try:
         return properties, orjson.dumps(properties).decode()
