@@ -185,15 +185,20 @@ def _refused(action: ActionDefinition, attr: str) -> None:
         )
 
 
-def action_condition(action: ActionDefinition, p: Params, *, timezone: str = "UTC", attr: str = "action") -> str:
+def action_condition(
+    action: ActionDefinition, p: Params, *, timezone: str = "UTC", attr: str = "action", counted: bool = False
+) -> str:
     """The action as one HogQL condition over ``events`` (``true`` when it has no steps, as PostHog's).
 
-    A stored action whose steps hoglab cannot compile (copied by ``hoglab pull``) is a 400 naming it.
+    A stored action whose steps hoglab cannot compile (copied by ``hoglab pull``) is a 400 naming it. Its steps
+    and filters are spent from the query's allowance (``budget.py``) first, unless the caller already did
+    (``counted``: ``matchesAction()`` counts every call of a statement before expanding any).
     """
     _refused(action, attr)
     if not action.steps:
         return "true"
-    spend_action_filters(action_size(action.steps))  # before the work: the query's allowance (budget.py)
+    if not counted:
+        spend_action_filters(action_size(action.steps))  # before the work: the query's allowance (budget.py)
     steps = [
         step_condition(step, p, timezone=timezone, attr=f"{attr}.steps.{i}") for i, step in enumerate(action.steps)
     ]

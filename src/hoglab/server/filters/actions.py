@@ -26,7 +26,7 @@ from ..errors import ValidationFailed
 from ..hogql import compile_hogql
 from .patterns import compile_pattern, invalid_patterns
 
-__all__ = ["MAX_ACTION_SIZE", "MAX_ACTION_STEPS", "MAX_STEP_FILTERS", "action_to_expr", "check_steps"]
+__all__ = ["MAX_ACTION_SIZE", "MAX_ACTION_STEPS", "MAX_STEP_FILTERS", "action_to_expr", "check_size", "check_steps"]
 
 MAX_ACTION_STEPS = 50
 """Steps one action may have."""
@@ -37,14 +37,15 @@ MAX_ACTION_SIZE = 200
 
 
 def action_to_expr(action: ActionDefinition, *, timezone: str = "UTC") -> exp.Expr:
-    """The action's condition as a HogQL tree with its values bound, for ``matchesAction()`` in a statement.
+    """The action's condition as a HogQL tree with its values bound, for ``matchesAction()`` in a statement (which
+    spent the query's allowance for every call before expanding any: ``hogql/actions.py``).
 
     Raises ``HogQLError`` for an action that can't be used, or one whose definition itself calls
     ``matchesAction`` (which could name itself).
     """
     p = Params()
     try:
-        condition = action_condition(action, p, timezone=timezone)
+        condition = action_condition(action, p, timezone=timezone, counted=True)
     except TranslationFailed as exc:
         raise HogQLError(str(exc.detail)) from None
     tree = bind_placeholders(parse_hogql_expr(condition), p.values, timezone=timezone)
@@ -57,7 +58,9 @@ def _calls_matches_action(tree: exp.Expr) -> bool:
     return any(node.name.lower() == "matchesaction" for node in tree.find_all(exp.Anonymous))
 
 
-def _check_size(steps: Sequence[Mapping[str, Any]]) -> None:
+def check_size(steps: Sequence[Any]) -> None:
+    """A 400 ``action_too_complex`` for steps over the caps; cheap, so it comes before any other work (a body's
+    steps before they are even validated)."""
     if len(steps) > MAX_ACTION_STEPS:
         raise ValidationFailed(f"An action has at most {MAX_ACTION_STEPS} steps, not {len(steps)}.", attr="steps",
                                code="action_too_complex")  # fmt: skip
@@ -91,7 +94,7 @@ def check_steps(
     ``events`` would compile it, all of them within one compile budget (``budget``, the queries' own: its CPU
     seconds for the whole action, its SQL bytes for the whole condition), as a query naming the action would.
     """
-    _check_size(steps)
+    check_size(steps)
     budget = budget or CompileBudget()
     try:
         with budget.applied():

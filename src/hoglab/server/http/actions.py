@@ -23,7 +23,7 @@ from hoglab.schema import ActionWrite
 from hoglab.translate.budget import CompileBudget
 
 from ..errors import MethodNotAllowed, ResourceNotFound, ValidationFailed
-from ..filters.actions import check_steps
+from ..filters.actions import check_size, check_steps
 from ..state import ServiceState, get_state
 from ..store import ActionRecord, DuplicateActionName
 from ..store.db import utcnow
@@ -57,6 +57,11 @@ def _fields(
     data: dict[str, Any], current: ActionRecord | None, timezone: str, budget: CompileBudget
 ) -> dict[str, Any]:
     """The columns a create or update body sets, checked; a 400 naming the field otherwise."""
+    if isinstance(data.get("steps"), list):
+        try:
+            check_size(data["steps"])  # the caps first: a 100 x 100 body is refused before it is validated
+        except ValidationFailed as exc:
+            raise ValidationFailed(exc.detail, attr=(exc.attr or "steps").replace(".", "__"), code=exc.code) from None
     payload = validate_body(ActionWrite, data)
     given = payload.model_fields_set
     for name in _NOT_NULL:
