@@ -22,8 +22,7 @@ import hoglab
 from experiment_metrics_cloud import EXPOSURES, FUNNEL, MEAN, STATS, Cloud, experiment_body, metric_answer
 from hoglab.client import Client, ExperimentResult
 from hoglab.client._metric_results import METRIC_COLUMNS, MetricExperimentResult
-from hoglab.stats import Proportion, recommend
-from hoglab.stats.posthog import experiment_results
+from hoglab.stats.posthog import experiment_results, metric_recommendation
 from posthog_openapi import assert_valid, assert_valid_experiment
 
 BASE = "/api/projects/2/experiments/"
@@ -222,10 +221,14 @@ def test_the_recommendation_reads_the_first_primary_metric(client: Client, remot
     result = client.experiments.results(9)
     assert isinstance(result, MetricExperimentResult)
     control, test = STATS["m-funnel"]  # the first primary metric in the experiment's order
-    direct = recommend({"control": Proportion(control.number_of_samples, control.sum),
-                       "test": Proportion(test.number_of_samples, test.sum)},
-                       mde=0.05, days_running=7, expected_split={"control": 0.5, "test": 0.5},
-                       name="signup → purchase")  # fmt: skip
+    direct = metric_recommendation("funnel", control, [test], stats_config=body["stats_config"], mde=None,
+                                   days_running=7, expected_split={"control": 0.5, "test": 0.5},
+                                   name="signup → purchase")  # fmt: skip
+    # One test per metric: the recommendation quotes the table's interval and p-value, and names the test.
+    row = result.to_frame().query("metric == 'signup → purchase' and variant == 'test'").iloc[0]
+    assert direct.confidence_interval == pytest.approx((row["interval_low"], row["interval_high"]), abs=1e-12)
+    assert direct.p_value == pytest.approx(row["p_value"], abs=1e-12) and direct.test == row["test"]
+    assert f"({row['test']}, p = {row['p_value']:.3g})" in direct.reason
     assert result.recommendation == direct
     assert result.summary().endswith(f"Recommendation: {direct.summary()}")
     assert direct.headline in result._repr_html_()

@@ -253,7 +253,10 @@ class MetricExperimentResult:
         return {str(k): float(v) for k, v in totals.items()}
 
     def metric_verdict(self, answer: MetricAnswer) -> str:
-        """One metric's verdict in words: each variant against the baseline."""
+        """One metric's verdict in words: each variant against the baseline, by the test it names (hoglab's,
+        calibrated: docs/statistics.md §6.5), and one more sentence when PostHog's formula would call another."""
+        from ..stats.posthog import verdict_difference
+
         if answer.error is not None:
             return f"{answer.label}: no results ({answer.error})."
         rows = [r for r in answer.rows() if r["method"] is not None and r["breakdown"] is None]
@@ -275,7 +278,15 @@ class MetricExperimentResult:
             else:
                 parts.append(f"{r['variant']} {lift}")
         winner = any(r["significant"] for r in rows)
-        return f"{answer.label}: {'significant' if winner else 'not significant'} ({'; '.join(parts)})."
+        tests = list(dict.fromkeys(str(r["test"]) for r in rows if r["test"]))
+        named = f"; {tests[0]}" if len(tests) == 1 else ""
+        text = f"{answer.label}: {'significant' if winner else 'not significant'} ({'; '.join(parts)}{named})."
+        differs = [verdict_difference(bool(r["significant"]), bool(r["posthog_significant"])) for r in rows
+                   if r["significant"] is not None and r["posthog_significant"] is not None]  # fmt: skip
+        said = [d for d in differs if d]
+        if said:
+            text += f" {said[0]}."
+        return text
 
     @property
     def verdict(self) -> str:

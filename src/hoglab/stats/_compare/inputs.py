@@ -8,7 +8,7 @@ Column names follow the SQL aggregates one would write, and PostHog's own result
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -17,7 +17,7 @@ from .._errors import StatsInputError
 from .._options import METRIC_KINDS, MetricKind
 from .._statistics import Count, Proportion, Ratio, SampleMean
 
-__all__ = ["Statistic", "kind_of", "metric_groups"]
+__all__ = ["Statistic", "few", "kind_of", "metric_groups"]
 
 Statistic = Proportion | Count | SampleMean | Ratio
 
@@ -86,11 +86,26 @@ def _arms_from_frame(frame: pd.DataFrame) -> dict[str, Any]:
         keys = [str(k) for k in frame.index]
         rows = frame
     if len(set(keys)) != len(keys):
-        raise StatsInputError(f"each variant must appear once per metric, got {keys}")
+        repeated = sorted({k for k in keys if keys.count(k) > 1} if len(keys) <= 50 else set(keys))
+        raise StatsInputError(
+            f"each variant must appear once per metric, got {len(keys):,} rows for {len(set(keys)):,} variants "
+            f"(repeated: {few(repeated)}); a frame with one row per unit goes to "
+            "recommend(units, value=...), segments(...) or quantile_effects(...)"
+        )
     return {
         k: {c: v for c, v in row.items() if not _missing(v)}
         for k, (_, row) in zip(keys, rows.iterrows(), strict=True)
     }
+
+
+def few(labels: Sequence[str], shown: int = 5) -> str:
+    """At most ``shown`` labels, then how many more: an error names a few, never thousands.
+
+    >>> few(["a", "b"]), few([str(i) for i in range(9)], 3)
+    ("'a', 'b'", "'0', '1', '2' and 6 more")
+    """
+    head = ", ".join(repr(str(label)) for label in labels[:shown])
+    return head if len(labels) <= shown else f"{head} and {len(labels) - shown:,} more"
 
 
 def _missing(value: object) -> bool:

@@ -32,6 +32,7 @@ __all__ = [
     "bayesian_ci_level",
     "bayesian_interval_bounds",
     "resolve_cuped",
+    "resolve_cuped_variance",
     "resolve_stats_settings",
 ]
 
@@ -177,6 +178,20 @@ def resolve_cuped(stats_config: object, team: TeamDefaults | None = None) -> Cup
         team.cuped_lookback_days, DEFAULT_CUPED_LOOKBACK_DAYS)  # fmt: skip
     value = section.get("lookback_days")
     return CupedSettings(True, fallback if value is None else _lookback(value, fallback))
+
+
+CupedVariance = Literal["posthog", "delta"]
+
+
+def resolve_cuped_variance(stats_config: object) -> CupedVariance:
+    """hoglab's extension ``stats_config.cuped.variance``: ``"delta"`` for the delta-method variance of CUPED's
+    relative effect (calibrated, docs/statistics.md §6.5), else ``"posthog"`` (PostHog's formula, the default, so
+    the service's answers equal PostHog's). Anything else is PostHog's, as PostHog never refuses a setting.
+
+    >>> resolve_cuped_variance({"cuped": {"enabled": True, "variance": "delta"}}), resolve_cuped_variance(None)
+    ('delta', 'posthog')
+    """
+    return "delta" if _section(stats_config, "cuped").get("variance") == "delta" else "posthog"
 
 
 def baseline_variant_key(stats_config: object, variant_keys: Sequence[str]) -> str:
