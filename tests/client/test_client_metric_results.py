@@ -230,5 +230,5 @@ def test_the_recommendation_reads_the_first_primary_metric(client: Client, remot
     assert direct.p_value == pytest.approx(row["p_value"], abs=1e-12) and direct.test == row["test"]
     assert f"({row['test']}, p = {row['p_value']:.3g})" in direct.reason
     assert result.recommendation == direct
-    assert result.summary().endswith(f"Recommendation: {direct.summary()}")
+    assert f"Recommendation: {direct.summary()}\n" in result.summary() and "Health: ok" in result.summary()
     assert direct.headline in result._repr_html_()

@@ -29,7 +29,7 @@ from ..frames.experiments import (
 from ..stats.posthog import TeamDefaults, resolve_stats_settings
 
 if TYPE_CHECKING:
-    from ..stats import Recommendation
+    from ..stats import Health, Recommendation
 
 __all__ = ["METRIC_COLUMNS", "MetricAnswer", "MetricExperimentResult", "metric_frame", "metric_label", "team_defaults"]
 
@@ -117,7 +117,7 @@ class MetricExperimentResult:
     >>> r.to_frame()[["metric", "variant", "mean", "lift", "p_value"]].round(4).values.tolist()
     [['signed up', 'control', 0.1, nan, nan], ['signed up', 'test', 0.15, 0.5, 0.3]]
     >>> r.verdict
-    'signed up: not significant (test +50.0%, p = 0.3).'
+    'signed up: not significant (test +50.0%, p = 0.3; Welch t-test of the relative effect).'
     """
 
     experiment_id: int
@@ -234,10 +234,20 @@ class MetricExperimentResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (metric, breakdown value, variant): primary metrics first; each metric's overall rows
-        (``breakdown`` empty) before its breakdown values', each baseline first."""
+        (``breakdown`` empty) before its breakdown values', each baseline first. ``df.attrs["health"]`` has the
+        health checks, a line each, worst first."""
         df = metric_frame(self.metrics)
-        df.attrs = {"experiment_id": self.experiment_id, "method": self.method, "sequential": self.sequential}
+        df.attrs = {"experiment_id": self.experiment_id, "method": self.method, "sequential": self.sequential,
+                    "health": self.health.lines()}  # fmt: skip
         return df
+
+    @property
+    def health(self) -> Health:
+        """The experiment's health checks: SRM over every arm (the holdout's included), the CUPED covariate's
+        pre-period balance (``bias_risk``), the flag's state, forced variants, exposures, metrics."""
+        from ._health import metric_health
+
+        return metric_health(self)
 
     def exposures_frame(self) -> pd.DataFrame:
         """Exposures per day and variant: ``cumulative`` (exposed so far, as PostHog's ``exposure_counts``) and
@@ -305,10 +315,10 @@ class MetricExperimentResult:
         return metric_recommendation(self)
 
     def summary(self) -> str:
-        """The primary metrics' verdicts and the reconciled recommendation, in words."""
+        """The primary metrics' verdicts, the reconciled recommendation and the health checks, in words."""
         recommendation = self.recommendation
         advice = recommendation.summary() if recommendation is not None else "none (no usable primary metric)."
-        return f"Verdict: {self.verdict}\nRecommendation: {advice}"
+        return f"Verdict: {self.verdict}\nRecommendation: {advice}\n{self.health.summary()}"
 
     def _repr_html_(self) -> str:
         title = f"Experiment {self.experiment_id} ({self.settings_line})"
@@ -325,5 +335,5 @@ class MetricExperimentResult:
             title_held = f"Against the holdout {self.holdout_key} (hoglab's compare_to_holdout)"
             verdicts = "".join(f"<li>{html.escape(self.metric_verdict(a))}</li>" for a in self.holdout_metrics)
             held = f"<strong>{html.escape(title_held)}</strong><ul>{verdicts}</ul>{table(self.holdout_frame())}"
-        return (f"<div><strong>{html.escape(title)}</strong>{advice}<ul>{lines}</ul>{table(self.to_frame())}"
-                f"{held}</div>")  # fmt: skip
+        return (f"<div><strong>{html.escape(title)}</strong>{advice}{self.health._repr_html_()}<ul>{lines}</ul>"
+                f"{table(self.to_frame())}{held}</div>")  # fmt: skip

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ...client._health import legacy_health
 from ...client._legacy_results import explain_no_results
 from ...client._verdict import DEFAULT_MDE, legacy_recommendation
 from ...errors import APIError, HoglabError
@@ -71,7 +72,9 @@ def legacy_report(
     )
     over_time, note = _over_time(client, experiment, primary)
     body = experiment.model_dump(mode="json", by_alias=True)
-    recommendation = None
+    recommendation = health = None
+    if primary.result is not None:
+        health = legacy_health(replace(primary.result, experiment=body))
     if primary.result is not None and primary.analysis is not None:
         recommendation = legacy_recommendation(replace(primary.result, experiment=body))
     report = ExperimentReport(
@@ -82,6 +85,7 @@ def legacy_report(
         over_time=over_time,
         over_time_note=note,
         recommendation=recommendation,
+        health=health,
     )
     if figures:
         report = replace(report, figures=draw_figures(report))

@@ -44,6 +44,7 @@ def metric_report(
         metrics=result,
         exposure_srm=exposure_srm(result, rollout),
         recommendation=result.recommendation,
+        health=result.health,
     )
     if figures:
         report = replace(report, figures=draw_metric_figures(report))
@@ -56,8 +57,13 @@ def _cuped_line(row: dict[str, object]) -> str | None:
     numbers = (low, high, raw_low, raw_high, row["theta"])
     if not all(isinstance(v, float) and math.isfinite(v) for v in numbers):
         return None
-    return (f"    CUPED {row['variant']}: {row['lift_cuped']:+.1%} [{low:+.1%}, {high:+.1%}]; without CUPED "
+    line = (f"    CUPED {row['variant']}: {row['lift_cuped']:+.1%} [{low:+.1%}, {high:+.1%}]; without CUPED "
             f"[{raw_low:+.1%}, {raw_high:+.1%}] (θ = {row['theta']:.3g})")
+    theirs = (row["posthog_interval_low"], row["posthog_interval_high"], row["posthog_p_value"])
+    if all(isinstance(v, float) and math.isfinite(v) for v in theirs) and theirs != (low, high, row["p_value"]):
+        p_low, p_high, p_value = theirs
+        line += f"; PostHog's formula [{p_low:+.1%}, {p_high:+.1%}], p = {p_value:.2g}"
+    return line
 
 
 def metric_summary_lines(report: ExperimentReport) -> list[str]:
@@ -75,6 +81,8 @@ def metric_summary_lines(report: ExperimentReport) -> list[str]:
         lines.append(check.summary("line", counted="Exposures"))
     elif result.exposures_error:
         lines.append(f"Exposures: {result.exposures_error}")
+    if report.health is not None:
+        lines.append(report.health.summary())
     for answer in result.metrics:
         lines.append(f"[{answer.role}] {result.metric_verdict(answer)}")
         lines.append(f"    {answer.metric_type}: {metric_settings(answer.metric)}")
