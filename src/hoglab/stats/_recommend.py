@@ -44,12 +44,12 @@ import numpy as np
 import pandas as pd
 
 from ._compare.compare import compare
-from ._compare.inputs import Statistic, few, metric_groups
+from ._compare.inputs import Statistic, metric_groups
 from ._compare.results import VariantComparison
 from ._errors import StatsError, StatsInputError
 from ._frequentist.corrections import adjust_pvalues
 from ._frequentist.sequential import DEFAULT_TUNING
-from ._options import Correction, MetricKind, check_alpha
+from ._options import Correction, MetricKind, check_alpha, few
 from ._power import power as power_at, running_time, sample_size
 from ._srm import SRM_THRESHOLD, SRMResult
 from ._statistics import Count, Proportion, Ratio, SampleMean

@@ -8,16 +8,16 @@ Column names follow the SQL aggregates one would write, and PostHog's own result
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from .._errors import StatsInputError
-from .._options import METRIC_KINDS, MetricKind
+from .._options import METRIC_KINDS, MetricKind, few
 from .._statistics import Count, Proportion, Ratio, SampleMean
 
-__all__ = ["Statistic", "few", "kind_of", "metric_groups"]
+__all__ = ["Statistic", "kind_of", "metric_groups"]
 
 Statistic = Proportion | Count | SampleMean | Ratio
 
@@ -96,16 +96,6 @@ def _arms_from_frame(frame: pd.DataFrame) -> dict[str, Any]:
         k: {c: v for c, v in row.items() if not _missing(v)}
         for k, (_, row) in zip(keys, rows.iterrows(), strict=True)
     }
-
-
-def few(labels: Sequence[str], shown: int = 5) -> str:
-    """At most ``shown`` labels, then how many more: an error names a few, never thousands.
-
-    >>> few(["a", "b"]), few([str(i) for i in range(9)], 3)
-    ("'a', 'b'", "'0', '1', '2' and 6 more")
-    """
-    head = ", ".join(repr(str(label)) for label in labels[:shown])
-    return head if len(labels) <= shown else f"{head} and {len(labels) - shown:,} more"
 
 
 def _missing(value: object) -> bool:
