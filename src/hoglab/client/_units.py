@@ -27,6 +27,7 @@ The holdout's units are rows too (``variant`` is the holdout's arm, ``holdout-<i
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -284,7 +285,13 @@ def _remote_pages(client: Client, experiment: Mapping[str, Any], metrics: Sequen
     while True:
         sql, values = remote_units_sql(resolved, project, metrics, properties, actions=actions, after=after,
                                        limit=page_size)  # fmt: skip
-        page = table_frame(execute(client, HogQLQuery(query=sql, values=encode_values(client, values) or None)))
+        with warnings.catch_warnings():
+            # A property read on the exposure event is only the fallback for a unit whose person lacks it: the
+            # server's "never seen on this project's events" is no news (the frame warns when no unit has it).
+            for name in properties:
+                warnings.filterwarnings("ignore", message=f"Property {re.escape(repr(name))} has never been seen on "
+                                        "this project's events", category=QueryWarning)  # fmt: skip
+            page = table_frame(execute(client, HogQLQuery(query=sql, values=encode_values(client, values) or None)))
         pages.append(page)
         if len(page) < page_size or page.empty:
             break

@@ -35,6 +35,7 @@ def stats_config(
     sequential: bool | float | None = None,
     cuped: bool | int | None = None,
     ratio_cuped: bool = False,
+    cuped_variance: Literal["posthog", "delta"] | None = None,
     alpha: float | None = None,
     ci_level: float | None = None,
     difference: Literal["relative", "absolute"] | None = None,
@@ -45,7 +46,10 @@ def stats_config(
     ``sequential``: always-valid p-values and confidence sequences (frequentist only; ``True``, or the tuning
     parameter N*, PostHog's default 5,000); ``False`` turns a project default off. ``cuped``: ``True`` (14-day
     lookback), a lookback in days (1-30), or ``False`` to turn a project default off. ``ratio_cuped``: hoglab's
-    extension, CUPED for ratio metrics too (PostHog has none). ``alpha`` (frequentist) and ``ci_level`` (Bayesian);
+    extension, CUPED for ratio metrics too (PostHog has none). ``cuped_variance="delta"``: hoglab's extension, the
+    service answers with the delta-method variance of CUPED's relative effect (calibrated; PostHog's formula is the
+    default, so answers equal PostHog's; hoglab's own views use the calibrated one either way).
+    ``alpha`` (frequentist) and ``ci_level`` (Bayesian);
     ``difference``: the effect tested, ``relative`` (PostHog's default) or ``absolute``; ``baseline``: the variant
     every other is compared with (``control`` by default).
 
@@ -93,6 +97,11 @@ def stats_config(
         if not (config.get("cuped") or {}).get("enabled"):
             raise InvalidArgument("ratio_cuped: turn cuped on too.", argument="ratio_cuped")
         config["cuped"]["ratio"] = True
+    if cuped_variance is not None:
+        check_choice("cuped_variance", cuped_variance, "posthog delta")
+        if not (config.get("cuped") or {}).get("enabled"):
+            raise InvalidArgument("cuped_variance: turn cuped on too.", argument="cuped_variance")
+        config["cuped"]["variance"] = cuped_variance
     if baseline is not None:
         if not isinstance(baseline, str) or not baseline:
             raise InvalidArgumentType("baseline: a variant key.", argument="baseline")

@@ -27,6 +27,7 @@ from ..analysis import Analysis, analyse
 from .report import ExperimentReport, MetricOutcome, Planning
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from ...client import Client
@@ -234,6 +235,17 @@ def _control_first(values: pd.Series) -> pd.Series:
     return values.astype(str) != "control"
 
 
+def _said(ax: Axes, report: ExperimentReport) -> None:
+    """The title's first line says the report's recommendation, in place of PostHog's significance code, so a
+    chart never reads "significant" above a "KEEP RUNNING"."""
+    recommendation = report.recommendation
+    if recommendation is None:
+        return
+    lines = ax.get_title().split("\n")
+    name = lines[0].split(":")[0] if len(lines) > 1 else f"Experiment {report.experiment.id}"
+    ax.set_title("\n".join([f"{name}: {recommendation.headline}", *lines[1:]]))
+
+
 def draw_figures(report: ExperimentReport) -> dict[str, Figure]:
     """The report's figures by name (only those its data allows), in reading order."""
     from ...frames import funnel_frame, trends_frame
@@ -250,7 +262,7 @@ def draw_figures(report: ExperimentReport) -> dict[str, Figure]:
     result, analysis = primary.result, primary.analysis
 
     figures["effect"] = figure = _figure(7.5, 2.2 + 0.45 * len(analysis.table))
-    plot_experiment(result, ax=figure.add_subplot())
+    _said(plot_experiment(result, ax=figure.add_subplot()), report)
 
     if report.over_time is not None:
         figures["over_time"] = figure = _figure(9, 3.8)
@@ -268,7 +280,7 @@ def draw_figures(report: ExperimentReport) -> dict[str, Figure]:
             plot_trends(trends_frame({"results": insight}), ax=figure.add_subplot(), title="Metric by variant")
 
     figures["posteriors"] = figure = _figure(7.5, 3.4)
-    plot_experiment(result, ax=figure.add_subplot(), kind="posteriors")
+    _said(plot_experiment(result, ax=figure.add_subplot(), kind="posteriors"), report)
 
     if analysis.srm is not None:
         figures["srm"] = figure = _figure(5.5, 3.2)
