@@ -32,7 +32,7 @@ from ...stats import SRMResult, StatsError, planned_shares, srm
 
 __all__ = ["exposure_srm", "metric_results_html", "metric_settings", "metric_summary", "metrics_line"]
 
-_CELL = "padding:2px 8px;text-align:right"
+_CELL = "padding:2px 8px;text-align:right;white-space:nowrap"  # a p-value (2.3e-07) stays in one piece
 _ORDERS = {"ordered": "steps in order", "strict": "steps in strict order", "unordered": "steps in any order"}
 
 
