@@ -245,7 +245,8 @@ def metric_results_html(result: MetricExperimentResult, check: SRMResult | None)
     esc = html.escape
     lines = [f'<p style="margin:4px 0"><b>Method:</b> {esc(result.settings_line)} (PostHog\'s current engine; '
              "hoglab's verdict: the delta-method variance under CUPED)</p>",
-             _srm_html(check, result.exposures_error), result.health._repr_html_()]  # fmt: skip
+             *([] if check is not None else [_srm_html(check, result.exposures_error)]),  # else a health check
+             result.health._repr_html_()]  # fmt: skip
     for answer in result.metrics:
         lines += _metric_html(result, answer)
     if result.holdout_metrics:
