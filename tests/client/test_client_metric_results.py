@@ -232,3 +232,36 @@ def test_the_recommendation_reads_the_first_primary_metric(client: Client, remot
     assert result.recommendation == direct
     assert f"Recommendation: {direct.summary()}\n" in result.summary() and "Health: ok" in result.summary()
     assert direct.headline in result._repr_html_()
+
+
+def test_a_family_correction_adjusts_every_metric_s_variants_beside_the_raw_p() -> None:
+    """hoglab's ``stats_config.multiple_comparisons`` (or ``replace(result, correction=...)``): Holm or BH across
+    the primary and secondary metrics and their variants, equal to statsmodels' ``multipletests``."""
+    from dataclasses import replace
+
+    from statsmodels.stats.multitest import multipletests
+
+    from hoglab.client._metric_results import MetricAnswer
+
+    def answer(p_values: dict[str, float]) -> dict[str, Any]:
+        arms = [{"key": k, "number_of_samples": 1000, "sum": 100, "sum_squares": 100, "method": "frequentist",
+                 "p_value": p, "confidence_interval": [-0.1, 0.3], "significant": p < 0.05}
+                for k, p in p_values.items()]  # fmt: skip
+        return {"baseline": {"key": "control", "number_of_samples": 1000, "sum": 100, "sum_squares": 100},
+                "variant_results": arms}  # fmt: skip
+
+    metrics = (MetricAnswer({"metric_type": "funnel", "name": "a"}, "primary", answer({"b": 0.01, "c": 0.04})),
+               MetricAnswer({"metric_type": "funnel", "name": "z"}, "secondary", answer({"b": 0.03})))  # fmt: skip
+    config = hoglab.stats_config("frequentist", correction="holm")
+    assert config["multiple_comparisons"] == "holm"
+    result = MetricExperimentResult(3, {"stats_config": config}, metrics)
+    frame = result.to_frame()
+    tested = frame[frame["p_value"].notna()]
+    assert tested["adjusted_p_value"].tolist() == pytest.approx(multipletests([0.01, 0.04, 0.03], method="holm")[1])
+    assert tested["significant"].tolist() == [True, False, False]  # 0.03, 0.06, 0.06
+    assert "p = 0.01 (Holm-adjusted 0.03)" in result.verdict
+    bh = replace(MetricExperimentResult(3, {"stats_config": {"method": "frequentist"}}, metrics), correction="bh")
+    assert bh.to_frame()["adjusted_p_value"].dropna().tolist() == pytest.approx(
+        multipletests([0.01, 0.04, 0.03], method="fdr_bh")[1])  # fmt: skip
+    plain = MetricExperimentResult(3, {"stats_config": {"method": "frequentist"}}, metrics).to_frame()
+    assert plain["adjusted_p_value"].isna().all() and plain.attrs["correction"] is None

@@ -129,3 +129,19 @@ def test_bad_input_is_named() -> None:
         recommend(arms, mde=0)
     with pytest.raises(StatsInputError, match="days_running"):
         recommend(arms, days_running=-1)
+
+
+def test_a_correction_adjusts_the_variants_p_values_and_the_decision_reads_them() -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    arms = {"control": Proportion(20_000, 2000), "a": Proportion(20_000, 2120), "b": Proportion(20_000, 2090),
+            "c": Proportion(20_000, 2010)}  # fmt: skip
+    raw = recommend(arms, mde=0.05, days_running=20, max_days=math.inf)
+    holm = recommend(arms, mde=0.05, days_running=20, max_days=math.inf, correction="holm")
+    assert math.isnan(raw.adjusted_p_value) and holm.correction == "holm"
+    p_values = {v: 2 * stats.norm.sf(abs((arms[v].rate - 0.1) / math.sqrt(
+        ((arms[v].successes + 2000) / 40_000) * (1 - (arms[v].successes + 2000) / 40_000) * 2 / 20_000)))
+        for v in ("a", "b", "c")}  # fmt: skip
+    adjusted = dict(zip(p_values, multipletests(list(p_values.values()), method="holm")[1], strict=True))
+    assert holm.adjusted_p_value == pytest.approx(adjusted[str(holm.variant)], rel=1e-9)
+    assert f"Holm-adjusted p = {holm.adjusted_p_value:.3g}" in holm.reason

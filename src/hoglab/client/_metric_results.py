@@ -128,6 +128,32 @@ class MetricExperimentResult:
     kind: Literal["metrics"] = "metrics"
     team: TeamDefaults | None = field(default=None, repr=False)
     holdout_metrics: tuple[MetricAnswer, ...] = ()
+    correction: Literal["holm", "bh", "bonferroni"] | None = None
+    """Across the primary and secondary metrics and their variants (``replace(result, correction="bh")``); None
+    reads hoglab's ``stats_config.multiple_comparisons`` (PostHog has no correction)."""
+
+    @property
+    def family_correction(self) -> Literal["holm", "bh", "bonferroni"] | None:
+        """The multiple-comparison correction in force: ``correction``, else the experiment's setting."""
+        from ..stats.posthog import resolve_correction
+
+        return self.correction or resolve_correction(self.stats_config)
+
+    def _adjusted(self) -> dict[tuple[int, str], float]:
+        """(metric position, variant) -> the adjusted p-value of its overall test, over every metric's variants
+        with a p-value (the frequentist ones); empty without a correction."""
+        method = self.family_correction
+        if method is None:
+            return {}
+        from ..stats import adjust_pvalues
+
+        keys, values = [], []
+        for i, answer in enumerate(self.metrics):
+            for r in answer.rows():
+                if r["breakdown"] is None and r["method"] == "frequentist" and r["p_value"] is not None:
+                    keys.append((i, str(r["variant"])))
+                    values.append(float(r["p_value"]))
+        return dict(zip(keys, adjust_pvalues(values, method).tolist(), strict=True)) if values else {}
 
     @property
     def raw(self) -> dict[str, Any]:
@@ -237,8 +263,17 @@ class MetricExperimentResult:
         (``breakdown`` empty) before its breakdown values', each baseline first. ``df.attrs["health"]`` has the
         health checks, a line each, worst first."""
         df = metric_frame(self.metrics)
+        adjusted = self._adjusted()
+        if adjusted:
+            # Which metric a row is: each answer's rows are contiguous, in order.
+            position = [i for i, a in enumerate(self.metrics) for _ in a.rows()]
+            keys = list(zip(position, df["variant"].astype(str), df["breakdown"].isna(), strict=True))
+            df["adjusted_p_value"] = [adjusted.get((i, v), math.nan) if overall else math.nan for i, v, overall in keys]
+            alpha = resolve_stats_settings(self.stats_config, self.team).alpha
+            tested = df["adjusted_p_value"].notna()
+            df.loc[tested, "significant"] = df.loc[tested, "adjusted_p_value"] < alpha
         df.attrs = {"experiment_id": self.experiment_id, "method": self.method, "sequential": self.sequential,
-                    "health": self.health.lines()}  # fmt: skip
+                    "health": self.health.lines(), "correction": self.family_correction}  # fmt: skip
         return df
 
     @property
@@ -272,8 +307,16 @@ class MetricExperimentResult:
         rows = [r for r in answer.rows() if r["method"] is not None and r["breakdown"] is None]
         if not rows:
             return f"{answer.label}: no variant to compare yet."
+        position = next((i for i, a in enumerate(self.metrics) if a is answer), None)
+        adjusted = self._adjusted() if position is not None else {}
+        alpha = resolve_stats_settings(self.stats_config, self.team).alpha
+        names = {"holm": "Holm", "bh": "BH", "bonferroni": "Bonferroni"}
         parts = []
         for r in rows:
+            family = adjusted.get((position, str(r["variant"]))) if position is not None else None
+            r["raw_significant"] = r["significant"]  # hoglab's test before the family's correction
+            if family is not None:
+                r["significant"] = family < alpha
             if r["validation_failures"]:
                 parts.append(f"{r['variant']} {r['validation_failures']}")
                 continue
@@ -282,7 +325,8 @@ class MetricExperimentResult:
                 lift += f" (CUPED {r['lift_cuped']:+.1%})"
             if r["method"] == "frequentist" and r["p_value"] is not None:
                 valid = " always-valid" if r["sequential"] else ""
-                parts.append(f"{r['variant']} {lift},{valid} p = {r['p_value']:.3g}")
+                said = f" ({names[str(self.family_correction)]}-adjusted {family:.3g})" if family is not None else ""
+                parts.append(f"{r['variant']} {lift},{valid} p = {r['p_value']:.3g}{said}")
             elif r["chance_to_win"] is not None:
                 parts.append(f"{r['variant']} {lift}, chance to win {r['chance_to_win']:.1%}")
             else:
@@ -291,11 +335,11 @@ class MetricExperimentResult:
         tests = list(dict.fromkeys(str(r["test"]) for r in rows if r["test"]))
         named = f"; {tests[0]}" if len(tests) == 1 else ""
         text = f"{answer.label}: {'significant' if winner else 'not significant'} ({'; '.join(parts)}{named})."
-        differs = [verdict_difference(bool(r["significant"]), bool(r["posthog_significant"])) for r in rows
-                   if r["significant"] is not None and r["posthog_significant"] is not None]  # fmt: skip
-        said = [d for d in differs if d]
-        if said:
-            text += f" {said[0]}."
+        differs = [verdict_difference(bool(r["raw_significant"]), bool(r["posthog_significant"])) for r in rows
+                   if r["raw_significant"] is not None and r["posthog_significant"] is not None]  # fmt: skip
+        noted = [d for d in differs if d]
+        if noted:
+            text += f" {noted[0]}."
         return text
 
     @property
@@ -312,7 +356,7 @@ class MetricExperimentResult:
         """
         from ._verdict import metric_recommendation
 
-        return metric_recommendation(self)
+        return metric_recommendation(self, correction=self.family_correction)
 
     def summary(self) -> str:
         """The primary metrics' verdicts, the reconciled recommendation and the health checks, in words."""

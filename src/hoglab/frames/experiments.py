@@ -58,13 +58,15 @@ __all__ = [
 
 METRIC_COLUMNS = [
     "metric", "metric_uuid", "metric_type", "role", "breakdown", "variant", "number_of_samples", "sum",
-    "denominator_sum", "mean", "lift", "interval_low", "interval_high", "p_value", "chance_to_win", "significant",
-    "test", "posthog_interval_low", "posthog_interval_high", "posthog_p_value", "posthog_chance_to_win",
-    "posthog_significant", "method", "sequential", "cuped", "covariate_mean", "theta", "mean_cuped", "lift_cuped",
-    "variance_reduction", "raw_interval_low", "raw_interval_high", "goal", "validation_failures",
+    "denominator_sum", "mean", "lift", "interval_low", "interval_high", "p_value", "adjusted_p_value",
+    "chance_to_win", "significant", "test", "posthog_interval_low", "posthog_interval_high", "posthog_p_value",
+    "posthog_chance_to_win", "posthog_significant", "method", "sequential", "cuped", "covariate_mean", "theta",
+    "mean_cuped", "lift_cuped", "variance_reduction", "raw_interval_low", "raw_interval_high", "goal",
+    "validation_failures",
 ]  # fmt: skip
 """The columns of a metric frame, in order."""
-_FLOATS = ("sum", "denominator_sum", "mean", "lift", "interval_low", "interval_high", "p_value", "chance_to_win",
+_FLOATS = ("sum", "denominator_sum", "mean", "lift", "interval_low", "interval_high", "p_value", "adjusted_p_value",
+           "chance_to_win",
            "posthog_interval_low", "posthog_interval_high", "posthog_p_value", "posthog_chance_to_win",
            "covariate_mean", "theta", "mean_cuped", "lift_cuped", "variance_reduction", "raw_interval_low",
            "raw_interval_high")  # fmt: skip

@@ -40,6 +40,7 @@ def stats_config(
     ci_level: float | None = None,
     difference: Literal["relative", "absolute"] | None = None,
     baseline: str | None = None,
+    correction: Literal["holm", "bh", "bonferroni"] | None = None,
 ) -> dict[str, Any]:
     """PostHog's ``stats_config`` for an experiment.
 
@@ -51,7 +52,9 @@ def stats_config(
     default, so answers equal PostHog's; hoglab's own views use the calibrated one either way).
     ``alpha`` (frequentist) and ``ci_level`` (Bayesian);
     ``difference``: the effect tested, ``relative`` (PostHog's default) or ``absolute``; ``baseline``: the variant
-    every other is compared with (``control`` by default).
+    every other is compared with (``control`` by default); ``correction``: hoglab's extension
+    ``multiple_comparisons``, Holm or Benjamini–Hochberg (``"bh"``) across the primary and secondary metrics and
+    their variants, which hoglab's views read beside the raw p-values (PostHog has none).
 
     >>> stats_config("frequentist", sequential=2000, alpha=0.1)["frequentist"]
     {'sequential_testing_enabled': True, 'sequential_tuning_parameter': 2000.0, 'alpha': 0.1}
@@ -102,6 +105,8 @@ def stats_config(
         if not (config.get("cuped") or {}).get("enabled"):
             raise InvalidArgument("cuped_variance: turn cuped on too.", argument="cuped_variance")
         config["cuped"]["variance"] = cuped_variance
+    if correction is not None:
+        config["multiple_comparisons"] = check_choice("correction", correction, "holm bh bonferroni")
     if baseline is not None:
         if not isinstance(baseline, str) or not baseline:
             raise InvalidArgumentType("baseline: a variant key.", argument="baseline")

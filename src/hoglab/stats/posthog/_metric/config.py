@@ -31,6 +31,7 @@ __all__ = [
     "baseline_variant_key",
     "bayesian_ci_level",
     "bayesian_interval_bounds",
+    "resolve_correction",
     "resolve_cuped",
     "resolve_cuped_variance",
     "resolve_stats_settings",
@@ -192,6 +193,18 @@ def resolve_cuped_variance(stats_config: object) -> CupedVariance:
     ('delta', 'posthog')
     """
     return "delta" if _section(stats_config, "cuped").get("variance") == "delta" else "posthog"
+
+
+def resolve_correction(stats_config: object) -> Literal["holm", "bh", "bonferroni"] | None:
+    """hoglab's extension ``stats_config.multiple_comparisons``: ``"holm"``, ``"bh"`` (Benjamini–Hochberg) or
+    ``"bonferroni"`` across the primary and secondary metrics and their variants; None (PostHog has no correction)
+    for anything else.
+
+    >>> resolve_correction({"multiple_comparisons": "bh"}), resolve_correction({})
+    ('bh', None)
+    """
+    value = stats_config.get("multiple_comparisons") if isinstance(stats_config, Mapping) else None
+    return value if value in ("holm", "bh", "bonferroni") else None
 
 
 def baseline_variant_key(stats_config: object, variant_keys: Sequence[str]) -> str:
