@@ -10,6 +10,13 @@ effect is the centre of the served interval), with the interval the same test gi
 interval is an always-valid confidence sequence (``None`` when the settings are not known, as for a bare
 ``client.query``).
 
+The interval, ``p_value``, ``chance_to_win`` and ``significant`` are hoglab's verdict: under CUPED, the relative
+effect's test with the delta-method variance (:func:`hoglab.stats.posthog.calibrated_results`; PostHog's own formula
+calls ~14% of A/A experiments significant, docs/statistics.md §6.5), recomputed from the answer's sums; PostHog's
+figures stay beside them (``posthog_interval_low/high``, ``posthog_p_value``, ``posthog_chance_to_win``,
+``posthog_significant``), and ``test`` names the test. Without CUPED the two are the served test.
+``adjusted_p_value`` is filled by a family correction (``MetricExperimentResult.correction``).
+
 >>> answer = {"metric": {"metric_type": "mean", "source": {"event": "buy"}},
 ...           "baseline": {"key": "control", "number_of_samples": 100, "sum": 500, "sum_squares": 5000},
 ...           "variant_results": [{"key": "test", "number_of_samples": 100, "sum": 600, "sum_squares": 6500,
