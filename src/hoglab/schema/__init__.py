@@ -66,6 +66,7 @@ from .experiments import (
     Paginated,
     Project,
     SecondaryMetric,
+    ShipVariant,
     User,
 )
 from .experiments_config import EXPERIMENTS_CONFIG_FIELDS, ExperimentsConfig, ExperimentsConfigUpdate
@@ -311,6 +312,7 @@ __all__ = [
     "SeriesNode",
     "SessionPropertyFilter",
     "SettingsModel",
+    "ShipVariant",
     "StickinessCriteria",
     "StickinessFilter",
     "StickinessQuery",
