@@ -150,7 +150,8 @@ def test_ship_variant_serves_one_variant_to_everyone_and_ends_the_experiment(mak
     assert response.status_code == 200, response.text
     shipped = response.json()
     assert_valid_experiment(shipped)
-    assert shipped["end_date"] is not None and (shipped["conclusion"], shipped["conclusion_comment"]) == ("won", "clear")
+    assert shipped["end_date"] is not None
+    assert (shipped["conclusion"], shipped["conclusion_comment"]) == ("won", "clear")
     variants = shipped["feature_flag"]["filters"]["multivariate"]["variants"]
     assert [(v["key"], v["rollout_percentage"]) for v in variants] == [("control", 0), ("test", 100)]
     assert shipped["feature_flag"]["filters"]["groups"] == running["feature_flag"]["filters"]["groups"]
