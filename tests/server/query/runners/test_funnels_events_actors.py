@@ -205,7 +205,7 @@ _EVENT = {"kind": "EventsNode", "event": "a"}
     ({"kind": "NopeQuery"}, "query__kind"),
     ({"kind": "TrendsQuery", "series": [{**_EVENT, "math": "nope"}]}, "query__series__0__math"),
     ({"kind": "TrendsQuery", "series": [{**_EVENT, "math": "p90"}]}, "query__series__0"),
-    ({"kind": "FunnelsQuery", "series": [_EVENT]}, "query__series"),
+    ({"kind": "FunnelsQuery", "series": []}, "query__series"),
     ({"kind": "FunnelsQuery", "series": [_EVENT] * 21}, "query__series"),
     ({"kind": "TrendsQuery", "series": [_EVENT], "dateRange": {"date_from": "-7x"}}, "dateRange.date_from"),
     ({"kind": "FunnelsQuery", "series": [_EVENT] * 2, "dateRange": {"date_to": "2025-13-01"}}, "dateRange.date_to"),
