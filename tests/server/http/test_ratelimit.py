@@ -93,7 +93,7 @@ def test_service_answers_429_with_retry_after_per_key(hoglab_service):
         project = store.projects.create("throttled")
         keys = [store.keys.create(store.users.default().id, ["*"], [project.id])[1] for _ in range(2)]
         path = f"{tiny.url}/api/projects/{project.id}/experiments/"
-        with httpx.Client(headers={"Authorization": f"Bearer {keys[0]}"}) as client:
+        with httpx.Client(timeout=60, headers={"Authorization": f"Bearer {keys[0]}"}) as client:
             assert [client.get(path).status_code for _ in range(3)] == [200, 200, 200]
             throttled = client.get(path)
             assert throttled.status_code == 429
@@ -103,7 +103,7 @@ def test_service_answers_429_with_retry_after_per_key(hoglab_service):
             assert 1 <= wait <= 20
             assert body["detail"] == f"Request was throttled. Expected available in {wait} seconds."
             assert client.get(f"{tiny.url}/api/projects/").status_code == 429  # every endpoint shares the budget
-        with httpx.Client(headers={"Authorization": f"Bearer {keys[1]}"}) as other:
+        with httpx.Client(timeout=60, headers={"Authorization": f"Bearer {keys[1]}"}) as other:
             assert other.get(path).status_code == 200  # limits are per key
 
 
@@ -111,7 +111,7 @@ def test_rate_limits_can_be_disabled_in_the_config(hoglab_service):
     overrides = {"rate_limit_burst": "1/minute", "rate_limits_enabled": False}
     with (
         start_local_service(hoglab_service.data_dir, config_overrides=overrides) as service,
-        httpx.Client(headers=service.headers) as client,
+        httpx.Client(timeout=60, headers=service.headers) as client,
     ):
         assert {client.get(f"{service.url}/api/projects/").status_code for _ in range(5)} == {200}
 
@@ -128,12 +128,13 @@ def test_query_dependency_charges_only_the_query_bucket(hoglab_service):
         project = store.projects.create("q")
         reader = store.keys.create(store.users.default().id, ["query:read"], [project.id])[1]
         url = f"{service.url}/api/projects/{project.id}/test-query/"
-        with httpx.Client(headers={"Authorization": f"Bearer {reader}"}) as client:
+        # A generous timeout: a loaded machine (two suites on two cores) answers slowly, never wrongly.
+        with httpx.Client(headers={"Authorization": f"Bearer {reader}"}, timeout=60) as client:
             assert [client.post(url).status_code for _ in range(3)] == [200, 200, 429]
             assert client.post(url).headers["Retry-After"].isdigit()
             # The default budget is untouched (the scope is what's missing here, not the budget).
             experiments = client.get(f"{service.url}/api/projects/{project.id}/experiments/")
             assert experiments.status_code == 403
         writer_only = store.keys.create(store.users.default().id, ["experiment:write"], [project.id])[1]
-        denied = httpx.post(url, headers={"Authorization": f"Bearer {writer_only}"})
+        denied = httpx.post(url, headers={"Authorization": f"Bearer {writer_only}"}, timeout=60)
         assert denied.json()["detail"] == "API key missing required scope 'query:read'"
