@@ -187,7 +187,9 @@ def seed_demo_hook(project_id: int, on_load: Callable[[], None] | None = None) -
 
     def seed_demo(state: ServiceState) -> None:
         project = state.store.projects.get(project_id)
-        if project is not None:
+        if project is not None and on_load is None:
+            demo.seed(state, project)
+        elif project is not None:
             demo.seed(state, project, on_load=on_load)
 
     return seed_demo
