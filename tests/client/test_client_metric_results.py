@@ -22,8 +22,7 @@ import hoglab
 from experiment_metrics_cloud import EXPOSURES, FUNNEL, MEAN, STATS, Cloud, experiment_body, metric_answer
 from hoglab.client import Client, ExperimentResult
 from hoglab.client._metric_results import METRIC_COLUMNS, MetricExperimentResult
-from hoglab.stats import Proportion, recommend
-from hoglab.stats.posthog import experiment_results
+from hoglab.stats.posthog import experiment_results, metric_recommendation
 from posthog_openapi import assert_valid, assert_valid_experiment
 
 BASE = "/api/projects/2/experiments/"
@@ -222,10 +221,47 @@ def test_the_recommendation_reads_the_first_primary_metric(client: Client, remot
     result = client.experiments.results(9)
     assert isinstance(result, MetricExperimentResult)
     control, test = STATS["m-funnel"]  # the first primary metric in the experiment's order
-    direct = recommend({"control": Proportion(control.number_of_samples, control.sum),
-                       "test": Proportion(test.number_of_samples, test.sum)},
-                       mde=0.05, days_running=7, expected_split={"control": 0.5, "test": 0.5},
-                       name="signup → purchase")  # fmt: skip
+    direct = metric_recommendation("funnel", control, [test], stats_config=body["stats_config"], mde=None,
+                                   days_running=7, expected_split={"control": 0.5, "test": 0.5},
+                                   name="signup → purchase")  # fmt: skip
+    # One test per metric: the recommendation quotes the table's interval and p-value, and names the test.
+    row = result.to_frame().query("metric == 'signup → purchase' and variant == 'test'").iloc[0]
+    assert direct.confidence_interval == pytest.approx((row["interval_low"], row["interval_high"]), abs=1e-12)
+    assert direct.p_value == pytest.approx(row["p_value"], abs=1e-12) and direct.test == row["test"]
+    assert f"({row['test']}, p = {row['p_value']:.3g})" in direct.reason
     assert result.recommendation == direct
-    assert result.summary().endswith(f"Recommendation: {direct.summary()}")
+    assert f"Recommendation: {direct.summary()}\n" in result.summary() and "Health: ok" in result.summary()
     assert direct.headline in result._repr_html_()
+
+
+def test_a_family_correction_adjusts_every_metric_s_variants_beside_the_raw_p() -> None:
+    """hoglab's ``stats_config.multiple_comparisons`` (or ``replace(result, correction=...)``): Holm or BH across
+    the primary and secondary metrics and their variants, equal to statsmodels' ``multipletests``."""
+    from dataclasses import replace
+
+    from statsmodels.stats.multitest import multipletests
+
+    from hoglab.client._metric_results import MetricAnswer
+
+    def answer(p_values: dict[str, float]) -> dict[str, Any]:
+        arms = [{"key": k, "number_of_samples": 1000, "sum": 100, "sum_squares": 100, "method": "frequentist",
+                 "p_value": p, "confidence_interval": [-0.1, 0.3], "significant": p < 0.05}
+                for k, p in p_values.items()]  # fmt: skip
+        return {"baseline": {"key": "control", "number_of_samples": 1000, "sum": 100, "sum_squares": 100},
+                "variant_results": arms}  # fmt: skip
+
+    metrics = (MetricAnswer({"metric_type": "funnel", "name": "a"}, "primary", answer({"b": 0.01, "c": 0.04})),
+               MetricAnswer({"metric_type": "funnel", "name": "z"}, "secondary", answer({"b": 0.03})))  # fmt: skip
+    config = hoglab.stats_config("frequentist", correction="holm")
+    assert config["multiple_comparisons"] == "holm"
+    result = MetricExperimentResult(3, {"stats_config": config}, metrics)
+    frame = result.to_frame()
+    tested = frame[frame["p_value"].notna()]
+    assert tested["adjusted_p_value"].tolist() == pytest.approx(multipletests([0.01, 0.04, 0.03], method="holm")[1])
+    assert tested["significant"].tolist() == [True, False, False]  # 0.03, 0.06, 0.06
+    assert "p = 0.01 (Holm-adjusted 0.03)" in result.verdict
+    bh = replace(MetricExperimentResult(3, {"stats_config": {"method": "frequentist"}}, metrics), correction="bh")
+    assert bh.to_frame()["adjusted_p_value"].dropna().tolist() == pytest.approx(
+        multipletests([0.01, 0.04, 0.03], method="fdr_bh")[1])  # fmt: skip
+    plain = MetricExperimentResult(3, {"stats_config": {"method": "frequentist"}}, metrics).to_frame()
+    assert plain["adjusted_p_value"].isna().all() and plain.attrs["correction"] is None

@@ -105,8 +105,10 @@ def _check_sums(df: pd.DataFrame, answers: dict[str, dict[str, dict[str, Any]]])
 
 def test_units_hold_each_exposed_person_with_the_designed_values_and_real_dtypes(experiment):
     client, truth = experiment["client"], experiment["truth"]
-    df = client.experiments.units(experiment["id"], properties=["plan", "seats", "missing"])
+    with pytest.warns(hoglab.QueryWarning, match="property 'missing': no exposed unit has it"):
+        df = client.experiments.units(experiment["id"], properties=["plan", "seats", "missing"])
     assert client._bulk_rows is True  # one Arrow answer
+    assert df.attrs["property_sources"]["plan"] == {"person": len(df)}
     assert len(df) == len(truth) and df["entity_id"].is_unique
     assert str(df["first_exposure_time"].dtype) == "datetime64[ns, UTC]" or df["first_exposure_time"].dt.tz
     assert str(df["variant"].dtype) == "string" and str(df["plan"].dtype) == "string"

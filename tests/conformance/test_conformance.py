@@ -384,8 +384,15 @@ def classify(case: Case, answer: tuple[Any, ...], oracle: tuple[Any, ...] | None
 
 
 def _at(value: Any, path: str) -> Any:
-    """The part of an answer at a dotted path (``results.0.data``; ``length`` of a list; ``*`` every element, the
-    values sorted: an assertion on a set)."""
+    """The part of an answer at a dotted path (``results.0.data``; ``length`` of a list; ``#`` every element, in
+    order: PostHog's ``pluck``; ``*`` every element, the values sorted: an assertion on a set)."""
+    head, each, rest = path.partition(".#.")
+    if each and "*" not in head:
+        items = _at(value, head)
+        if not isinstance(items, list):
+            return MISSING
+        found = [_at(item, rest) for item in items]
+        return MISSING if any(f is MISSING for f in found) else found
     head, star, rest = path.partition(".*.")
     if star:
         items = _at(value, head)

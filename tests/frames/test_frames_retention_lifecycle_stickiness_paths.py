@@ -252,3 +252,16 @@ def test_hourly_retention_steps_by_the_hour() -> None:
     assert df.attrs["period"] == "hour"
     assert df["period_date"].dt.hour.tolist() == [10, 11, 12, 11, 12, 13]
     assert df["count"].tolist()[-1] is pd.NA
+
+
+def test_retention_cohorts_after_the_answer_are_not_listed_as_data() -> None:
+    """A date range reaching past the moment of the answer (``last_refresh``): the cohorts that start after it are
+    no data and are left out; the periods after it are <NA> (issue 36: future cohorts listed as empty rows)."""
+    answer = {"last_refresh": "2025-06-04T12:00:00Z",
+              "resolved_date_range": {"date_from": "2025-06-02T00:00:00Z", "date_to": "2025-06-08T23:59:59Z"},
+              "results": [{"date": f"2025-06-0{d}T00:00:00Z", "label": f"Day {d - 2}",
+                           "values": [{"count": 0 if d > 4 else 10}, {"count": 0}]} for d in range(2, 7)]}  # fmt: skip
+    df = retention_frame(answer)
+    assert sorted(df["cohort"].unique().tolist()) == [0, 1, 2]
+    late = df[(df["cohort"] == 2) & (df["period"] == 1)]
+    assert late["count"].isna().all()

@@ -31,7 +31,7 @@ def test_significant_before_the_planned_sample_keeps_running_with_the_days_left(
     c, t = Proportion(4000, 400), Proportion(4000, 460)
     z = (t.rate - c.rate) / math.sqrt(0.1075 * 0.8925 * 2 / 4000)
     assert 2 * stats.norm.sf(z) < 0.05
-    r = recommend({"control": c, "test": t}, mde=0.05, days_running=30)
+    r = recommend({"control": c, "test": t}, mde=0.05, days_running=30, max_days=math.inf)
     assert r.recommendation is Decision.KEEP_RUNNING and r.recommendation == "keep_running"
     assert r.p_value == pytest.approx(2 * stats.norm.sf(z), rel=1e-9)
     low, high = _sequence(0.15, _lift_se(c, t), 8000)
@@ -88,11 +88,26 @@ def test_futility_stops_early_when_the_mde_is_ruled_out() -> None:
     assert r.recommendation == "stop" and "no effect worth the wait" in r.reason
 
 
-def test_max_days_stops_an_experiment_that_would_take_too_long() -> None:
+def test_an_experiment_beyond_the_horizon_is_not_feasible() -> None:
+    # +2% on 10% needs ~350,000 units per variant: at 2,000 units a week that is decades. The horizon is the larger
+    # of 90 days and 3x the days so far, unless max_days says otherwise.
     arms = {"control": Proportion(1000, 100), "test": Proportion(1000, 103)}
-    assert recommend(arms, mde=0.02, days_running=7).recommendation == "keep_running"
-    r = recommend(arms, mde=0.02, days_running=7, max_days=90)
-    assert r.recommendation == "stop" and "more than the 90 allowed" in r.reason
+    assert recommend(arms, mde=0.02, days_running=7, max_days=math.inf).recommendation == "keep_running"
+    r = recommend(arms, mde=0.02, days_running=7)
+    assert r.recommendation == "stop" and r.horizon == 90
+    assert r.summary().startswith("STOP: not feasible to detect +2% within 90 days: ")
+    days = math.ceil(r.needed_per_variant * 2 / (2000 / 7))
+    assert r.days_needed == days and f"about {days:,} days in all" in r.reason
+    assert recommend(arms, mde=0.02, days_running=40).horizon == 120
+    assert recommend(arms, mde=0.02, days_running=7, max_days=30).horizon == 30
+
+
+def test_without_an_mde_the_assumed_effect_is_said() -> None:
+    arms = {"control": Proportion(1000, 100), "test": Proportion(1000, 103)}
+    r = recommend(arms, days_running=7)
+    assert r.mde == 0.05 and r.mde_assumed and "assumed: no minimum detectable effect was set" in r.reason
+    assert r.summary().startswith("STOP: not feasible to detect +5% within 90 days (assumed")
+    assert not recommend(arms, mde=0.05, days_running=7).mde_assumed
 
 
 def test_several_variants_ship_the_best_winner() -> None:
@@ -114,3 +129,19 @@ def test_bad_input_is_named() -> None:
         recommend(arms, mde=0)
     with pytest.raises(StatsInputError, match="days_running"):
         recommend(arms, days_running=-1)
+
+
+def test_a_correction_adjusts_the_variants_p_values_and_the_decision_reads_them() -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    arms = {"control": Proportion(20_000, 2000), "a": Proportion(20_000, 2120), "b": Proportion(20_000, 2090),
+            "c": Proportion(20_000, 2010)}  # fmt: skip
+    raw = recommend(arms, mde=0.05, days_running=20, max_days=math.inf)
+    holm = recommend(arms, mde=0.05, days_running=20, max_days=math.inf, correction="holm")
+    assert math.isnan(raw.adjusted_p_value) and holm.correction == "holm"
+    p_values = {v: 2 * stats.norm.sf(abs((arms[v].rate - 0.1) / math.sqrt(
+        ((arms[v].successes + 2000) / 40_000) * (1 - (arms[v].successes + 2000) / 40_000) * 2 / 20_000)))
+        for v in ("a", "b", "c")}  # fmt: skip
+    adjusted = dict(zip(p_values, multipletests(list(p_values.values()), method="holm")[1], strict=True))
+    assert holm.adjusted_p_value == pytest.approx(adjusted[str(holm.variant)], rel=1e-9)
+    assert f"Holm-adjusted p = {holm.adjusted_p_value:.3g}" in holm.reason

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from ..stats import Recommendation
+    from ..stats import Health, Recommendation
 
 __all__ = ["SIGNIFICANCE_EXPLAINED", "ExperimentResult", "explain_no_results"]
 
@@ -120,6 +120,14 @@ class ExperimentResult:
         from ._verdict import legacy_recommendation
 
         return legacy_recommendation(self)
+
+    @property
+    def health(self) -> Health:
+        """The experiment's health checks: the flag's state, forced variants, exposures and (funnels) the split of
+        the persons counted against the plan."""
+        from ._health import legacy_health
+
+        return legacy_health(self)
 
     def summary(self) -> str:
         """The answer's verdict and the reconciled recommendation, in words."""

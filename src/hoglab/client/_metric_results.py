@@ -29,7 +29,7 @@ from ..frames.experiments import (
 from ..stats.posthog import TeamDefaults, resolve_stats_settings
 
 if TYPE_CHECKING:
-    from ..stats import Recommendation
+    from ..stats import Health, Recommendation
 
 __all__ = ["METRIC_COLUMNS", "MetricAnswer", "MetricExperimentResult", "metric_frame", "metric_label", "team_defaults"]
 
@@ -117,7 +117,7 @@ class MetricExperimentResult:
     >>> r.to_frame()[["metric", "variant", "mean", "lift", "p_value"]].round(4).values.tolist()
     [['signed up', 'control', 0.1, nan, nan], ['signed up', 'test', 0.15, 0.5, 0.3]]
     >>> r.verdict
-    'signed up: not significant (test +50.0%, p = 0.3).'
+    'signed up: not significant (test +50.0%, p = 0.3; Welch t-test of the relative effect).'
     """
 
     experiment_id: int
@@ -128,6 +128,32 @@ class MetricExperimentResult:
     kind: Literal["metrics"] = "metrics"
     team: TeamDefaults | None = field(default=None, repr=False)
     holdout_metrics: tuple[MetricAnswer, ...] = ()
+    correction: Literal["holm", "bh", "bonferroni"] | None = None
+    """Across the primary and secondary metrics and their variants (``replace(result, correction="bh")``); None
+    reads hoglab's ``stats_config.multiple_comparisons`` (PostHog has no correction)."""
+
+    @property
+    def family_correction(self) -> Literal["holm", "bh", "bonferroni"] | None:
+        """The multiple-comparison correction in force: ``correction``, else the experiment's setting."""
+        from ..stats.posthog import resolve_correction
+
+        return self.correction or resolve_correction(self.stats_config)
+
+    def _adjusted(self) -> dict[tuple[int, str], float]:
+        """(metric position, variant) -> the adjusted p-value of its overall test, over every metric's variants
+        with a p-value (the frequentist ones); empty without a correction."""
+        method = self.family_correction
+        if method is None:
+            return {}
+        from ..stats import adjust_pvalues
+
+        keys, values = [], []
+        for i, answer in enumerate(self.metrics):
+            for r in answer.rows():
+                if r["breakdown"] is None and r["method"] == "frequentist" and r["p_value"] is not None:
+                    keys.append((i, str(r["variant"])))
+                    values.append(float(r["p_value"]))
+        return dict(zip(keys, adjust_pvalues(values, method).tolist(), strict=True)) if values else {}
 
     @property
     def raw(self) -> dict[str, Any]:
@@ -234,10 +260,29 @@ class MetricExperimentResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (metric, breakdown value, variant): primary metrics first; each metric's overall rows
-        (``breakdown`` empty) before its breakdown values', each baseline first."""
+        (``breakdown`` empty) before its breakdown values', each baseline first. ``df.attrs["health"]`` has the
+        health checks, a line each, worst first."""
         df = metric_frame(self.metrics)
-        df.attrs = {"experiment_id": self.experiment_id, "method": self.method, "sequential": self.sequential}
+        adjusted = self._adjusted()
+        if adjusted:
+            # Which metric a row is: each answer's rows are contiguous, in order.
+            position = [i for i, a in enumerate(self.metrics) for _ in a.rows()]
+            keys = list(zip(position, df["variant"].astype(str), df["breakdown"].isna(), strict=True))
+            df["adjusted_p_value"] = [adjusted.get((i, v), math.nan) if overall else math.nan for i, v, overall in keys]
+            alpha = resolve_stats_settings(self.stats_config, self.team).alpha
+            tested = df["adjusted_p_value"].notna()
+            df.loc[tested, "significant"] = df.loc[tested, "adjusted_p_value"] < alpha
+        df.attrs = {"experiment_id": self.experiment_id, "method": self.method, "sequential": self.sequential,
+                    "health": self.health.lines(), "correction": self.family_correction}  # fmt: skip
         return df
+
+    @property
+    def health(self) -> Health:
+        """The experiment's health checks: SRM over every arm (the holdout's included), the CUPED covariate's
+        pre-period balance (``bias_risk``), the flag's state, forced variants, exposures, metrics."""
+        from ._health import metric_health
+
+        return metric_health(self)
 
     def exposures_frame(self) -> pd.DataFrame:
         """Exposures per day and variant: ``cumulative`` (exposed so far, as PostHog's ``exposure_counts``) and
@@ -253,14 +298,25 @@ class MetricExperimentResult:
         return {str(k): float(v) for k, v in totals.items()}
 
     def metric_verdict(self, answer: MetricAnswer) -> str:
-        """One metric's verdict in words: each variant against the baseline."""
+        """One metric's verdict in words: each variant against the baseline, by the test it names (hoglab's,
+        calibrated: docs/statistics.md §6.5), and one more sentence when PostHog's formula would call another."""
+        from ..stats.posthog import verdict_difference
+
         if answer.error is not None:
             return f"{answer.label}: no results ({answer.error})."
         rows = [r for r in answer.rows() if r["method"] is not None and r["breakdown"] is None]
         if not rows:
             return f"{answer.label}: no variant to compare yet."
+        position = next((i for i, a in enumerate(self.metrics) if a is answer), None)
+        adjusted = self._adjusted() if position is not None else {}
+        alpha = resolve_stats_settings(self.stats_config, self.team).alpha
+        names = {"holm": "Holm", "bh": "BH", "bonferroni": "Bonferroni"}
         parts = []
         for r in rows:
+            family = adjusted.get((position, str(r["variant"]))) if position is not None else None
+            r["raw_significant"] = r["significant"]  # hoglab's test before the family's correction
+            if family is not None:
+                r["significant"] = family < alpha
             if r["validation_failures"]:
                 parts.append(f"{r['variant']} {r['validation_failures']}")
                 continue
@@ -269,13 +325,22 @@ class MetricExperimentResult:
                 lift += f" (CUPED {r['lift_cuped']:+.1%})"
             if r["method"] == "frequentist" and r["p_value"] is not None:
                 valid = " always-valid" if r["sequential"] else ""
-                parts.append(f"{r['variant']} {lift},{valid} p = {r['p_value']:.3g}")
+                said = f" ({names[str(self.family_correction)]}-adjusted {family:.3g})" if family is not None else ""
+                parts.append(f"{r['variant']} {lift},{valid} p = {r['p_value']:.3g}{said}")
             elif r["chance_to_win"] is not None:
                 parts.append(f"{r['variant']} {lift}, chance to win {r['chance_to_win']:.1%}")
             else:
                 parts.append(f"{r['variant']} {lift}")
         winner = any(r["significant"] for r in rows)
-        return f"{answer.label}: {'significant' if winner else 'not significant'} ({'; '.join(parts)})."
+        tests = list(dict.fromkeys(str(r["test"]) for r in rows if r["test"]))
+        named = f"; {tests[0]}" if len(tests) == 1 else ""
+        text = f"{answer.label}: {'significant' if winner else 'not significant'} ({'; '.join(parts)}{named})."
+        differs = [verdict_difference(bool(r["raw_significant"]), bool(r["posthog_significant"])) for r in rows
+                   if r["raw_significant"] is not None and r["posthog_significant"] is not None]  # fmt: skip
+        noted = [d for d in differs if d]
+        if noted:
+            text += f" {noted[0]}."
+        return text
 
     @property
     def verdict(self) -> str:
@@ -291,13 +356,13 @@ class MetricExperimentResult:
         """
         from ._verdict import metric_recommendation
 
-        return metric_recommendation(self)
+        return metric_recommendation(self, correction=self.family_correction)
 
     def summary(self) -> str:
-        """The primary metrics' verdicts and the reconciled recommendation, in words."""
+        """The primary metrics' verdicts, the reconciled recommendation and the health checks, in words."""
         recommendation = self.recommendation
         advice = recommendation.summary() if recommendation is not None else "none (no usable primary metric)."
-        return f"Verdict: {self.verdict}\nRecommendation: {advice}"
+        return f"Verdict: {self.verdict}\nRecommendation: {advice}\n{self.health.summary()}"
 
     def _repr_html_(self) -> str:
         title = f"Experiment {self.experiment_id} ({self.settings_line})"
@@ -314,5 +379,5 @@ class MetricExperimentResult:
             title_held = f"Against the holdout {self.holdout_key} (hoglab's compare_to_holdout)"
             verdicts = "".join(f"<li>{html.escape(self.metric_verdict(a))}</li>" for a in self.holdout_metrics)
             held = f"<strong>{html.escape(title_held)}</strong><ul>{verdicts}</ul>{table(self.holdout_frame())}"
-        return (f"<div><strong>{html.escape(title)}</strong>{advice}<ul>{lines}</ul>{table(self.to_frame())}"
-                f"{held}</div>")  # fmt: skip
+        return (f"<div><strong>{html.escape(title)}</strong>{advice}{self.health._repr_html_()}<ul>{lines}</ul>"
+                f"{table(self.to_frame())}{held}</div>")  # fmt: skip

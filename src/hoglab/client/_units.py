@@ -17,11 +17,17 @@ The frame (one row per unit, ``df.attrs["columns"]`` says which column is which 
   e.g. a retention metric's units without its start event), a funnel's 0/1 conversion and ``<label> step``
   (Int64, the furthest metric step reached), a ratio's ``<label> numerator`` and ``<label> denominator``, and with
   CUPED ``<label> covariate``;
-* each property asked for, numbers as numbers (Int64 or Float64), ``true``/``false`` as booleans, else strings.
+* each property asked for, numbers as numbers (Int64 or Float64), ``true``/``false`` as booleans, else strings:
+  the person's (a group's) property, else, where the unit lacks it, its first exposure event's;
+  ``df.attrs["property_sources"]`` counts, per property, the units whose value came from ``person`` (``group``),
+  the ``exposure event``, or neither (``missing``). A property no unit has is a :class:`~hoglab.QueryWarning`.
+
+The holdout's units are rows too (``variant`` is the holdout's arm, ``holdout-<id>``).
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -131,12 +137,29 @@ def units_frame(raw: pd.DataFrame, metrics: Sequence[Mapping[str, Any]], propert
             names.append(name)
             taken.add(name)
         columns[label] = names
+    sources: dict[str, dict[str, int]] = {}
     for j, prop in enumerate(properties):
         name = prop if prop not in taken else f"person.{prop}"
         out[name] = _typed(raw[f"p{j}"]) if f"p{j}" in raw else pd.Series(pd.NA, index=raw.index, dtype="string")
         taken.add(name)
+        if f"s{j}" in raw:
+            said = raw[f"s{j}"].fillna("").astype(str).replace("", "missing")
+            sources[name] = {str(k): int(v) for k, v in said.value_counts().items()}
+        else:
+            sources[name] = {"unknown": len(raw)}
     out.attrs["columns"] = columns
+    out.attrs["property_sources"] = sources
     return out
+
+
+def _property_warnings(df: pd.DataFrame, properties: Sequence[str]) -> list[str]:
+    """A note per property no exposed unit has (on its person or group, or on its first exposure event)."""
+    notes = []
+    for name, counts in (df.attrs.get("property_sources") or {}).items():
+        if len(df) and counts.get("missing", 0) == len(df):
+            notes.append(f"property {name!r}: no exposed unit has it, on its person nor on its first exposure event "
+                         "(a name this project has not seen?); the column is empty.")  # fmt: skip
+    return notes
 
 
 def _variants(experiment: Mapping[str, Any]) -> tuple[str, ...]:
@@ -152,6 +175,16 @@ def _group(experiment: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str
     flag = experiment.get("feature_flag") or {}
     index = (flag.get("filters") or {}).get("aggregation_group_type_index") if isinstance(flag, Mapping) else None
     return {"group_type_index": index} if index is not None and "group_type_index" in fields else {}
+
+
+def _holdout_key(experiment: Mapping[str, Any]) -> str | None:
+    """The holdout arm's flag value (``holdout-<id>``), when the experiment has a holdout."""
+    from ..schema import holdout_variant_key
+
+    holdout = experiment.get("holdout")
+    if not isinstance(holdout, Mapping) or holdout.get("id") is None:
+        return None
+    return holdout_variant_key(int(holdout["id"]), holdout.get("filters"))
 
 
 def _moment(text: Any) -> datetime | None:
@@ -178,6 +211,7 @@ def resolve_remote(client: Client, experiment: Mapping[str, Any]) -> tuple[Any, 
         stats_config=ExperimentStatsConfig.model_validate(experiment.get("stats_config") or {}).model_dump(
             mode="json", exclude_none=True),
         only_count_matured_users=bool(experiment.get("only_count_matured_users")),
+        holdout_key=_holdout_key(experiment),
         **_group(experiment, ResolvedExperiment.model_fields),
     )  # fmt: skip
     settings = client.get_json(f"/api/projects/{client.project_id}/") or {}
@@ -251,7 +285,13 @@ def _remote_pages(client: Client, experiment: Mapping[str, Any], metrics: Sequen
     while True:
         sql, values = remote_units_sql(resolved, project, metrics, properties, actions=actions, after=after,
                                        limit=page_size)  # fmt: skip
-        page = table_frame(execute(client, HogQLQuery(query=sql, values=encode_values(client, values) or None)))
+        with warnings.catch_warnings():
+            # A property read on the exposure event is only the fallback for a unit whose person lacks it: the
+            # server's "never seen on this project's events" is no news (the frame warns when no unit has it).
+            for name in properties:
+                warnings.filterwarnings("ignore", message=f"Property {re.escape(repr(name))} has never been seen on "
+                                        "this project's events", category=QueryWarning)  # fmt: skip
+            page = table_frame(execute(client, HogQLQuery(query=sql, values=encode_values(client, values) or None)))
         pages.append(page)
         if len(page) < page_size or page.empty:
             break
@@ -297,6 +337,9 @@ def experiment_units(
         raw = _remote_pages(client, experiment, metrics, props, page_size)
     df = units_frame(raw, metrics, props)
     df.attrs["experiment_id"] = experiment.get("id")
+    for note in _property_warnings(df, props):
+        df.attrs["warnings"] = [*df.attrs.get("warnings", []), note]
+        warnings.warn(QueryWarning(note), stacklevel=3)
     if metric is None and not metrics:
         note = _no_metrics_note(experiment)
         df.attrs["warnings"] = [*df.attrs.get("warnings", []), note]

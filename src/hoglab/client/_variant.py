@@ -52,8 +52,9 @@ def _inline(sql: str, values: Mapping[str, Any], timezone: str) -> str:
 
 
 def exposed_persons_hogql(client: Client, experiment: Mapping[str, Any]) -> tuple[str, tuple[str, ...], int | None]:
-    """HogQL of ``SELECT entity_id, variant`` over the experiment's exposed units (values inlined), its variants,
-    and the group type it randomises (``None``: persons)."""
+    """HogQL of ``SELECT entity_id, variant`` over the experiment's exposed units (values inlined), its arms (the
+    variants, and the holdout's ``holdout-<id>`` when it has one), and the group type it randomises (``None``:
+    persons)."""
     from datetime import UTC, datetime
 
     from ._units import remote_actions, resolve_remote
@@ -63,10 +64,12 @@ def exposed_persons_hogql(client: Client, experiment: Mapping[str, Any]) -> tupl
     from ..translate.metric.query import exposures_sql
     from ..translate.params import Params
 
+    arms = tuple(dict.fromkeys((*resolved.variants, *([resolved.holdout_key] if resolved.holdout_key else []))))
+    resolved = resolved.model_copy(update={"variants": arms})  # the holdout's persons are exposed units too
     p = Params()
     sql = exposures_sql(resolved, p, project, resolved.end or datetime.now(UTC), actions=actions)
     inner = _inline(sql, p.values, project.timezone)
-    return " ".join(f"SELECT entity_id, variant FROM ({inner})".split()), resolved.variants, resolved.group_type_index
+    return " ".join(f"SELECT entity_id, variant FROM ({inner})".split()), arms, resolved.group_type_index
 
 
 def _experiment_json(client: Client, experiment: Any) -> dict[str, Any]:

@@ -9,6 +9,8 @@ so they agree.
 >>> planning_inputs({"parameters": {"minimum_detectable_effect": 10}, "start_date": "2025-01-01T00:00:00Z",
 ...                  "end_date": "2025-01-31T00:00:00Z"})
 (0.1, 30.0)
+>>> planning_inputs({"parameters": {}})
+(None, None)
 >>> planned_split({"parameters": {"feature_flag_variants": [{"key": "control", "rollout_percentage": 50},
 ...                                                          {"key": "test", "rollout_percentage": 50}]}})
 {'control': 0.5, 'test': 0.5}
@@ -19,10 +21,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from ..stats import Count, Proportion, Recommendation, SampleMean
+    from ..stats import Count, Proportion, Recommendation
+    from ..stats._options import Correction
     from ._legacy_results import ExperimentResult
     from ._metric_results import MetricExperimentResult
 
@@ -30,8 +33,7 @@ __all__ = ["DEFAULT_MDE", "legacy_recommendation", "metric_recommendation", "pla
            "variant_statistics"]  # fmt: skip
 
 DEFAULT_MDE = 0.05
-"""PostHog's default minimum detectable effect (5%), used when the experiment names none."""
-
+"""PostHog's default minimum detectable effect (5%), assumed (and said so) when the experiment names none."""
 
 def _moment(value: Any) -> datetime | None:
     if isinstance(value, datetime):
@@ -45,17 +47,20 @@ def _moment(value: Any) -> datetime | None:
     return None
 
 
-def planning_inputs(experiment: Mapping[str, Any] | None) -> tuple[float, float | None]:
-    """The relative MDE (``parameters.minimum_detectable_effect`` is in percent; 5% when unset) and the days
-    from ``start_date`` to ``end_date`` (or now), None before the start."""
+def planning_inputs(experiment: Mapping[str, Any] | None) -> tuple[float | None, float | None]:
+    """The relative MDE (``parameters.minimum_detectable_effect`` is in percent; None when unset, so the
+    recommendation says which effect it assumed) and the days from ``start_date`` to ``end_date`` (or now), None
+    before the start."""
     experiment = experiment or {}
     parameters = experiment.get("parameters") or {}
+    mde: float | None
     try:
-        mde = float(parameters.get("minimum_detectable_effect") or DEFAULT_MDE * 100) / 100
+        raw = parameters.get("minimum_detectable_effect")
+        mde = float(raw) / 100 if raw is not None else None
     except (TypeError, ValueError):
-        mde = DEFAULT_MDE
-    if not mde > 0 or not math.isfinite(mde):
-        mde = DEFAULT_MDE
+        mde = None
+    if mde is not None and (not mde > 0 or not math.isfinite(mde)):
+        mde = None
     start = _moment(experiment.get("start_date"))
     if start is None:
         return mde, None
@@ -124,24 +129,17 @@ def legacy_recommendation(result: ExperimentResult) -> Recommendation | None:
         return None
 
 
-def _arm_statistic(metric_type: str, arm: Mapping[str, Any]) -> Proportion | SampleMean | None:
-    from ..stats import Proportion, SampleMean
-
-    n = arm.get("number_of_samples")
-    total, squares = arm.get("sum"), arm.get("sum_squares")
-    if n is None or total is None:
-        return None
-    if metric_type == "funnel":
-        return Proportion(float(n), float(total))
-    return SampleMean(float(n), float(total), float(squares)) if squares is not None else None
-
-
-def metric_recommendation(result: MetricExperimentResult) -> Recommendation | None:
+def metric_recommendation(result: MetricExperimentResult, *, correction: Correction | None = None,
+                          max_days: float | None = None) -> Recommendation | None:  # fmt: skip
     """The recommendation for a metric experiment's first primary metric; None when it has no usable answer.
 
-    Funnel and mean metrics are read as they are; a ratio metric goes through its sums as ``compare`` reads them.
+    It reads the metric's own test, the one its table shows (:func:`hoglab.stats.posthog.metric_recommendation`:
+    PostHog's engine with the calibrated CUPED variance), so the two quote the same interval. ``correction``
+    adjusts the p-values across the variants; ``max_days`` is the horizon (default: 90 days or 3× the days so far).
     """
-    from ..stats import StatsError, recommend
+    from ..frames.experiments import arm_stats
+    from ..stats import StatsError
+    from ..stats.posthog import metric_recommendation as recommend_metric
 
     answers = [a for a in result.metrics if a.role == "primary" and a.answer is not None] or [
         a for a in result.metrics if a.answer is not None
@@ -151,29 +149,25 @@ def metric_recommendation(result: MetricExperimentResult) -> Recommendation | No
     answer = answers[0]
     assert answer.answer is not None
     baseline = answer.answer.get("baseline")
-    arms = [baseline, *(answer.answer.get("variant_results") or [])]
-    data: dict[str, Any] = {}
-    for arm in arms:
-        if not isinstance(arm, Mapping) or arm.get("key") is None:
-            return None
-        if answer.metric_type == "ratio":
-            data[str(arm["key"])] = {k: v for k, v in arm.items() if isinstance(v, int | float)}
-        else:
-            statistic = _arm_statistic(answer.metric_type, arm)
-            if statistic is None:
-                return None
-            data[str(arm["key"])] = statistic
-    mde, days = planning_inputs(result.experiment)
+    variants = answer.answer.get("variant_results") or []
+    arms = [baseline, *variants]
+    if not all(isinstance(arm, Mapping) and arm.get("key") is not None for arm in arms):
+        return None
     try:
-        return recommend(
-            data,
-            control=str(baseline["key"]) if isinstance(baseline, Mapping) else "control",
-            metric="ratio" if answer.metric_type == "ratio" else None,
-            mde=mde,
-            days_running=days,
-            higher_is_better=answer.metric.get("goal") != "decrease",
-            expected_split=_split_for(data, result.experiment),
-            name=answer.label,
-        )
-    except (StatsError, ValueError):
+        stats = [arm_stats(arm) for arm in arms]
+    except (StatsError, TypeError, ValueError):
+        return None
+    cuped = all(arm.get("covariate_sum") is not None or isinstance(arm.get("ratio_covariate"), Mapping)
+                for arm in arms)  # fmt: skip
+    mde, days = planning_inputs(result.experiment)
+    goal: Literal["increase", "decrease"] = "decrease" if answer.metric.get("goal") == "decrease" else "increase"
+    split = _split_for({s.key: s for s in stats}, result.experiment)
+    try:
+        return recommend_metric(
+            answer.metric_type,  # type: ignore[arg-type]
+            stats[0], stats[1:], stats_config=result.stats_config or {"method": result.method}, team=result.team,
+            goal=goal, cuped=cuped, mde=mde, days_running=days, expected_split=split, max_days=max_days,
+            correction=correction, name=answer.label,
+        )  # fmt: skip
+    except (StatsError, TypeError, ValueError, ZeroDivisionError):
         return None

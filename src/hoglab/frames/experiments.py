@@ -10,6 +10,13 @@ effect is the centre of the served interval), with the interval the same test gi
 interval is an always-valid confidence sequence (``None`` when the settings are not known, as for a bare
 ``client.query``).
 
+The interval, ``p_value``, ``chance_to_win`` and ``significant`` are hoglab's verdict: under CUPED, the relative
+effect's test with the delta-method variance (:func:`hoglab.stats.posthog.calibrated_results`; PostHog's own formula
+calls ~14% of A/A experiments significant, docs/statistics.md §6.5), recomputed from the answer's sums; PostHog's
+figures stay beside them (``posthog_interval_low/high``, ``posthog_p_value``, ``posthog_chance_to_win``,
+``posthog_significant``), and ``test`` names the test. Without CUPED the two are the served test.
+``adjusted_p_value`` is filled by a family correction (``MetricExperimentResult.correction``).
+
 >>> answer = {"metric": {"metric_type": "mean", "source": {"event": "buy"}},
 ...           "baseline": {"key": "control", "number_of_samples": 100, "sum": 500, "sum_squares": 5000},
 ...           "variant_results": [{"key": "test", "number_of_samples": 100, "sum": 600, "sum_squares": 6500,
@@ -33,9 +40,12 @@ from ..stats import StatsError
 from ..stats.posthog import (
     CupedAdjustment,
     ExperimentStats,
+    ExperimentVariantResult,
     RatioCovariate,
     TeamDefaults,
+    calibrated_results,
     experiment_results,
+    metric_test_name,
     resolve_stats_settings,
 )
 from .tables import as_dict
@@ -44,6 +54,7 @@ __all__ = [
     "BREAKDOWN_SEPARATOR",
     "EXPOSURE_COLUMNS",
     "METRIC_COLUMNS",
+    "arm_stats",
     "breakdown_text",
     "experiment_frame",
     "exposure_frame",
@@ -54,17 +65,22 @@ __all__ = [
 
 METRIC_COLUMNS = [
     "metric", "metric_uuid", "metric_type", "role", "breakdown", "variant", "number_of_samples", "sum",
-    "denominator_sum", "mean", "lift", "interval_low", "interval_high", "p_value", "chance_to_win", "significant",
-    "method", "sequential", "cuped", "covariate_mean", "theta", "mean_cuped", "lift_cuped", "variance_reduction",
-    "raw_interval_low", "raw_interval_high", "goal", "validation_failures",
+    "denominator_sum", "mean", "lift", "interval_low", "interval_high", "p_value", "adjusted_p_value",
+    "chance_to_win", "significant", "test", "posthog_interval_low", "posthog_interval_high", "posthog_p_value",
+    "posthog_chance_to_win", "posthog_significant", "method", "sequential", "cuped", "covariate_mean", "theta",
+    "mean_cuped", "lift_cuped", "variance_reduction", "raw_interval_low", "raw_interval_high", "goal",
+    "validation_failures",
 ]  # fmt: skip
 """The columns of a metric frame, in order."""
-_FLOATS = ("sum", "denominator_sum", "mean", "lift", "interval_low", "interval_high", "p_value", "chance_to_win",
+_FLOATS = ("sum", "denominator_sum", "mean", "lift", "interval_low", "interval_high", "p_value", "adjusted_p_value",
+           "chance_to_win",
+           "posthog_interval_low", "posthog_interval_high", "posthog_p_value", "posthog_chance_to_win",
            "covariate_mean", "theta", "mean_cuped", "lift_cuped", "variance_reduction", "raw_interval_low",
            "raw_interval_high")  # fmt: skip
-_STRINGS = ("metric", "metric_uuid", "metric_type", "role", "breakdown", "variant", "method", "goal",
+_STRINGS = ("metric", "metric_uuid", "metric_type", "role", "breakdown", "variant", "test", "method", "goal",
             "validation_failures")  # fmt: skip
-_BOOLS = ("significant", "sequential", "cuped")
+_BOOLS = ("significant", "posthog_significant", "sequential", "cuped")
+_VERDICT = ("interval_low", "interval_high", "p_value", "chance_to_win", "significant")
 EXPOSURE_COLUMNS = ["date", "variant", "cumulative", "new"]
 BREAKDOWN_SEPARATOR = " · "
 _NAMES = {"$$_posthog_breakdown_null_$$": "(none)", "$$_posthog_breakdown_other_$$": "Other"}
@@ -141,7 +157,8 @@ def _mean(metric_type: str, arm: Mapping[str, Any]) -> float:
     return total / n if n else math.nan
 
 
-def _stats(arm: Mapping[str, Any]) -> ExperimentStats:
+def arm_stats(arm: Mapping[str, Any]) -> ExperimentStats:
+    """One arm of an answer as :class:`~hoglab.stats.posthog.ExperimentStats` (with hoglab's ratio covariate)."""
     stats = ExperimentStats.from_posthog(arm)
     ratio = arm.get("ratio_covariate")
     if isinstance(ratio, Mapping):  # hoglab's ratio CUPED extension
@@ -149,10 +166,28 @@ def _stats(arm: Mapping[str, Any]) -> ExperimentStats:
     return stats
 
 
+def _verdict_fields(result: ExperimentVariantResult) -> dict[str, Any]:
+    interval = result.confidence_interval or result.credible_interval
+    low, high = (float(interval[0]), float(interval[1])) if interval is not None else (None, None)
+    return {"interval_low": low, "interval_high": high, "p_value": result.p_value,
+            "chance_to_win": result.chance_to_win, "significant": result.significant}  # fmt: skip
+
+
+def _same(served: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
+    """Whether recomputed test fields reproduce what the server sent (interval ends to 1e-6)."""
+    interval = served.get("confidence_interval") or served.get("credible_interval")
+    if not isinstance(interval, Sequence) or len(interval) != 2 or fields["interval_low"] is None:
+        return False
+    return all(math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-12)
+               for a, b in zip(interval, (fields["interval_low"], fields["interval_high"]), strict=True))  # fmt: skip
+
+
 def _cuped_estimates(metric_type: str, baseline: Mapping[str, Any], variants: Sequence[Mapping[str, Any]],
                      stats_config: Mapping[str, Any] | None,
-                     team: TeamDefaults | None) -> dict[str, dict[str, float]]:  # fmt: skip
-    """Per variant key: θ, the adjusted means, the adjusted effect and the variance reduction, from the sums."""
+                     team: TeamDefaults | None) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Per variant key: θ, the adjusted means, the adjusted effect and the variance reduction, from the sums; and
+    the test under hoglab's calibrated CUPED variance (``hoglab``) and PostHog's formula (``posthog``), when the
+    served answer is one of the two (else the settings behind it are unknown and the served test stands)."""
     arms = [baseline, *variants]
     has_mean_covariate = all(a.get("covariate_sum") is not None for a in arms)
     has_ratio_covariate = all(isinstance(a.get("ratio_covariate"), Mapping) for a in arms)
@@ -160,26 +195,30 @@ def _cuped_estimates(metric_type: str, baseline: Mapping[str, Any], variants: Se
         return {}
     config = stats_config or {"method": str(variants[0].get("method") or "frequentist")}
     try:
-        base, others = _stats(baseline), [_stats(v) for v in variants]
-        _, results = experiment_results(metric_type, base, others, stats_config=config, cuped=True,  # type: ignore[arg-type]
-                                        team=team)  # fmt: skip
+        base, others = arm_stats(baseline), [arm_stats(v) for v in variants]
+        options: dict[str, Any] = {"stats_config": config, "team": team, "cuped": True}
+        hoglab, posthog = calibrated_results(metric_type, base, others, **options)  # type: ignore[arg-type]
         _, unadjusted = experiment_results(metric_type, base, others, stats_config=config, cuped=False,  # type: ignore[arg-type]
                                            team=team)  # fmt: skip
     except (StatsError, TypeError, ValueError):
         return {}
-    out: dict[str, dict[str, float]] = {}
-    for result, raw in zip(results, unadjusted, strict=True):
+    out: dict[str, dict[str, Any]] = {}
+    for served, result, theirs, raw in zip(variants, hoglab, posthog, unadjusted, strict=True):
         adjustment = result.cuped
         if adjustment is None:
             continue
-        entry = {"theta": float(adjustment.theta), "lift_cuped": float(result.point_estimate or math.nan)}
+        entry: dict[str, Any] = {"theta": float(adjustment.theta),
+                                 "lift_cuped": float(result.point_estimate or math.nan)}  # fmt: skip
+        ours, formula = _verdict_fields(result), _verdict_fields(theirs)
+        if _same(served, formula) or _same(served, ours):
+            entry["hoglab"], entry["posthog"] = ours, formula
         interval = raw.confidence_interval or raw.credible_interval
         if interval is not None:
             entry["raw_interval_low"], entry["raw_interval_high"] = float(interval[0]), float(interval[1])
         if isinstance(adjustment, CupedAdjustment):  # mean and funnel CUPED
             entry["mean_cuped"] = float(adjustment.treatment_adjusted.mean)
             entry["variance_reduction"] = float(adjustment.variance_reduction_treatment)
-            if len(results) == 1:  # the baseline's adjusted mean depends on the pair's θ: shown with one pair only
+            if len(hoglab) == 1:  # the baseline's adjusted mean depends on the pair's θ: shown with one pair only
                 out[str(baseline.get("key"))] = {
                     "theta": entry["theta"], "mean_cuped": float(adjustment.control_adjusted.mean),
                     "variance_reduction": float(adjustment.variance_reduction_control),
@@ -234,25 +273,31 @@ def _group_rows(metric: Mapping[str, Any], role: str | None, breakdown: str | No
     adjusted = _cuped_estimates(metric_type, baseline, variants, stats_config, team) \
         if isinstance(baseline, Mapping) else {}  # fmt: skip
     rows = []
+    config = stats_config or ({"method": str(variants[0].get("method") or "frequentist")} if variants else None)
     for arm in arms:
         is_base = arm is baseline
         method = None if is_base else arm.get("method")
         interval = arm.get("confidence_interval") if method == "frequentist" else arm.get("credible_interval")
         low, high = interval if isinstance(interval, Sequence) and len(interval) == 2 else (None, None)
+        served = {"interval_low": low, "interval_high": high, "p_value": arm.get("p_value"),
+                  "chance_to_win": arm.get("chance_to_win"), "significant": None if is_base else arm.get("significant")}
         mean = _mean(metric_type, arm)
         usable = not is_base and math.isfinite(base_mean) and base_mean != 0
         n = float(arm.get("number_of_samples") or 0)
         covariate_mean = float(arm["covariate_sum"]) / n if arm.get("covariate_sum") is not None and n else math.nan
         cuped = adjusted.get(str(arm.get("key")), {})
         has_covariate = arm.get("covariate_sum") is not None or isinstance(arm.get("ratio_covariate"), Mapping)
+        ours, theirs = cuped.get("hoglab", served), cuped.get("posthog", served)
+        tested = method is not None and not is_base
         rows.append({
             "metric": metric_label(metric), "metric_uuid": metric.get("uuid") or None, "metric_type": metric_type,
             "role": role, "breakdown": breakdown, "variant": str(arm.get("key")),
             "number_of_samples": arm.get("number_of_samples"), "sum": arm.get("sum"),
             "denominator_sum": arm.get("denominator_sum"), "mean": mean,
             "lift": (mean - base_mean) / base_mean if usable else math.nan,
-            "interval_low": low, "interval_high": high, "p_value": arm.get("p_value"),
-            "chance_to_win": arm.get("chance_to_win"), "significant": None if is_base else arm.get("significant"),
+            **ours,
+            "test": metric_test_name(metric_type, config, team, cuped="hoglab" in cuped) if tested else None,
+            **{f"posthog_{k}": v for k, v in theirs.items()},
             "method": method, "sequential": None if is_base or method != "frequentist" else sequential,
             "cuped": has_covariate, "covariate_mean": covariate_mean, "theta": cuped.get("theta", math.nan),
             "mean_cuped": cuped.get("mean_cuped", math.nan), "lift_cuped": cuped.get("lift_cuped", math.nan),
@@ -294,6 +339,10 @@ def _v2_rows(answer: Mapping[str, Any], metric: Mapping[str, Any], role: str | N
             "interval_high": None, "p_value": None if is_base else answer.get("p_value"),
             "chance_to_win": None if is_base else probability.get(arm.get("key")),
             "significant": None if is_base else answer.get("significant"),
+            "test": None, "posthog_interval_low": None, "posthog_interval_high": None,
+            "posthog_p_value": None if is_base else answer.get("p_value"),
+            "posthog_chance_to_win": None if is_base else probability.get(arm.get("key")),
+            "posthog_significant": None if is_base else answer.get("significant"),
             "method": None if is_base else "bayesian", "sequential": None, "cuped": False,
             "covariate_mean": math.nan, "theta": math.nan, "mean_cuped": math.nan, "lift_cuped": math.nan,
             "variance_reduction": math.nan, "raw_interval_low": math.nan, "raw_interval_high": math.nan,

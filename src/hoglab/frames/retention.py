@@ -65,7 +65,8 @@ def retention_frame(response: Mapping[str, Any] | BaseModel) -> pd.DataFrame:
     period, or in it or later when the query asked for ``cumulative``), ``rate`` (``count / cohort_size``) and
     ``rate_previous`` (``count`` / the previous period's count, PostHog's ``retentionReference="previous"``).
     Every cohort has the same periods: a period the answer leaves out, or one that starts after the answer's
-    resolved ``date_to``, is ``<NA>``.
+    resolved ``date_to`` (or after the answer was computed, its ``last_refresh``), is ``<NA>``; a cohort that starts
+    after them is not listed (it is no data, not an empty cohort).
 
     >>> df = retention_frame({"results": [
     ...     {"date": "2025-06-02T00:00:00Z", "label": "Day 0", "values": [{"count": 4}, {"count": 2}]},
@@ -83,6 +84,11 @@ def retention_frame(response: Mapping[str, Any] | BaseModel) -> pd.DataFrame:
     unit = next((u for u in (_unit_and_index(i.get("label"), 0)[0] for i in items) if u), None) or "day"
     date_to = (data.get("resolved_date_range") or {}).get("date_to")
     end = instants([date_to], tz)[0] if date_to else None
+    refreshed = data.get("last_refresh")
+    if refreshed:
+        # A date range reaching past the moment of the answer: what starts after it has not happened yet.
+        now = instants([refreshed], tz)[0]
+        end = now if end is None or now < end else end
 
     cohorts, breakdowns, counts, periods = [], [], [], []
     seen: dict[Any, int] = {}
@@ -123,6 +129,9 @@ def retention_frame(response: Mapping[str, Any] | BaseModel) -> pd.DataFrame:
     df["rate"] = _ratio(df["count"], df["cohort_size"])
     df["rate_previous"] = _ratio(df["count"], groups["count"].shift(1).fillna(df["count"]))
     df = df[[*(["breakdown_value"] if broken_down else []), *_RETENTION_COLUMNS]]
+    if end is not None and len(df):
+        # A cohort that starts after the answer's end (or its moment) is no data: it is not listed.
+        df = df[np.asarray(df["cohort_date"] < end)].reset_index(drop=True)
     df.attrs.update(frame_metadata(data))
     df.attrs["period"] = unit
     return df

@@ -84,6 +84,8 @@ def analyse(result: ExperimentResult, rollout: Mapping[str, float] | None = None
     >>> a = analyse(r)
     >>> a.table.set_index("variant").loc["test", ["units", "conversions", "rate"]].tolist()
     [500.0, 85.0, 0.17]
+    >>> a.table[["units", "conversions"]].dtypes.astype(str).tolist()  # counts are integers
+    ['Int64', 'Int64']
     >>> a.verdict.significance_code.value, round(float(a.table["p_value"].iloc[1]), 4)
     ('significant', 0.0247)
     """
@@ -132,6 +134,9 @@ def _table(
     columns += ["chance_to_win", "chance_to_be_best"]
     table = pd.DataFrame(rows, columns=columns)
     table[columns[1:]] = table[columns[1:]].astype("float64")
+    for name in columns[1:3]:  # units and conversions (or a count): integers when they are whole numbers
+        if bool((table[name] == table[name].round()).all()):
+            table[name] = table[name].astype("Int64")
     return table
 
 

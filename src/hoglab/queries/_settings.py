@@ -35,19 +35,26 @@ def stats_config(
     sequential: bool | float | None = None,
     cuped: bool | int | None = None,
     ratio_cuped: bool = False,
+    cuped_variance: Literal["posthog", "delta"] | None = None,
     alpha: float | None = None,
     ci_level: float | None = None,
     difference: Literal["relative", "absolute"] | None = None,
     baseline: str | None = None,
+    correction: Literal["holm", "bh", "bonferroni"] | None = None,
 ) -> dict[str, Any]:
     """PostHog's ``stats_config`` for an experiment.
 
     ``sequential``: always-valid p-values and confidence sequences (frequentist only; ``True``, or the tuning
     parameter N*, PostHog's default 5,000); ``False`` turns a project default off. ``cuped``: ``True`` (14-day
     lookback), a lookback in days (1-30), or ``False`` to turn a project default off. ``ratio_cuped``: hoglab's
-    extension, CUPED for ratio metrics too (PostHog has none). ``alpha`` (frequentist) and ``ci_level`` (Bayesian);
+    extension, CUPED for ratio metrics too (PostHog has none). ``cuped_variance="delta"``: hoglab's extension, the
+    service answers with the delta-method variance of CUPED's relative effect (calibrated; PostHog's formula is the
+    default, so answers equal PostHog's; hoglab's own views use the calibrated one either way).
+    ``alpha`` (frequentist) and ``ci_level`` (Bayesian);
     ``difference``: the effect tested, ``relative`` (PostHog's default) or ``absolute``; ``baseline``: the variant
-    every other is compared with (``control`` by default).
+    every other is compared with (``control`` by default); ``correction``: hoglab's extension
+    ``multiple_comparisons``, Holm or Benjamini–Hochberg (``"bh"``) across the primary and secondary metrics and
+    their variants, which hoglab's views read beside the raw p-values (PostHog has none).
 
     >>> stats_config("frequentist", sequential=2000, alpha=0.1)["frequentist"]
     {'sequential_testing_enabled': True, 'sequential_tuning_parameter': 2000.0, 'alpha': 0.1}
@@ -93,6 +100,13 @@ def stats_config(
         if not (config.get("cuped") or {}).get("enabled"):
             raise InvalidArgument("ratio_cuped: turn cuped on too.", argument="ratio_cuped")
         config["cuped"]["ratio"] = True
+    if cuped_variance is not None:
+        check_choice("cuped_variance", cuped_variance, "posthog delta")
+        if not (config.get("cuped") or {}).get("enabled"):
+            raise InvalidArgument("cuped_variance: turn cuped on too.", argument="cuped_variance")
+        config["cuped"]["variance"] = cuped_variance
+    if correction is not None:
+        config["multiple_comparisons"] = check_choice("correction", correction, "holm bh bonferroni")
     if baseline is not None:
         if not isinstance(baseline, str) or not baseline:
             raise InvalidArgumentType("baseline: a variant key.", argument="baseline")

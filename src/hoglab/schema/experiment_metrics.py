@@ -331,7 +331,9 @@ class ExperimentStatsConfig(RequestModel):
 
     ``frequentist``: ``alpha``, ``difference_type``, ``sequential_testing_enabled``, ``sequential_tuning_parameter``;
     ``bayesian``: ``ci_level``, ``difference_type``; ``cuped``: ``{"enabled": bool, "lookback_days": 1-30}``
-    (hoglab's extension: ``"ratio": true`` also adjusts ratio metrics). Malformed values fall back to the team's
+    (hoglab's extensions: ``"ratio": true`` also adjusts ratio metrics; ``"variance": "delta"`` answers with the
+    delta-method variance of the relative effect, calibrated, where PostHog's formula is the default). Malformed
+    values fall back to the team's
     defaults and then PostHog's, at query time, as PostHog resolves them.
     """
 

@@ -112,6 +112,13 @@ class SessionPropertyFilter(_ValueFilter):
     type: Literal["session"] = "session"
 
 
+class EventMetadataPropertyFilter(_ValueFilter):
+    """A filter on one of the event's own fields (``distinct_id``, ``event``, ``timestamp``, ...), PostHog's
+    ``event_metadata`` type: ``{"type": "event_metadata", "key": "distinct_id", "value": ["p3"]}``."""
+
+    type: Literal["event_metadata"] = "event_metadata"
+
+
 class GroupPropertyFilter(_ValueFilter):
     """A filter on a property of the event's group of one type (PostHog group analytics):
     ``{"key": "plan", "value": "pro", "type": "group", "group_type_index": 0}``."""
@@ -157,6 +164,7 @@ AnyPropertyFilter = Annotated[
     | FeaturePropertyFilter
     | PersonPropertyFilter
     | SessionPropertyFilter
+    | EventMetadataPropertyFilter
     | GroupPropertyFilter
     | ElementPropertyFilter
     | CohortPropertyFilter
@@ -174,6 +182,8 @@ class PropertyGroupFilterValue(RequestModel):
             EventPropertyFilter
             | FeaturePropertyFilter
             | PersonPropertyFilter
+            | SessionPropertyFilter
+            | EventMetadataPropertyFilter
             | GroupPropertyFilter
             | ElementPropertyFilter
             | CohortPropertyFilter

@@ -167,7 +167,7 @@ class FunnelsFilter(SettingsModel):
 
 
 class FunnelsQuery(InsightBase):
-    """How many people go through 2 to 20 steps, in order, within a window.
+    """How many people go through 1 to 20 steps, in order, within a window.
 
     >>> from hoglab.schema import EventsNode
     >>> FunnelsQuery(series=[EventsNode(event="$pageview"), EventsNode(event="signup")]).kind
@@ -175,7 +175,7 @@ class FunnelsQuery(InsightBase):
     """
 
     kind: Literal["FunnelsQuery"] = "FunnelsQuery"
-    series: list[SeriesNode] = Field(min_length=2, max_length=20)
+    series: list[SeriesNode] = Field(min_length=1, max_length=20)
     interval: Literal["hour", "day", "week", "month"] | None = "day"
     breakdownFilter: BreakdownFilter | None = None
     funnelsFilter: FunnelsFilter | None = None

@@ -52,11 +52,12 @@ from ._frequentist.proportions import (
     wilson_interval,
 )
 from ._frequentist.sequential import confidence_sequence, sequential_p_value
+from ._health import Health, HealthCheck, Severity, bias_risk, planned_shares, srm_check
 from ._meta.analysis import MetaAnalysis, WinnersCurse, meta_analysis
 from ._meta.distribution import EffectPosterior, EffectPrior
 from ._meta.planning import HistoryPlan, plan_from_history, prior_from_history
 from ._power import minimum_detectable_effect, power, running_time, sample_size
-from ._recommend import Decision, Recommendation, recommend
+from ._recommend import Decision, Recommendation, VariantTest, recommend, reconcile
 from ._srm import SRMResult, srm
 from ._statistics import Count, Proportion, Ratio, SampleMean
 from ._units.heterogeneity import HeterogeneityScan, heterogeneity_scan
@@ -89,6 +90,8 @@ __all__ = [
     "EffectPrior",
     "FunnelVariant",
     "GammaPosterior",
+    "Health",
+    "HealthCheck",
     "HeterogeneityScan",
     "HistoryPlan",
     "JointMoments",
@@ -108,6 +111,7 @@ __all__ = [
     "SRMResult",
     "SampleMean",
     "SegmentEffects",
+    "Severity",
     "SignificanceCode",
     "StatsComputationError",
     "StatsError",
@@ -117,10 +121,12 @@ __all__ = [
     "TestResult",
     "TrendVariant",
     "VariantComparison",
+    "VariantTest",
     "Verdict",
     "WarningKind",
     "WinnersCurse",
     "adjust_pvalues",
+    "bias_risk",
     "chance_to_be_best",
     "chance_to_beat",
     "chi_square_test",
@@ -142,6 +148,7 @@ __all__ = [
     "newcombe_interval",
     "novelty",
     "plan_from_history",
+    "planned_shares",
     "poisson_rate_ratio_interval",
     "poisson_rate_test",
     "posthog",
@@ -153,12 +160,14 @@ __all__ = [
     "quantile_effects",
     "ratio_cuped",
     "recommend",
+    "reconcile",
     "risk_ratio_interval",
     "running_time",
     "sample_size",
     "segments",
     "sequential_p_value",
     "srm",
+    "srm_check",
     "trend_verdict",
     "two_proportion_ztest",
     "welch_ttest",

@@ -5,11 +5,12 @@ Literal aliases, so a wrong string is a type error before it is a :class:`~._err
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from ._errors import StatsInputError
 
-__all__ = ["Alternative", "Correction", "Method", "MetricKind"]
+__all__ = ["Alternative", "Correction", "Method", "MetricKind", "few"]
 
 MetricKind = Literal["conversion", "count", "mean", "ratio"]
 Method = Literal["frequentist", "bayesian", "sequential"]
@@ -31,3 +32,13 @@ def check_alternative(alternative: str) -> Alternative:
     if alternative not in ALTERNATIVES:
         raise StatsInputError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
     return alternative
+
+
+def few(labels: Sequence[str], shown: int = 5) -> str:
+    """At most ``shown`` labels, then how many more: an error names a few, never thousands.
+
+    >>> few(["a", "b"]), few([str(i) for i in range(9)], 3)
+    ("'a', 'b'", "'0', '1', '2' and 6 more")
+    """
+    head = ", ".join(repr(str(label)) for label in labels[:shown])
+    return head if len(labels) <= shown else f"{head} and {len(labels) - shown:,} more"

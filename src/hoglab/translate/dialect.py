@@ -32,9 +32,11 @@ from sqlglot.tokens import Token, TokenType
 from .budget import checkpoint
 from .errors import HogQLError
 
-__all__ = ["HOGQL_PLACEHOLDER", "HogQLDialect", "HogQLGenerator"]
+__all__ = ["HOGQL_PLACEHOLDER", "SAMPLE_OFFSET_META", "HogQLDialect", "HogQLGenerator"]
 
 HOGQL_PLACEHOLDER = "hogql"
+SAMPLE_OFFSET_META = "hq_sample_offset"
+"""Where a ``SAMPLE k OFFSET m`` keeps its offset ``m`` (a TableSample has no argument for it)."""
 """``Placeholder.kind`` of a HogQL ``{name}`` placeholder (ClickHouse's ``{name:Type}`` is refused)."""
 
 # Special syntax that needs a parser of its own (CAST(x AS T), EXTRACT(DAY FROM x), TRIM(BOTH ..), quantile's
@@ -168,10 +170,26 @@ class HogQLParser(ClickHouseParser):  # type: ignore[misc]  # sqlglot is untyped
         if sample is not None:
             if as_modifier:
                 raise _refuse("SAMPLE must directly follow its table", token)
-            if self._curr and self._curr.token_type == TokenType.OFFSET:
-                raise _refuse("SAMPLE ... OFFSET is not supported", self._curr)
+            if self._match(TokenType.OFFSET):
+                # SAMPLE k OFFSET m: the part of the sampling key's range from m to m + k (kept for the view)
+                sample.meta[SAMPLE_OFFSET_META] = self._parse_bitwise()
             sample.update_positions(token)
         return sample
+
+    def _parse_join(
+        self,
+        skip_join_token: bool = False,
+        parse_bracket: bool = False,
+        alias_tokens: Any = None,
+    ) -> exp.Join | None:
+        # INNER ARRAY JOIN is ClickHouse's (and PostHog's) long name for ARRAY JOIN
+        curr, nxt = self._curr, self._next
+        if curr and curr.token_type == TokenType.INNER and nxt and nxt.text.upper() == "ARRAY":
+            self._advance()
+        join: exp.Join | None = super()._parse_join(
+            skip_join_token=skip_join_token, parse_bracket=parse_bracket, alias_tokens=alias_tokens
+        )
+        return join
 
 
 class HogQLGenerator(ClickHouseGenerator):  # type: ignore[misc]

@@ -162,7 +162,8 @@ def _parse(text: str) -> exp.Expr:
         trees = dialect.parser(error_level=ErrorLevel.IMMEDIATE).parse(tokens, text)
     except ParseError as e:
         raise _parse_error(e, tokens, text) from None
-    statements = [t for t in trees if t is not None]
+    # a comment after the final ';' is kept by sqlglot as an empty statement holding it
+    statements = [t for t in trees if t is not None and not isinstance(t, exp.Semicolon)]
     if len(statements) != 1:
         raise HogQLError("Only one statement is allowed")
     return statements[0]

@@ -238,6 +238,9 @@ def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str, person_id: s
     if kind == "session":  # the event's session (a query over sessions reads its own fields: compiler.py)
         prop = f"session.{escape_identifier(str(_get(flt, 'key')))}"
         return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr, timezone)
+    if kind == "event_metadata":  # a field of the events row itself (PostHog's EventMetadataPropertyFilter)
+        prop = escape_identifier(str(_get(flt, "key")))
+        return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr, timezone)
     if kind not in ("event", "feature", "person"):
         raise TranslationFailed(f"Property filters of type {kind!r} are not supported.", attr=f"{attr}.type")
     prop = property_access(str(_get(flt, "key")), "person" if kind == "person" else "event")

@@ -66,3 +66,19 @@ def test_arrow_runs_are_logged_too(hoglab_service: LocalService) -> None:
         failed[:3] == ["select throwIf(1) from events", "HogQLQuery", "ExceptionBeforeStart"] and "throwIf" in failed[4]
     )
     mine.http.close()
+
+
+def test_posthog_docs_fields(hoglab_service: LocalService) -> None:
+    """The fields PostHog's query_log docs list: a run's name (``hogql_name``), rows answered and wall time; the
+    ones hoglab does not record are a 400 saying why, never a made-up number."""
+    mine = new_service_project(hoglab_service, "query log docs fields")
+    mine.answer({"kind": "HogQLQuery", "query": "select number from numbers(7)", "name": "seven"})
+    [[name, rows, micros, millis]] = mine.rows(
+        "select hogql_name, result_rows, RealTimeMicroseconds, query_duration_ms from query_log "
+        "where query like '%numbers(7)%'"
+    )
+    assert (name, rows, micros) == ("seven", 7, millis * 1000)
+    for field in ("memory_usage", "read_rows", "read_bytes", "created_by", "cpu_microseconds"):
+        detail = mine.error(f"select {field} from query_log")["detail"]
+        assert f"Field '{field}' of PostHog's query_log is not recorded by hoglab" in detail
+    mine.http.close()

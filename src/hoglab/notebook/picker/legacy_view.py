@@ -16,11 +16,23 @@ from .view import date_text, message_html
 
 __all__ = ["results_html"]
 
-_CELL = "padding:2px 8px;text-align:right"
+_CELL = "padding:2px 8px;text-align:right;white-space:nowrap"  # a p-value (2.3e-07) stays in one piece
 
 
 def _fmt(value: float, spec: str) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
+
+
+def _count(value: float) -> str:
+    """A count as an integer with thousands separators (1,672), a fractional one (a property sum) to 4 figures.
+
+    >>> _count(1672.0), _count(12345), _count(2.5)
+    ('1,672', '12,345', '2.5')
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    number = float(value)
+    return f"{number:,.0f}" if number.is_integer() else f"{number:,.4g}"
 
 
 def _verdict_html(result: ExperimentResult, analysis: Analysis) -> str:
@@ -75,8 +87,8 @@ def results_html(result: ExperimentResult, analysis: Analysis) -> str:
         credible = f"[{_fmt(r['credible_low'], '+.1%')}, {_fmt(r['credible_high'], '+.1%')}]"
         cells = [
             html.escape(str(r["variant"])),
-            _fmt(r["units"], ",.0f"),
-            _fmt(r[counted], ",.4g"),
+            _count(r["units"]),
+            _count(r[counted]),
             _fmt(r["rate"], ".4g"),
             _fmt(r["lift"], "+.2%"),
             confidence if not math.isnan(r["lift"]) else "–",

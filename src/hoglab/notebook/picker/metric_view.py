@@ -28,11 +28,11 @@ import pandas as pd
 
 from ...client._metric_results import MetricAnswer, MetricExperimentResult, metric_frame
 from ...schema import HOLDOUT_VARIANT_PREFIX
-from ...stats import SRMResult, StatsError, srm
+from ...stats import SRMResult, StatsError, planned_shares, srm
 
 __all__ = ["exposure_srm", "metric_results_html", "metric_settings", "metric_summary", "metrics_line"]
 
-_CELL = "padding:2px 8px;text-align:right"
+_CELL = "padding:2px 8px;text-align:right;white-space:nowrap"  # a p-value (2.3e-07) stays in one piece
 _ORDERS = {"ordered": "steps in order", "strict": "steps in strict order", "unordered": "steps in any order"}
 
 
@@ -137,19 +137,29 @@ def metrics_line(experiment: Mapping[str, Any]) -> str:
 
 
 def exposure_srm(result: MetricExperimentResult, rollout: Mapping[str, float] | None) -> SRMResult | None:
-    """The SRM check of the exposures against the flag's planned split; ``None`` under two exposed variants.
+    """The SRM check of the exposures of every arm, the holdout's included, against the planned split; ``None``
+    under two exposed arms.
 
-    The split is equal shares when the flag names other variants. Persons seen with several variants (PostHog's
-    ``$multiple`` series) belong to no variant and stay out of the check.
+    The flag's split is equal shares when the flag names other variants; a holdout of share h takes h of all
+    exposed units and leaves the variants (1 − h) of theirs (a holdout whose share is not known, one restricted by
+    properties, stays out). Persons seen with several variants (PostHog's ``$multiple`` series) belong to no arm
+    and stay out of the check.
     """
-    # A holdout's row (holdout-<id>) is no variant of the flag's split either.
-    totals = {key: n for key, n in result.total_exposures.items()
-              if key != "$multiple" and not key.startswith(HOLDOUT_VARIANT_PREFIX)}  # fmt: skip
+    from ...client._health import holdout_share
+
+    key, share = result.holdout_key, holdout_share(result.holdout)
+    holdout = (key, share) if key is not None and share is not None and share > 0 else None
+    totals = {k: n for k, n in result.total_exposures.items() if k != "$multiple"
+              and (not k.startswith(HOLDOUT_VARIANT_PREFIX) or (holdout is not None and k == holdout[0]))}  # fmt: skip
+    variants = {k: n for k, n in totals.items() if holdout is None or k != holdout[0]}
     if len(totals) < 2 or sum(totals.values()) <= 0:
         return None
-    planned = dict(rollout) if rollout and set(rollout) == set(totals) and sum(rollout.values()) > 0 else None
+    planned = dict(rollout) if rollout and set(rollout) == set(variants) and sum(rollout.values()) > 0 else \
+        dict.fromkeys(variants, 1.0)  # fmt: skip
+    if holdout is not None:
+        totals.setdefault(holdout[0], 0.0)
     try:
-        return srm(totals, planned)
+        return srm(totals, planned_shares(planned, holdout))
     except StatsError:
         return None
 
@@ -181,10 +191,13 @@ def _table(result: MetricExperimentResult, rows: pd.DataFrame, *, breakdown: boo
         else "credible interval"  # fmt: skip
     decided = ("always-valid p-value" if result.sequential else "p-value") if frequentist else "chance to win"
     cuped = bool(rows["cuped"].fillna(False).any())
+    differs = cuped and bool(((rows["posthog_interval_low"] - rows["interval_low"]).abs() > 0).any())
     names = (["value"] if breakdown else []) + ["variant", "samples", "sum", "mean", "lift", interval, decided,
                                                  "significant"]  # fmt: skip
     if cuped:
         names += ["CUPED lift", "interval without CUPED", "θ", "variance cut"]
+    if differs:
+        names += ["PostHog's formula"]
     head = "<tr>" + "".join(f"<th>{esc(n)}</th>" for n in names) + "</tr>"
     body = []
     for r in rows.to_dict("records"):
@@ -200,6 +213,10 @@ def _table(result: MetricExperimentResult, rows: pd.DataFrame, *, breakdown: boo
             cells += [_fmt(r["lift_cuped"], "+.2%"),
                       "–" if baseline else _interval(r["raw_interval_low"], r["raw_interval_high"]),
                       _fmt(r["theta"], ".3g"), _fmt(r["variance_reduction"], ".0%")]  # fmt: skip
+        if differs:
+            theirs = r["posthog_p_value"] if frequentist else r["posthog_chance_to_win"]
+            cells.append("–" if baseline else f"{_interval(r['posthog_interval_low'], r['posthog_interval_high'])} "
+                         f"{_fmt(theirs, '.3g' if frequentist else '.1%')}")  # fmt: skip
         body.append("<tr>" + "".join(f'<td style="{_CELL}">{c}</td>' for c in cells) + "</tr>")
     return f"<table>{head}{''.join(body)}</table>" if body else ""
 
@@ -226,8 +243,10 @@ def metric_results_html(result: MetricExperimentResult, check: SRMResult | None)
     """The statistics settings, the SRM check of the exposures, then each metric: settings, verdict, its table
     and its breakdown table."""
     esc = html.escape
-    lines = [f'<p style="margin:4px 0"><b>Method:</b> {esc(result.settings_line)} (PostHog\'s current engine)</p>',
-             _srm_html(check, result.exposures_error)]  # fmt: skip
+    lines = [f'<p style="margin:4px 0"><b>Method:</b> {esc(result.settings_line)} (PostHog\'s current engine; '
+             "hoglab's verdict: the delta-method variance under CUPED)</p>",
+             *([] if check is not None else [_srm_html(check, result.exposures_error)]),  # else a health check
+             result.health._repr_html_()]  # fmt: skip
     for answer in result.metrics:
         lines += _metric_html(result, answer)
     if result.holdout_metrics:

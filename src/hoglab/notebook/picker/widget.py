@@ -309,7 +309,7 @@ class ExperimentPicker:
         elif isinstance(self.result, MetricExperimentResult):
             self.results.value = metric_results_html(self.result, self.srm)
         elif self.result is not None and self._analysis is not None:
-            self.results.value = results_html(self.result, self._analysis)
+            self.results.value = results_html(self.result, self._analysis) + self.result.health._repr_html_()
         else:
             self.results.value = ""
         if self.error is None and self.recommendation is not None:

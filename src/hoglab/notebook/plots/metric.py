@@ -35,7 +35,7 @@ from .common import (
     variant_colours,
 )
 
-__all__ = ["draw_metric_figure", "plot_exposures", "plot_metric_effects"]
+__all__ = ["draw_metric_figure", "plot_exposures", "plot_metric_effects", "plot_metric_over_time"]
 
 
 def _result(data: Any) -> MetricExperimentResult:
@@ -53,9 +53,10 @@ def plot_metric_effects(
 ) -> Axes:
     """A forest plot of each metric's effect: one line per (metric, breakdown value, variant).
 
-    The point is at the effect and the bar across the interval the server gave (PostHog's relative effect: a
-    confidence interval, a confidence sequence with sequential testing, or a credible interval when Bayesian).
-    With CUPED the point is the adjusted effect and a thin grey bar behind shows the interval without CUPED.
+    The point is at the effect and the bar across hoglab's interval of PostHog's relative effect (a confidence
+    interval, a confidence sequence with sequential testing, or a credible interval when Bayesian; under CUPED with
+    the calibrated delta-method variance). With CUPED the point is the adjusted effect and a thin grey bar behind
+    shows the interval without CUPED.
 
     Blue: significant and better for the metric's goal; vermillion: significant and worse; grey: not
     significant. Secondary metrics are marked "(secondary)", breakdown values follow their metric.
@@ -135,3 +136,33 @@ def draw_metric_figure(result: MetricExperimentResult, check: SRMResult | None) 
     else:
         axes["srm"].set_axis_off()
     return keep_inside(figure)
+
+
+def plot_metric_over_time(
+    daily: Any, *, ax: Axes | None = None, title: str | None = None, figsize: tuple[float, float] | None = None
+) -> Axes:
+    """Each variant's cumulative effect day by day with its always-valid band: the frame of
+    :func:`hoglab.notebook.report.metric.metric_over_time` (``date, variant, effect, low, high``), from the
+    service's ``timeseries_results``.
+
+    >>> import pandas as pd
+    >>> daily = pd.DataFrame({"date": pd.to_datetime(["2025-06-01", "2025-06-02"]), "variant": ["test"] * 2,
+    ...                       "effect": [0.1, 0.05], "low": [-0.2, -0.05], "high": [0.4, 0.15]})
+    >>> plot_metric_over_time(daily).get_lines()[0].get_ydata().tolist()
+    [0.1, 0.05]
+    """
+    ax = new_axes(ax, figsize or (8.0, 3.2))
+    variants = list(dict.fromkeys(daily["variant"].tolist()))
+    colours = variant_colours(["control", *variants], "control")
+    for variant in variants:
+        rows = daily[daily["variant"] == variant].sort_values("date")
+        ax.plot(rows["date"], rows["effect"], marker="o", markersize=3, color=colours[variant], label=variant)
+        ax.fill_between(rows["date"], rows["low"], rows["high"], color=colours[variant], alpha=0.18, linewidth=0)
+    ax.axhline(0, color=CONTROL_COLOUR, linewidth=1, linestyle="--")
+    percent_axis(ax, axis="y")
+    ax.set_ylabel("effect against the baseline")
+    ax.set_title("Effect over time, with always-valid bounds" if title is None else title)
+    if variants:
+        ax.legend(frameon=False, loc="upper left")
+    ax.tick_params(axis="x", labelrotation=30)
+    return ax

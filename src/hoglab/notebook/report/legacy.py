@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ...client._health import legacy_health
 from ...client._legacy_results import explain_no_results
 from ...client._verdict import DEFAULT_MDE, legacy_recommendation
 from ...errors import APIError, HoglabError
@@ -26,6 +27,7 @@ from ..analysis import Analysis, analyse
 from .report import ExperimentReport, MetricOutcome, Planning
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from ...client import Client
@@ -71,7 +73,9 @@ def legacy_report(
     )
     over_time, note = _over_time(client, experiment, primary)
     body = experiment.model_dump(mode="json", by_alias=True)
-    recommendation = None
+    recommendation = health = None
+    if primary.result is not None:
+        health = legacy_health(replace(primary.result, experiment=body))
     if primary.result is not None and primary.analysis is not None:
         recommendation = legacy_recommendation(replace(primary.result, experiment=body))
     report = ExperimentReport(
@@ -82,6 +86,7 @@ def legacy_report(
         over_time=over_time,
         over_time_note=note,
         recommendation=recommendation,
+        health=health,
     )
     if figures:
         report = replace(report, figures=draw_figures(report))
@@ -230,6 +235,17 @@ def _control_first(values: pd.Series) -> pd.Series:
     return values.astype(str) != "control"
 
 
+def _said(ax: Axes, report: ExperimentReport) -> None:
+    """The title's first line says the report's recommendation, in place of PostHog's significance code, so a
+    chart never reads "significant" above a "KEEP RUNNING"."""
+    recommendation = report.recommendation
+    if recommendation is None:
+        return
+    lines = ax.get_title().split("\n")
+    name = lines[0].split(":")[0] if len(lines) > 1 else f"Experiment {report.experiment.id}"
+    ax.set_title("\n".join([f"{name}: {recommendation.headline}", *lines[1:]]))
+
+
 def draw_figures(report: ExperimentReport) -> dict[str, Figure]:
     """The report's figures by name (only those its data allows), in reading order."""
     from ...frames import funnel_frame, trends_frame
@@ -246,7 +262,7 @@ def draw_figures(report: ExperimentReport) -> dict[str, Figure]:
     result, analysis = primary.result, primary.analysis
 
     figures["effect"] = figure = _figure(7.5, 2.2 + 0.45 * len(analysis.table))
-    plot_experiment(result, ax=figure.add_subplot())
+    _said(plot_experiment(result, ax=figure.add_subplot()), report)
 
     if report.over_time is not None:
         figures["over_time"] = figure = _figure(9, 3.8)
@@ -264,7 +280,7 @@ def draw_figures(report: ExperimentReport) -> dict[str, Figure]:
             plot_trends(trends_frame({"results": insight}), ax=figure.add_subplot(), title="Metric by variant")
 
     figures["posteriors"] = figure = _figure(7.5, 3.4)
-    plot_experiment(result, ax=figure.add_subplot(), kind="posteriors")
+    _said(plot_experiment(result, ax=figure.add_subplot(), kind="posteriors"), report)
 
     if analysis.srm is not None:
         figures["srm"] = figure = _figure(5.5, 3.2)

@@ -123,6 +123,8 @@ def summary_text(report: ExperimentReport) -> str:
     srm = primary.analysis.srm
     if srm is not None:
         lines.append(srm.summary("line"))
+    if report.health is not None:
+        lines.append(report.health.summary())
     if report.planning is not None:
         lines.append(_planning_text(report.planning))
     lines += _recommendation_lines(report)
@@ -196,6 +198,8 @@ def report_html(report: ExperimentReport, *, page: bool = True, pngs: Mapping[st
         parts.append(f"<p>{html.escape(_planning_text(report.planning))}</p>")
     if report.recommendation is not None:
         parts.append(report.recommendation._repr_html_())
+    if report.health is not None:
+        parts.append(report.health._repr_html_())
     if report.over_time_note:
         parts.append(message_html(report.over_time_note))
     parts += [_figure_html(name, png) for name, png in pngs.items()]

@@ -27,7 +27,7 @@ from ...client._legacy_results import ExperimentResult
 from ...client._metric_queries import is_metric_experiment
 from ...client._metric_results import MetricExperimentResult
 from ...schema import Experiment
-from ...stats import Recommendation, SRMResult
+from ...stats import Health, Recommendation, SRMResult
 from ..analysis import Analysis, variant_rollout
 
 if TYPE_CHECKING:
@@ -86,6 +86,8 @@ class ExperimentReport:
     recommendation: Recommendation | None = None
     """One reconciled verdict (ship, keep running, stop, investigate) from the results, the always-valid bound,
     power for the planned MDE and SRM (:func:`hoglab.stats.recommend`)."""
+    health: Health | None = None
+    """The experiment's health checks (SRM over every arm, ``bias_risk``, the flag, exposures, metrics)."""
 
     @property
     def verdict(self) -> str | None:

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from hoglab.translate.values import call, value_to_node
 
-__all__ = ["QUERY_LOG_FIELDS", "query_log_view"]
+__all__ = ["QUERY_LOG_FIELDS", "QUERY_LOG_UNRECORDED", "query_log_view"]
 
 # name -> ClickHouse type of the stored value (timestamps are converted to the project's zone in the view)
 _STORED: dict[str, str] = {
@@ -31,9 +31,28 @@ _STORED: dict[str, str] = {
     "status": "String",
     "exception_message": "String",
     "result_bytes": "Int64",
+    "result_rows": "Int64",
 }
-QUERY_LOG_FIELDS: tuple[str, ...] = (*_STORED, "event_time", "event_date", "endpoint", "is_personal_api_key_request")
+QUERY_LOG_FIELDS: tuple[str, ...] = (
+    *_STORED, "hogql_name", "RealTimeMicroseconds", "event_time", "event_date", "endpoint",
+    "is_personal_api_key_request",
+)  # fmt: skip
 """Fields of ``query_log`` (PostHog's names where it has them)."""
+
+_ENGINE = "hoglab's engine (chDB) does not report it per query"
+QUERY_LOG_UNRECORDED: dict[str, str] = {
+    "created_by": "hoglab logs runs per project, not per user",
+    "read_rows": _ENGINE,
+    "read_bytes": _ENGINE,
+    "memory_usage": _ENGINE,
+    "cpu_microseconds": _ENGINE,
+    **{f"S3{name}": "hoglab reads no S3" for name in ("ListObjects", "HeadObject", "GetObjectAttributes",
+                                                      "GetObjectMetadata", "GetObject", "ReadMicroseconds",
+                                                      "ReadRequestsCount", "ReadRequestsErrorsTotal",
+                                                      "ReadRequestsErrors", "ReadRequestsThrottling",
+                                                      "ReadRequestsRedirects")},
+}  # fmt: skip
+"""Fields of PostHog's ``query_log`` that hoglab does not record: a 400 saying why, not "unknown field"."""
 
 
 def _value(name: str, value: Any) -> exp.Expr:
@@ -62,6 +81,12 @@ def query_log_view(rows: Sequence[Mapping[str, Any]], timezone: str) -> exp.Sele
     start = field(list(_STORED).index("query_start_time"))
     finish = call("addMilliseconds", start, field(list(_STORED).index("query_duration_ms")))
     items += [
+        exp.alias_(field(list(_STORED).index("name")), "hogql_name", quoted=True),
+        exp.alias_(
+            call("multiply", field(list(_STORED).index("query_duration_ms")), exp.Literal.number(1000)),
+            "RealTimeMicroseconds",
+            quoted=True,
+        ),
         exp.alias_(call("toTimeZone", finish, exp.Literal.string(timezone)), "event_time", quoted=True),
         exp.alias_(call("toDate", call("toTimeZone", finish, exp.Literal.string(timezone))), "event_date", quoted=True),
         exp.alias_(exp.Literal.string("/api/projects/query"), "endpoint", quoted=True),

@@ -178,9 +178,12 @@ class Resolver:
         for column in [n for n in nodes if isinstance(n, exp.Column)]:
             if column.parent is not None:
                 self._resolve_column(column, scope)
-        # Innermost first, so properties['a']['b'] folds into one access.
-        for bracket in reversed([n for n in scope_nodes(scope) if isinstance(n, exp.Bracket)]):
-            self._resolve_bracket(bracket)
+        # Innermost first, so properties['a']['b'] (and properties.a[1].b) folds into one access.
+        for access in reversed([n for n in scope_nodes(scope) if isinstance(n, (exp.Bracket, exp.Dot))]):
+            if isinstance(access, exp.Bracket):
+                self._resolve_bracket(access)
+            else:
+                self._resolve_dot(access)
         type_comparisons([n for n in scope_nodes(scope) if isinstance(n, TYPED_NODES)])
         type_numeric_contexts(list(scope_nodes(scope)), self.numeric_properties)
         apply_null_rules(list(scope_nodes(scope)))
@@ -210,23 +213,31 @@ class Resolver:
         top = chain_top(column)
         parts = top.parts
         indexes: list[exp.Expr] = []
-        while parts and isinstance(parts[-1], exp.Literal) and parts[-1].is_int:
-            indexes.insert(0, parts[-1])  # a tuple element: person_display_name.1
-            parts = parts[:-1]
-        if parts and any(isinstance(p, exp.Literal) for p in parts) and "properties" in [
-            p.name.lower() for p in parts if isinstance(p, exp.Identifier)
-        ]:
-            raise _err("A number after a dot in a property path (properties.a.1) is not supported by hoglab: "
-                       "write properties.a[1]", column)  # fmt: skip
-        if not parts or not all(isinstance(p, exp.Identifier) for p in parts):
-            return  # another element access: ClickHouse's business
-        names = [p.name for p in parts]
+        names: list[str] = []
+        in_properties = False
+        for part in parts:
+            if isinstance(part, exp.Identifier):
+                in_properties = in_properties or part.name.lower() == "properties"
+                names.append(part.name)
+            elif in_properties and isinstance(part, exp.Literal) and part.is_int:
+                # properties.a.1: the first element of a JSON array (or member of an object), as PostHog's
+                # JSONExtract(properties, 'a', 1); 1-based, so 0 is refused as PostHog refuses it
+                if int(part.this) == 0:
+                    raise _err("SQL indexes start from one, not from zero. E.g: array.1", column)
+                names.append(JsonIndex(part.this))
+            else:
+                break
+        else:
+            parts = []
+        for part in parts[len(names):]:
+            if not (isinstance(part, exp.Literal) and part.is_int):
+                return  # another element access: ClickHouse's business
+            indexes.append(part)  # a tuple element: person_display_name.1
+        if not names:
+            return
         if scope.is_lambda_param(column, names[0]):
             return
         replacement = self._resolve_names(names, column, scope)
-        if replacement is not None and indexes and (replacement.meta.get(PROP_META) or replacement.meta.get(JSON_META)):
-            raise _err("A number after a dot in a property path (properties.a.1) is not supported by hoglab: "
-                       "write properties.a[1]", column)  # fmt: skip
         for index in indexes if replacement is not None else ():
             replacement = exp.Anonymous(this="tupleElement", expressions=[replacement, exp.Literal.number(index.this)])
         if replacement is not None:
@@ -246,6 +257,9 @@ class Resolver:
             if len(candidates) > 1:
                 raise _err(f"Ambiguous name '{first}': qualify it with one of {scope.aliases_of(candidates)}", node)
             if not candidates:
+                for known in (s.schema for s in scope.sources if s.schema is not None and first in s.schema.unserved):
+                    raise _err(f"Field '{first}' of PostHog's {known.name} is not recorded by hoglab: "
+                               f"{known.unserved[first]}", node)  # fmt: skip
                 if len(names) > 1 and not scope.is_alias(first, node):
                     raise _unknown(f"Unknown table or field '{first}'", first, node, scope.known_names(tables=True))
                 # Only refuse what no source can have: a subquery with unnamed columns might still have it.
@@ -282,6 +296,9 @@ class Resolver:
             target = self._lazy_source(source, name, scope)
             return self._resolve_in_source(target, rest[1:], node, scope)
         fld = schema.field(name)
+        if fld is None and name in schema.unserved:
+            raise _err(f"Field '{name}' of PostHog's {schema.name} is not recorded by hoglab: "
+                       f"{schema.unserved[name]}", node)  # fmt: skip
         if fld is None:
             known = [f.name for f in schema.fields] + list(schema.joins)
             raise _unknown(f"Field '{name}' not found on table '{schema.name}'", name, node, known)
@@ -296,7 +313,7 @@ class Resolver:
         ref = exp.column(exp.to_identifier(name, quoted=True), table=source.alias_identifier())
         if fld.kind == "json":
             mark_json(ref, name, schema.name)
-            if name == "properties" and len(rest) > 1:
+            if name == "properties" and len(rest) > 1 and not isinstance(rest[1], JsonIndex):
                 self._read_property(schema.name, rest[1], node)
             if schema.name == "events" and name == "properties":
                 ref.meta[EVENT_PROPERTIES_META] = self.database  # keys may be materialized columns (props.py)
@@ -354,6 +371,18 @@ class Resolver:
             scope.lazy.append(target)
         return source.lazy[name]
 
+    def _resolve_dot(self, dot: exp.Dot) -> None:
+        # properties.a[1].b: a key (or .1, a position) after an element of a property, as PostHog reads it
+        base, key = dot.this, dot.expression
+        if not (base.meta.get(JSON_META) or base.meta.get(PROP_META)):
+            return
+        if isinstance(key, exp.Literal) and key.is_int:
+            if int(key.this) == 0:
+                raise _err("SQL indexes start from one, not from zero. E.g: array.1", dot)
+            dot.replace(json_access(base, [exp.Literal.number(int(key.this))], self.catalog, self.team_id))
+        elif isinstance(key, exp.Identifier):
+            dot.replace(json_access(base, [exp.Literal.string(key.name)], self.catalog, self.team_id))
+
     def _resolve_bracket(self, bracket: exp.Bracket) -> None:
         base = bracket.this
         keys = bracket.expressions
@@ -403,6 +432,7 @@ class Resolver:
             person_overrides=self.person_overrides,
             needs_person_id=source.needs_person_id,
             sample=source.sample,
+            sample_offset=source.sample_offset,
             group_index=source.group_index,
         )
         return build_view(source.schema.name, opts, self.catalog)
@@ -425,5 +455,9 @@ def _written_index(bracket: exp.Bracket, key: exp.Expr) -> int | None:
     return stored + int(HogQLDialect.INDEX_OFFSET) - int(bracket.args.get("offset") or 0)
 
 
+class JsonIndex(str):
+    """A number after a dot in a property path (``properties.a.1``): a position, not a key named "1"."""
+
+
 def _keys(names: list[str]) -> list[exp.Expr]:
-    return [exp.Literal.string(n) for n in names]
+    return [exp.Literal.number(int(n)) if isinstance(n, JsonIndex) else exp.Literal.string(n) for n in names]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from sqlglot import exp
 
-from hoglab.translate.dialect import HogQLDialect
+from hoglab.translate.dialect import SAMPLE_OFFSET_META, HogQLDialect
 from hoglab.translate.errors import HogQLError, node_span
 
 from .props import JSON_META, NAME_META, PROP_META, mark_json
@@ -63,6 +63,7 @@ class Source:
     join_on: tuple[str, Source, str] | None = None
     needs_person_id: bool = False
     sample: float | None = None
+    sample_offset: float = 0.0
     group_index: int | None = None
 
     def alias_identifier(self) -> exp.Identifier | None:
@@ -267,11 +268,23 @@ def _numbers(node: exp.Table, func: exp.Anonymous) -> None:
     count.replace(bounded)
 
 
-def _sample_fraction(sample: exp.Expr) -> float:
+def _sample_fraction(sample: exp.Expr) -> tuple[float, float]:
+    """``SAMPLE k [OFFSET m]``'s ``(k, m)``, each a constant fraction."""
     size = sample.args.get("size")
     extra = [k for k, v in sample.args.items() if v is not None and k not in ("size", "method")]
     if size is None or extra:
         raise _err("Only SAMPLE <fraction> is supported, e.g. SAMPLE 0.1 or SAMPLE 1/10", sample)
+    value = _fraction(size, sample, "SAMPLE")
+    if not 0 < value <= 1:
+        raise _err("SAMPLE <rows> is not supported: give a fraction between 0 and 1", sample)
+    offset = sample.meta.get(SAMPLE_OFFSET_META)
+    start = 0.0 if offset is None else _fraction(offset, sample, "SAMPLE ... OFFSET")
+    if not 0 <= start <= 1:
+        raise _err("SAMPLE ... OFFSET needs a fraction from 0 to 1, e.g. SAMPLE 1/10 OFFSET 1/2", sample)
+    return value, start
+
+
+def _fraction(size: exp.Expr, sample: exp.Expr, what: str) -> float:
     try:
         if isinstance(size, exp.Div) and all(isinstance(p, exp.Literal) for p in (size.this, size.expression)):
             value = float(size.this.this) / float(size.expression.this)
@@ -280,9 +293,7 @@ def _sample_fraction(sample: exp.Expr) -> float:
         else:
             raise ValueError
     except (ValueError, ZeroDivisionError):
-        raise _err("SAMPLE needs a constant fraction, e.g. SAMPLE 0.1", sample) from None
-    if not 0 < value <= 1:
-        raise _err("SAMPLE <rows> is not supported: give a fraction between 0 and 1", sample)
+        raise _err(f"{what} needs a constant fraction, e.g. {what} 0.1", sample) from None
     return value
 
 
@@ -322,7 +333,7 @@ def _source_for(node: exp.Expr, env: Env, resolver: Resolver) -> Source:
     if sample is not None:
         if name != "events":
             raise _err("SAMPLE applies to the events table only", sample)
-        source.sample = _sample_fraction(sample)
+        source.sample, source.sample_offset = _sample_fraction(sample)
         node.set("sample", None)
     return source
 

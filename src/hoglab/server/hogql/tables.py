@@ -22,7 +22,7 @@ from sqlglot import exp
 from hoglab.translate.values import call
 
 from .catalog import NO_MATERIALIZED, Catalog
-from .query_log import QUERY_LOG_FIELDS
+from .query_log import QUERY_LOG_FIELDS, QUERY_LOG_UNRECORDED
 from .sessions import OTHER_NAMES, SESSION_FIELDS, session_view_items
 
 __all__ = [
@@ -108,6 +108,7 @@ class TableSchema:
     fields: tuple[Field, ...]
     star: tuple[str, ...]
     joins: dict[str, LazyJoin] = field(default_factory=dict)
+    unserved: dict[str, str] = field(default_factory=dict)  # PostHog's fields hoglab has not: name -> why
 
     def field(self, name: str) -> Field | None:
         return next((f for f in self.fields if f.name == name), None)
@@ -181,6 +182,7 @@ TABLES: dict[str, TableSchema] = {
             for name in QUERY_LOG_FIELDS
         ),
         star=QUERY_LOG_FIELDS,
+        unserved=QUERY_LOG_UNRECORDED,
     ),
     "sessions": TableSchema(
         name="sessions",
@@ -245,6 +247,7 @@ class ViewOptions:
     needs_person_id: bool = False
     # Only the events view: keep a deterministic fraction of distinct ids (SAMPLE k).
     sample: float | None = None
+    sample_offset: float = 0.0
     # Only the groups view: the groups of this type (a ``group_N`` join of events).
     group_index: int | None = None
 
@@ -335,14 +338,17 @@ def _events_view(opts: ViewOptions, materialized: tuple[str, ...]) -> exp.Select
             join_type="LEFT",
             copy=False,
         )
-    if opts.sample is not None and opts.sample < 1:
+    if opts.sample is not None and (opts.sample < 1 or opts.sample_offset > 0):
         buckets = 1_000_000
-        cut = max(1, round(opts.sample * buckets))
-        # PostHog samples by cityHash64(distinct_id); the events table here has no SAMPLE BY, so filter instead.
-        select.where(
-            call("less", call("modulo", call("cityHash64", _col(raw, "distinct_id")), _lit(buckets)), _lit(cut)),
-            copy=False,
-        )
+        low = round(opts.sample_offset * buckets)
+        high = min(buckets, low + max(1, round(opts.sample * buckets)))  # OFFSET 1 samples nothing
+        # PostHog samples by cityHash64(distinct_id); the events table here has no SAMPLE BY, so filter instead
+        # (SAMPLE k OFFSET m: the hashes from m to m + k of the range, as ClickHouse's, clipped at its end).
+        bucket = call("modulo", call("cityHash64", _col(raw, "distinct_id")), _lit(buckets))
+        condition = call("less", bucket, _lit(high))
+        if low > 0:
+            condition = exp.And(this=call("greaterOrEquals", bucket.copy(), _lit(low)), expression=condition)
+        select.where(condition, copy=False)
     return select
 
 

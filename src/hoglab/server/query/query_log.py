@@ -21,7 +21,9 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -30,12 +32,41 @@ from pydantic import BaseModel
 
 from hoglab.translate.errors import TranslationFailed
 
-__all__ = ["KEEP", "MAX_TEXT", "QUERY_LOG", "QueryLogBook", "is_refusal", "log_run", "logged"]
+__all__ = ["KEEP", "MAX_TEXT", "QUERY_LOG", "QueryLogBook", "Reads", "is_refusal", "log_run", "logged", "measured",
+           "note_reads"]
 
 KEEP = 100
 """Records kept per project."""
 MAX_TEXT = 1000
 """Characters kept of a query's text and of an error message (the records are compiled into the statement)."""
+
+
+@dataclass
+class Reads:
+    """What the statements of one run answered: their rows (chDB reports no rows or bytes read per query)."""
+
+    result_rows: int = 0
+
+
+_READS: ContextVar[Reads | None] = ContextVar("hoglab_query_reads", default=None)
+
+
+@contextmanager
+def measured() -> Iterator[Reads]:
+    """Count what the statements run inside (in this thread) answer: :func:`note_reads` adds to it."""
+    reads = Reads()
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
+
+
+def note_reads(result_rows: int) -> None:
+    """Add one statement's rows to the run being measured, if any."""
+    reads = _READS.get()
+    if reads is not None:
+        reads.result_rows += result_rows
 
 
 class QueryLogBook:
@@ -59,8 +90,10 @@ class QueryLogBook:
         status: str,
         exception: str | None,
         result_bytes: int,
+        reads: Reads | None = None,
     ) -> None:
         """Keep one finished run (``status`` is ClickHouse's word: ``QueryFinish`` or ``ExceptionWhileProcessing``)."""
+        reads = reads or Reads()
         row = {
             "query_id": query_id,
             "kind": kind,
@@ -71,6 +104,7 @@ class QueryLogBook:
             "status": status,
             "exception_message": (exception or "")[:MAX_TEXT],
             "result_bytes": int(result_bytes),
+            "result_rows": reads.result_rows,
         }
         with self._lock:
             self._runs.setdefault(team_id, deque(maxlen=self.keep)).append(row)
@@ -109,11 +143,12 @@ def log_run(
     error: str | None = None,
     before_start: bool = False,
     result_bytes: int = 0,
+    reads: Reads | None = None,
     book: QueryLogBook = QUERY_LOG,
 ) -> None:
     """Record one run of a prepared query (``query/request.py``), started at ``started`` (epoch seconds) and
     ``clock`` (``perf_counter``), that failed with ``error`` (``before_start``: refused before the engine ran
-    anything, ClickHouse's ``ExceptionBeforeStart``) or answered ``result_bytes``."""
+    anything, ClickHouse's ``ExceptionBeforeStart``) or answered ``result_bytes``, its statements' rows in ``reads``."""
     status = "QueryFinish"
     if error is not None:
         status = "ExceptionBeforeStart" if before_start else "ExceptionWhileProcessing"
@@ -128,6 +163,7 @@ def log_run(
         status=status,
         exception=error,
         result_bytes=result_bytes,
+        reads=reads,
     )
 
 
@@ -154,13 +190,15 @@ def logged(team_id: int, query: BaseModel, run: Callable[[], T], *, query_id: st
     """
     started, clock = time.time(), time.perf_counter()
     record = _Run(query_id, str(getattr(query, "kind", type(query).__name__)), query)
-    try:
-        answer = run()
-    except Exception as exc:
-        from .failures import api_error  # the error the caller gets; failures imports this module's neighbours
+    with measured() as reads:
+        try:
+            answer = run()
+        except Exception as exc:
+            from .failures import api_error  # the error the caller gets; failures imports this module's neighbours
 
-        log_run(team_id, record, started, clock, error=api_error(exc).detail, before_start=is_refusal(exc), book=book)
-        raise
+            log_run(team_id, record, started, clock, error=api_error(exc).detail, before_start=is_refusal(exc),
+                    reads=reads, book=book)  # fmt: skip
+            raise
     size = len(orjson.dumps(answer, default=str, option=orjson.OPT_NON_STR_KEYS))
-    log_run(team_id, record, started, clock, result_bytes=size, book=book)
+    log_run(team_id, record, started, clock, result_bytes=size, reads=reads, book=book)
     return answer

@@ -27,6 +27,7 @@ from .bounds import check_compile_budget
 from .cache import cache_key
 from .catalog import ENGINE_CATALOG
 from .runners import RESOLVERS, RUNNERS, load_runners
+from .served import check_served
 
 if TYPE_CHECKING:
     from ..store import ActionRepository, ProjectRecord, Store
@@ -119,6 +120,7 @@ def prepare(data: dict[str, Any], *, team_id: int, timezone: str, path_kind: str
     except RecursionError:
         raise ValidationFailed("Input is nested too deeply.") from None
     model: BaseModel = request.query
+    check_served(model)  # a field hoglab accepts but does not compute with is a 400 naming it
     if request.variables_override:
         raise ValidationFailed(
             "Insight variables are not supported by hoglab: bind values with `values`.", attr="variables_override"

@@ -35,7 +35,7 @@ from .cache import LAZY_TARGET_AGE, TARGET_AGE, QueryCache, data_version
 from .failures import AnswerTooLarge, api_error, is_result_bytes_overflow
 from .fairness import FairGate
 from .jobs import QueryJobs
-from .query_log import is_refusal, log_run
+from .query_log import Reads, is_refusal, log_run, measured
 from .request import ASYNC_MODES, Prepared, prepare, project_catalog, resolve
 from .runners import RUNNERS, RunContext, has_person_overrides
 
@@ -187,19 +187,21 @@ class QueryService:
             project.id, version, lambda: has_person_overrides(self.engine, project.id)
         )
         started, clock = time.time(), time.perf_counter()
+        reads = Reads()
         try:
-            members = compute(
-                prepared,
-                project=project,
-                engine=self.engine,
-                limits=self.limits,
-                tag=tag,
-                now=now,
-                person_overrides=overrides,
-                cancelled=cancelled,
-                gate=self.gate,
-                compile_budget=self.compile_budget,
-            )
+            with measured() as reads:
+                members = compute(
+                    prepared,
+                    project=project,
+                    engine=self.engine,
+                    limits=self.limits,
+                    tag=tag,
+                    now=now,
+                    person_overrides=overrides,
+                    cancelled=cancelled,
+                    gate=self.gate,
+                    compile_budget=self.compile_budget,
+                )
             self._check_size(members)
         except Exception as exc:
             failure: BaseException = exc
@@ -208,12 +210,12 @@ class QueryService:
                 if is_result_bytes_overflow(exc):
                     failure = AnswerTooLarge(self.limits.get("max_result_bytes"))
             log_run(project.id, prepared, started, clock, error=api_error(failure).detail,
-                    before_start=is_refusal(failure))  # fmt: skip
+                    before_start=is_refusal(failure), reads=reads)  # fmt: skip
             if failure is not exc:
                 raise failure from None
             del failure  # no cycle through this frame: what the error references goes with it
             raise
-        log_run(project.id, prepared, started, clock, result_bytes=len(members))
+        log_run(project.id, prepared, started, clock, result_bytes=len(members), reads=reads)
         return members
 
     def bulk_limits(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from .._errors import StatsInputError
-from .._options import METRIC_KINDS, MetricKind
+from .._options import METRIC_KINDS, MetricKind, few
 from .._statistics import Count, Proportion, Ratio, SampleMean
 
 __all__ = ["Statistic", "kind_of", "metric_groups"]
@@ -86,7 +86,12 @@ def _arms_from_frame(frame: pd.DataFrame) -> dict[str, Any]:
         keys = [str(k) for k in frame.index]
         rows = frame
     if len(set(keys)) != len(keys):
-        raise StatsInputError(f"each variant must appear once per metric, got {keys}")
+        repeated = sorted({k for k in keys if keys.count(k) > 1} if len(keys) <= 50 else set(keys))
+        raise StatsInputError(
+            f"each variant must appear once per metric, got {len(keys):,} rows for {len(set(keys)):,} variants "
+            f"(repeated: {few(repeated)}); a frame with one row per unit goes to "
+            "recommend(units, value=...), segments(...) or quantile_effects(...)"
+        )
     return {
         k: {c: v for c, v in row.items() if not _missing(v)}
         for k, (_, row) in zip(keys, rows.iterrows(), strict=True)

@@ -17,6 +17,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from .._errors import StatsInputError
+from .._options import few
 
 __all__ = ["MISSING_SEGMENT", "Cells", "UnitsFrame", "as_names", "cells", "check_units"]
 
@@ -58,7 +59,7 @@ class UnitsFrame:
         """Codes of ``column``'s values (missing → :data:`MISSING_SEGMENT`) and the value names, sorted."""
         if column not in self.frame.columns:
             raise StatsInputError(f"no property column {column!r} in the units frame; its columns: "
-                                  f"{list(self.frame.columns)}")  # fmt: skip
+                                  f"{few(list(map(str, self.frame.columns)))}")  # fmt: skip
         return _codes(self.frame[column], missing=MISSING_SEGMENT, sort=True)
 
 
@@ -79,10 +80,11 @@ def check_units(
         raise StatsInputError(f"units must be a DataFrame with one row per unit, got {type(units).__name__}")
     missing = [c for c in [variant_column, *columns] if c not in units.columns]
     if missing:
-        raise StatsInputError(f"the units frame has no column {missing[0]!r}; its columns: {list(units.columns)}")
+        raise StatsInputError(f"the units frame has no column {missing[0]!r}; its columns: "
+                              f"{few(list(map(str, units.columns)))}")  # fmt: skip
     raw_codes, names = _codes(units[variant_column], missing=None, sort=False)
     if control not in names:
-        raise StatsInputError(f"no control variant {control!r} in the units frame; its variants are {list(names)}")
+        raise StatsInputError(f"no control variant {control!r} in the units frame; its variants are {few(names)}")
     if len(names) < 2:
         raise StatsInputError(f"the units frame has only the variant {list(names)}; a comparison needs another one")
     variants = (control, *[v for v in names if v != control])

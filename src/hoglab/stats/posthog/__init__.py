@@ -64,7 +64,9 @@ from ._metric.config import (
     baseline_variant_key,
     bayesian_ci_level,
     bayesian_interval_bounds,
+    resolve_correction,
     resolve_cuped,
+    resolve_cuped_variance,
     resolve_stats_settings,
 )
 from ._metric.cuped import CupedAdjustment, CupedCovariate, cuped_adjust, cuped_adjust_arm, cuped_pair_theta
@@ -79,6 +81,7 @@ from ._metric.engine import (
 from ._metric.frequentist import FrequentistResult, frequentist_test
 from ._metric.ratio_cuped import RatioCovariate  # alias: hoglab.stats is its home
 from ._metric.statistics import EffectEstimate, ProportionStatistic, RatioStatistic, SampleMeanStatistic, effect_between
+from ._metric.verdict import calibrated_results, metric_recommendation, metric_test_name, verdict_difference
 
 __all__ = [
     "CONTROL_VARIANT_KEY",
@@ -117,6 +120,7 @@ __all__ = [
     "bayesian_interval_bounds",
     "bayesian_test",
     "betabinomial_loss_against_best",
+    "calibrated_results",
     "continuous_posterior_v2",
     "continuous_verdict_v2",
     "count_verdict_v2",
@@ -132,16 +136,21 @@ __all__ = [
     "funnel_verdict_v2",
     "gaussian_risk",
     "loss_against_best",
+    "metric_recommendation",
+    "metric_test_name",
     "pairwise_probabilities",
     "posthog_funnel_sample_size",
     "posthog_monte_carlo_funnel",
     "posthog_monte_carlo_trend",
     "posthog_poisson_p_value",
+    "resolve_correction",
     "resolve_cuped",
+    "resolve_cuped_variance",
     "resolve_stats_settings",
     "split_baseline",
     "trend_verdict",
     "trend_verdict_v2_early",
+    "verdict_difference",
 ]
 
 # Show hoglab.stats.posthog.X in reprs and docs rather than the private module; the two aliases keep hoglab.stats.

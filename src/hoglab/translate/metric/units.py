@@ -12,7 +12,11 @@ one definition and the per-variant sums of the rows are the runner's sums:
   retention metric's ``value`` (1: retained); with CUPED the ``covariate`` (a ratio: ``numerator_covariate`` and
   ``denominator_covariate``); and ``m<i>_counted``, 0 for a unit the metric does not count (a retention metric
   counts only the units that did its start event);
-* ``p<j>``: the unit's ``properties[j]`` (the person's current properties; a group's for an experiment by group).
+* ``p<j>``: the unit's ``properties[j]``: the person's current property (a group's for an experiment by group), else,
+  where the unit lacks it, the property of its first exposure event (an event property such as ``$device_type``);
+  ``s<j>`` says which: ``person`` (or ``group``), ``exposure event``, or empty when neither has it.
+
+The holdout's units (its flag value ``holdout-<id>``) are rows too, with their arm as ``variant``.
 
 The statement is HogQL: the service compiles it under the caller's project and answers ``POST /query/arrow/`` with
 every row (``server/experiments/metric/units.py``, ``query/bulk.py``); the toolkit sends the same HogQL to a PostHog
@@ -33,7 +37,16 @@ from ..actions import Actions
 from ..params import Params
 from ..values import escape_identifier
 from .experiment import ResolvedExperiment
-from .query import MetricShape, PerUnit, cuped_lookback, exposures_sql, funnel_units, mean_units, ratio_units
+from .query import (
+    BREAKDOWN_NULL,
+    MetricShape,
+    PerUnit,
+    cuped_lookback,
+    exposures_sql,
+    funnel_units,
+    mean_units,
+    ratio_units,
+)
 from .retention import retention_units
 
 __all__ = ["metric_units", "units_sql"]
@@ -64,8 +77,16 @@ def units_sql(experiment: ResolvedExperiment, metrics: Sequence[AnyExperimentMet
               cuped_days: int | None) -> str:  # fmt: skip
     """HogQL with one row per exposed unit of ``experiment`` (see the module's columns), ordered by the unit's id
     as text; ``after`` and ``limit`` make it one keyset page (PostHog refuses OFFSET to personal API keys)."""
+    holdout = experiment.holdout_key
+    if holdout and holdout not in experiment.variants:
+        # The holdout's units are rows too (as hoglab's compare_to_holdout reads them: a metric's outlier caps are
+        # then pooled over every arm).
+        experiment = experiment.model_copy(update={"variants": (*experiment.variants, holdout)})
     picks = ["x.entity_id AS entity_id", "x.variant AS variant", "x.first_exposure_time AS first_exposure_time"]
     joins = []
+    # Each property's value on the first exposure event (PostHog's BreakdownInjector): the fallback for a unit
+    # whose person (or group) lacks it.
+    shape = MetricShape(tuple(("event", str(name)) for name in properties))
     for i, metric in enumerate(metrics):
         units = metric_units(metric, experiment, p, project, end, now, actions, cuped_days=cuped_days)
         own = ", ".join(units.columns)
@@ -80,10 +101,16 @@ def units_sql(experiment: ResolvedExperiment, metrics: Sequence[AnyExperimentMet
         else:  # an experiment by group: its units are groups of that type, with their own properties
             joins.append(f"LEFT JOIN (SELECT key, properties FROM groups WHERE index = {int(group)}) AS pp "
                          "ON pp.key = x.entity_id")  # fmt: skip
-        picks += [f"pp.properties.{escape_identifier(name)} AS p{j}" for j, name in enumerate(properties)]
+        owner = "person" if group is None else "group"
+        null = p.add(BREAKDOWN_NULL)
+        for j, (name, column) in enumerate(zip(properties, shape.columns, strict=True)):
+            own = f"pp.properties.{escape_identifier(name)}"
+            picks.append(f"if({own} IS NOT NULL, toString({own}), nullIf(x.{column}, {null})) AS p{j}")
+            picks.append(f"multiIf({own} IS NOT NULL, {p.add(owner)}, x.{column} != {null}, "
+                         f"{p.add('exposure event')}, '') AS s{j}")  # fmt: skip
     return f"""
         SELECT {", ".join(picks)}
-        FROM ({exposures_sql(experiment, p, project, end, actions=actions)}) AS x
+        FROM ({exposures_sql(experiment, p, project, end, actions=actions, shape=shape)}) AS x
         {" ".join(joins)}
         WHERE x.variant IN {p.add(list(experiment.variants))}{page}
         ORDER BY toString(x.entity_id){"" if limit is None else f" LIMIT {int(limit)}"}

@@ -151,7 +151,10 @@ def test_the_picker_and_the_report_show_the_holdout_comparison(fed: Any, tmp_pat
     picker = ExperimentPicker(client)
     picker.value = demo.experiment.id
     assert picker.error is None, picker.error
-    assert picker.srm is not None and set(picker.srm.variants) == {"control", "test"}  # the holdout is no variant
+    # SRM over every arm (issue 34): the holdout at its planned 20% of all exposed, the variants sharing the rest.
+    assert picker.srm is not None and set(picker.srm.variants) == {"control", "test", key}
+    assert dict(zip(picker.srm.variants, picker.srm.expected_shares, strict=True)) == pytest.approx(
+        {"control": 0.4, "test": 0.4, key: 0.2})  # fmt: skip
     assert picker.metrics is not None and picker.metrics["vs holdout"].str.contains(key).all()
     assert key in picker.results.value
     report = experiment_report(demo.experiment.id, client)

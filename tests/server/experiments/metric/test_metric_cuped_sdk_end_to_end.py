@@ -340,9 +340,15 @@ def test_the_report_and_picker_show_it_all(fed: Any, tmp_path: Any) -> None:
     assert picker.error is None, picker.error
     assert picker.table is not None
     pd.testing.assert_frame_equal(picker.table, result.to_frame())
-    assert picker.srm is not None and set(picker.srm.variants) == {"control", "test"}  # the holdout is no variant
+    # SRM over every arm: the holdout at its planned share of all exposed, the variants sharing the rest.
+    assert picker.srm is not None and set(picker.srm.variants) == {"control", "test", held}
+    share = CUPED_HOLDOUT_SHARE / 100
+    shares = dict(zip(picker.srm.variants, picker.srm.expected_shares, strict=True))
+    assert shares == pytest.approx({"control": (1 - share) / 2, "test": (1 - share) / 2, held: share})
     report = experiment_report(demo.experiment.id, client)
-    assert f"Against {held}" in report.summary()
+    assert f"Against {held}" in report.summary() and "Health: " in report.summary()
+    assert report.over_time is not None and set(report.over_time["variant"]) == {"test"}, report.over_time_note
+    assert "over_time" in report.figures
     page = report.write(tmp_path).read_text()
     for text in ("CUPED", "sequential", "Chrome", "back within a week", "revenue per person", SAVED,
                  f"Against the holdout {held}"):  # fmt: skip

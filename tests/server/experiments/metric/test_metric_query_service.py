@@ -152,6 +152,15 @@ def test_an_exposure_query_reads_its_own_dates_and_criteria_over_the_stored_ones
     assert "$multiple" in stored["total_exposures"]  # the stored criteria: exclude
 
 
+def test_an_exposure_query_of_another_flag_is_refused(project):
+    """PostHog's runner reads the flag it is sent; hoglab reads the experiment's: another flag is a 400, not ignored."""
+    base = {"kind": "ExperimentExposureQuery", "experiment_id": project.experiment}
+    assert _post(project, {**base, "feature_flag": {"key": "mx-exclude"}}).status_code == 200
+    refused = _post(project, {**base, "feature_flag": {"key": "some-other-flag"}})
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["attr"] == "query__feature_flag__key" and "mx-exclude" in refused.json()["detail"]
+
+
 def test_three_variants_answer_in_the_flags_order_and_an_unseen_variant_answers_zeros(results_project):
     variants = [{"key": "control", "rollout_percentage": 40}, {"key": "blue", "rollout_percentage": 30},
                 {"key": "green", "rollout_percentage": 20}, {"key": "red", "rollout_percentage": 10}]  # fmt: skip

@@ -183,6 +183,12 @@ def resolve_exposure_query(
         start=_date(query.start_date, "query__start_date"), end=_date(query.end_date, "query__end_date"),
         exposure_criteria=query.exposure_criteria,
     )  # fmt: skip
+    sent = query.feature_flag.get("key") if query.feature_flag else None
+    if sent is not None and sent != experiment.flag_key:
+        # PostHog's runner reads the flag it is sent; hoglab reads the experiment's, so another one is refused
+        raise ValidationFailed(f"feature_flag {sent!r} is not experiment {query.experiment_id}'s flag "
+                               f"({experiment.flag_key!r}): hoglab reads the experiment's own flag.",
+                               attr="query__feature_flag__key")  # fmt: skip
     shown = _exposure_holdout(store, project, query) if "holdout" in query.model_fields_set else experiment.holdout_key
     if shown is not None and shown not in experiment.variants:
         experiment = experiment.model_copy(update={"variants": (*experiment.variants, shown)})

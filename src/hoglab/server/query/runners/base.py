@@ -31,6 +31,7 @@ from ...hogql import CompiledQuery, compile_hogql
 from ...hogql.catalog import Catalog
 from ...hogql.textguard import text_guards_enabled
 from ..catalog import ENGINE_CATALOG
+from ..query_log import note_reads
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -210,13 +211,17 @@ class RunContext:
 
     def execute(self, compiled: CompiledQuery, *, settings: Mapping[str, Any] | None = None) -> pa.Table:
         with self.timings.measure("execute"):
-            return self.engine.execute(compiled.sql, settings={**compiled.settings, **(settings or {})}, tag=self.tag)
+            table = self.engine.execute(compiled.sql, settings={**compiled.settings, **(settings or {})}, tag=self.tag)
+        note_reads(table.num_rows)
+        return table
 
     def execute_json(self, compiled: CompiledQuery, *, settings: Mapping[str, Any] | None = None) -> JsonResult:
         with self.timings.measure("execute"):
-            return self.engine.execute_json(
+            result = self.engine.execute_json(
                 compiled.sql, settings={**compiled.settings, **(settings or {})}, tag=self.tag
             )
+        note_reads(result.rows)
+        return result
 
     def run(self, hogql: str, *, values: Mapping[str, Any] | None = None, **compile_args: Any) -> pa.Table:
         """Compile and execute; the result as Arrow (for runners that reshape rows in Python)."""

@@ -1,4 +1,4 @@
-"""``FunnelsQuery``: how many persons (or groups, ``aggregation_group_type_index``) go through 2 to 20 steps within
+"""``FunnelsQuery``: how many persons (or groups, ``aggregation_group_type_index``) go through 1 to 20 steps within
 a window, in PostHog's shapes.
 
 For example (a sketch of a call and its answer, not run)::

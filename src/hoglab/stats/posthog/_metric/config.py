@@ -31,7 +31,9 @@ __all__ = [
     "baseline_variant_key",
     "bayesian_ci_level",
     "bayesian_interval_bounds",
+    "resolve_correction",
     "resolve_cuped",
+    "resolve_cuped_variance",
     "resolve_stats_settings",
 ]
 
@@ -177,6 +179,32 @@ def resolve_cuped(stats_config: object, team: TeamDefaults | None = None) -> Cup
         team.cuped_lookback_days, DEFAULT_CUPED_LOOKBACK_DAYS)  # fmt: skip
     value = section.get("lookback_days")
     return CupedSettings(True, fallback if value is None else _lookback(value, fallback))
+
+
+CupedVariance = Literal["posthog", "delta"]
+
+
+def resolve_cuped_variance(stats_config: object) -> CupedVariance:
+    """hoglab's extension ``stats_config.cuped.variance``: ``"delta"`` for the delta-method variance of CUPED's
+    relative effect (calibrated, docs/statistics.md §6.5), else ``"posthog"`` (PostHog's formula, the default, so
+    the service's answers equal PostHog's). Anything else is PostHog's, as PostHog never refuses a setting.
+
+    >>> resolve_cuped_variance({"cuped": {"enabled": True, "variance": "delta"}}), resolve_cuped_variance(None)
+    ('delta', 'posthog')
+    """
+    return "delta" if _section(stats_config, "cuped").get("variance") == "delta" else "posthog"
+
+
+def resolve_correction(stats_config: object) -> Literal["holm", "bh", "bonferroni"] | None:
+    """hoglab's extension ``stats_config.multiple_comparisons``: ``"holm"``, ``"bh"`` (Benjamini–Hochberg) or
+    ``"bonferroni"`` across the primary and secondary metrics and their variants; None (PostHog has no correction)
+    for anything else.
+
+    >>> resolve_correction({"multiple_comparisons": "bh"}), resolve_correction({})
+    ('bh', None)
+    """
+    value = stats_config.get("multiple_comparisons") if isinstance(stats_config, Mapping) else None
+    return value if value in ("holm", "bh", "bonferroni") else None
 
 
 def baseline_variant_key(stats_config: object, variant_keys: Sequence[str]) -> str:

@@ -44,7 +44,14 @@ from typing import Any, Literal
 
 from ..._errors import StatsInputError
 from .bayesian import BayesianResult, GaussianPrior, bayesian_test
-from .config import Method, TeamDefaults, missing_baseline, resolve_cuped, resolve_stats_settings
+from .config import (
+    Method,
+    TeamDefaults,
+    missing_baseline,
+    resolve_cuped,
+    resolve_cuped_variance,
+    resolve_stats_settings,
+)
 from .cuped import CupedAdjustment, CupedCovariate, covariance, cuped_adjust
 from .frequentist import FrequentistResult, frequentist_test
 from .ratio_cuped import JointMoments, RatioCovariate, RatioCupedAdjustment, ratio_cuped
@@ -331,7 +338,7 @@ def experiment_results(
     threshold: bool = False,
     team: TeamDefaults | None = None,
     prior: GaussianPrior | None = None,
-    cuped_variance: Literal["posthog", "delta"] = "posthog",
+    cuped_variance: Literal["posthog", "delta"] | None = None,
 ) -> tuple[ExperimentVariantResult, list[ExperimentVariantResult]]:
     """PostHog's answer for one metric: the baseline's validation and each variant's result against it.
 
@@ -344,7 +351,8 @@ def experiment_results(
     ``prior``: a proper Gaussian prior for the Bayesian method (PostHog's service always uses the flat one).
     ``cuped_variance``: ``"posthog"`` (PostHog's relative-effect variance under CUPED, which understates the
     control's share, :func:`cuped_relative_variance`) or ``"delta"`` (hoglab's delta-method correction; same point
-    estimate, calibrated intervals).
+    estimate, calibrated intervals); ``None`` reads hoglab's ``stats_config.cuped.variance`` extension
+    (:func:`resolve_cuped_variance`), PostHog's formula unless it says ``"delta"``.
 
     >>> base = ExperimentStats("control", 2801, 280, 560, covariate_sum=195, covariate_sum_squares=390,
     ...                        covariate_sum_product=-18)
@@ -354,6 +362,8 @@ def experiment_results(
     >>> round(r.point_estimate, 6), round(r.cuped.theta, 6), r.significant
     (-0.288704, -0.069566, True)
     """
+    if cuped_variance is None:
+        cuped_variance = resolve_cuped_variance(stats_config)
     if cuped_variance not in ("posthog", "delta"):
         raise StatsInputError(f"cuped_variance must be 'posthog' or 'delta', got {cuped_variance!r}")
     if metric_type not in _METRIC_TYPES:
