@@ -10,6 +10,7 @@ from ._client import Client
 from ._default import connect, default_client, read_hogql
 from ._experiment_objects import Holdouts, SavedMetrics
 from ._experiments import Experiments
+from ._history import HISTORY_COLUMNS
 from ._jobs import QueryJob
 from ._legacy_results import SIGNIFICANCE_EXPLAINED, ExperimentResult
 from ._metric_results import MetricAnswer, MetricExperimentResult
@@ -17,6 +18,7 @@ from ._retry import Clock, RetryPolicy, SystemClock
 from ._variant import by_variant
 
 __all__ = [
+    "HISTORY_COLUMNS",
     "SIGNIFICANCE_EXPLAINED",
     "Actions",
     "Client",

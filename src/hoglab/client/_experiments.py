@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -13,7 +14,7 @@ import pandas as pd
 
 from ..errors import APIError, InvalidArgument, InvalidArgumentType
 from ..queries._args import call_errors
-from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentHoldout, ExperimentUpdate
+from ..schema import Cohort, Experiment, ExperimentCreate, ExperimentHoldout, ExperimentUpdate, ShipVariant
 from ._actions import resolve_action_names
 from ._errors import json_or_none
 from ._experiment_objects import Holdouts, SavedMetrics, saved_metric_links
@@ -185,18 +186,7 @@ class Experiments:
     def list(self, archived: bool | None = False, *, search: str | None = None) -> pd.DataFrame:
         """Every experiment (all pages) as a DataFrame, newest first; ``archived=True`` only archived ones,
         ``None`` both. Dates are tz-aware UTC; ``variants`` holds the variant keys."""
-        params: dict[str, Any] = {"search": search} if search else {}
-        if archived is None:
-            items = self._client.paginate(self._path(), params)
-            if not any(i.get("archived") for i in items):  # PostHog hides archived unless asked
-                items += self._client.paginate(self._path(), {**params, "archived": "true"})
-            seen: set[Any] = set()
-            items = [i for i in items if not (i.get("id") in seen or seen.add(i.get("id")))]  # type: ignore[func-returns-value]
-        else:
-            items = self._client.paginate(self._path(), {**params, **({"archived": "true"} if archived else {})})
-            # Older servers ignore the filter: apply it here too.
-            items = [i for i in items if bool(i.get("archived")) == archived]
-        return list_frame(items)
+        return list_frame(self._items(archived, search))
 
     def get(self, experiment_id: int) -> Experiment:
         """One experiment, with its feature flag."""
@@ -312,6 +302,84 @@ class Experiments:
     def stop(self, experiment_id: int, at: datetime | None = None) -> Experiment:
         """End a running experiment now (or ``at``): sets ``end_date``."""
         return self.update(experiment_id, end_date=_moment("at", at or True))
+
+    def ship_variant(
+        self,
+        experiment_id: int,
+        variant: str,
+        *,
+        conclusion: str | None = None,
+        conclusion_comment: str | None = None,
+        release_to_everyone: bool = False,
+    ) -> Experiment:
+        """Serve ``variant`` to everyone (its flag's split 100/0) and end the experiment if it is running.
+
+        ``conclusion`` is PostHog's: ``won``, ``lost``, ``inconclusive``, ``stopped_early`` or ``invalid``.
+        ``release_to_everyone`` also puts a catch-all release condition first (persons outside the experiment's
+        conditions get the variant too).
+        """
+        with call_errors("ship_variant"):
+            body = ShipVariant(variant_key=variant, conclusion=conclusion, conclusion_comment=conclusion_comment,
+                               release_to_everyone=release_to_everyone)  # fmt: skip
+        response = self._client.request("POST", self._path(f"{int(experiment_id)}/ship_variant/"),
+                                        json=body.to_json_dict())  # fmt: skip
+        return Experiment.model_validate(response.json())
+
+    def history(
+        self,
+        *,
+        status: str | Sequence[str] = ("running", "complete"),
+        roles: str | Sequence[str] = ("primary", "secondary"),
+        archived: bool | None = None,
+        search: str | None = None,
+        refresh: bool = False,
+    ) -> pd.DataFrame:
+        """The project's experiments as data: one row per experiment × metric × arm, on one scale.
+
+        Each arm's ``estimate`` is its relative lift over the experiment's baseline (control) and
+        ``standard_error`` that lift's delta-method standard error, computed here from the arms' sufficient
+        statistics whatever method the experiment itself uses (Bayesian or frequentist, CUPED or not), so lifts
+        of different experiments can be pooled: ``hoglab.stats.meta_analysis(client.experiments.history(),
+        metric="...")``. The baseline's own row has no estimate.
+
+        Parameters
+        ----------
+        status
+            ``"running"``, ``"complete"`` or both (the default); drafts have no results.
+        roles
+            ``"primary"``, ``"secondary"`` or both (the default) metrics.
+        archived
+            ``None`` (the default) archived experiments too, ``False`` without them, ``True`` only them.
+        search
+            Only experiments whose name contains this text (the server's ``search``).
+        refresh
+            Recompute every result instead of reading the server's cache.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The columns of :data:`hoglab.client.HISTORY_COLUMNS` with real dtypes (tz-aware dates, nullable
+            integers and booleans); ``shipped`` is whether the flag now serves this arm to everyone (PostHog's
+            ``ship_variant``), ``decision`` the experiment's ``conclusion``; ``error`` says why a metric has no
+            numbers. The listing is paged; one ``ExperimentQuery`` per metric (legacy experiments: ``/results/``).
+        """
+        from ._history import experiment_history
+
+        return experiment_history(self._client, status=status, roles=roles, archived=archived, search=search,
+                                  refresh=refresh)  # fmt: skip
+
+    def _items(self, archived: bool | None, search: str | None) -> builtins.list[dict[str, Any]]:
+        """Every experiment of the listing as JSON (all pages), ``archived`` as :meth:`list` reads it."""
+        params: dict[str, Any] = {"search": search} if search else {}
+        if archived is None:
+            items = self._client.paginate(self._path(), params)
+            if not any(i.get("archived") for i in items):  # PostHog hides archived unless asked
+                items += self._client.paginate(self._path(), {**params, "archived": "true"})
+            seen: set[Any] = set()
+            return [i for i in items if not (i.get("id") in seen or seen.add(i.get("id")))]  # type: ignore[func-returns-value]
+        items = self._client.paginate(self._path(), {**params, **({"archived": "true"} if archived else {})})
+        # Older servers ignore the filter: apply it here too.
+        return [i for i in items if bool(i.get("archived")) == archived]
 
     def delete(self, experiment_id: int) -> None:
         """Delete. Newer PostHog refuses DELETE (405) and soft-deletes through ``PATCH {"deleted": true}``."""

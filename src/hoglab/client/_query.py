@@ -24,6 +24,7 @@ from ..schema import (
     EventsQueryResponse,
     ExperimentExposureQueryResponse,
     ExperimentQueryResponse,
+    FunnelCorrelationResponse,
     FunnelsQueryResponse,
     GroupsQuery,
     GroupsQueryResponse,
@@ -71,6 +72,7 @@ RESPONSE_MODELS: dict[str, type[pydantic.BaseModel]] = {
     "StickinessQuery": StickinessQueryResponse,
     "PathsQuery": PathsQueryResponse,
     "GroupsQuery": GroupsQueryResponse,
+    "FunnelCorrelationQuery": FunnelCorrelationResponse,
 }
 CURSOR = "_hoglab_cursor"
 # Row caps servers are known to apply silently (the contract's 10,000, PostHog Cloud's 50,000): a page that

@@ -5,8 +5,8 @@ model, and returns a DataFrame whose dtypes follow the answer's ClickHouse ``typ
 :mod:`hoglab.frames.columns`, which Arrow answers read by too, :mod:`hoglab.frames.arrow`). The answer's
 metadata (``hogql``, ``clickhouse``, ``timings``, ``hasMore``, ``types``, cache fields) is kept in ``df.attrs``;
 its rows are not. One module per kind: ``tables`` (HogQL, events, actors, groups), ``trends``, ``funnels``,
-``retention``, ``lifecycle``, ``stickiness``, ``paths``, ``experiments`` (``ExperimentQuery`` and
-``ExperimentExposureQuery``); ``cells`` is how their cells read.
+``correlation`` (``FunnelCorrelationQuery``), ``retention``, ``lifecycle``, ``stickiness``, ``paths``,
+``experiments`` (``ExperimentQuery`` and ``ExperimentExposureQuery``); ``cells`` is how their cells read.
 
 >>> answer = {"results": [["2025-06-01T10:00:00Z", 2]], "columns": ["day", "n"],
 ...           "types": [["day", "DateTime64(6, 'UTC')"], ["n", "UInt64"]], "hasMore": False}
@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from .arrow import to_arrow, to_polars
 from .columns import CHType, convert, parse_type
+from .correlation import funnel_correlation_frame
 from .experiments import experiment_frame, exposure_frame
 from .funnels import funnel_frame
 from .lifecycle import LIFECYCLE_STATUSES, lifecycle_frame
@@ -41,6 +42,7 @@ __all__ = [
     "experiment_frame",
     "exposure_frame",
     "frame_metadata",
+    "funnel_correlation_frame",
     "funnel_frame",
     "lifecycle_frame",
     "parse_type",
@@ -65,6 +67,7 @@ _INSIGHT_FRAMES: dict[str, Callable[[Any], pd.DataFrame]] = {
     "PathsQuery": paths_frame,
     "ExperimentQuery": experiment_frame,
     "ExperimentExposureQuery": exposure_frame,
+    "FunnelCorrelationQuery": funnel_correlation_frame,
 }
 
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         plot_experiment as plot_experiment,
         plot_exposures as plot_exposures,
         plot_funnel as plot_funnel,
+        plot_funnel_correlation as plot_funnel_correlation,
         plot_lifecycle as plot_lifecycle,
         plot_metric_effects as plot_metric_effects,
         plot_paths as plot_paths,

@@ -4,10 +4,10 @@ Every argument is checked here, so a mistake is an :class:`~hoglab.errors.Invali
 naming the argument, before any request. The models go to :meth:`hoglab.Client.query`, or serialise with
 ``.to_json_dict()`` for any other PostHog client.
 
-One private module per insight kind (``_trends``, ``_funnels``, ``_retention``, ``_lifecycle``, ``_stickiness``,
-``_paths``), the tables (``_events``, ``_actors``), experiment metrics and queries (``_metrics``) and their
-statistics settings (``_settings``); what they share is in
-``_args`` (argument checks, the ``where=`` grammar) and ``_series`` (series, date range, breakdown, comparison).
+One private module per insight kind (``_trends``, ``_funnels``, ``_correlation``, ``_retention``, ``_lifecycle``,
+``_stickiness``, ``_paths``), the tables (``_events``, ``_actors``), experiment metrics and queries
+(``_metrics``) and their statistics settings (``_settings``); what they share is in ``_args`` (argument checks,
+the ``where=`` grammar) and ``_series`` (series, date range, breakdown, comparison).
 The modules are private because their names would shadow the builders (``hoglab.queries.trends`` is the function).
 
 >>> q = trends("$pageview", math="dau", interval="week", date_from="-30d", breakdown="$browser",
@@ -30,6 +30,7 @@ hoglab.errors.InvalidArgument: interval: 'fortnight' is not one of 'minute', 'ho
 from __future__ import annotations
 
 from ._actors import actors
+from ._correlation import funnel_correlation
 from ._events import events
 from ._funnels import funnel
 from ._groups import groups
@@ -48,6 +49,7 @@ __all__ = [
     "experiment_query",
     "exposure_query",
     "funnel",
+    "funnel_correlation",
     "funnel_metric",
     "groups",
     "lifecycle",

@@ -25,6 +25,7 @@ __all__ = [
     "Paginated",
     "Project",
     "SecondaryMetric",
+    "ShipVariant",
     "User",
 ]
 
@@ -201,6 +202,16 @@ class ExperimentUpdate(_ExperimentFields):
     """The body of a PATCH: any subset of the accepted fields (``feature_flag_key`` is fixed once created)."""
 
     feature_flag_key: str | None = Field(default=None, min_length=1, max_length=400, pattern=FLAG_KEY_PATTERN)
+
+
+class ShipVariant(RequestModel):
+    """The body of ``POST .../experiments/:id/ship_variant/`` (PostHog's ``ShipVariantSerializer``): the variant
+    served to everyone from now on, and how the experiment concluded."""
+
+    variant_key: str = Field(min_length=1, max_length=400)
+    conclusion: Literal["won", "lost", "inconclusive", "stopped_early", "invalid"] | None = None
+    conclusion_comment: str | None = Field(default=None, max_length=10_000)
+    release_to_everyone: bool = False
 
 
 class Experiment(ResponseModel):

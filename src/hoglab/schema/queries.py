@@ -25,6 +25,8 @@ __all__ = [
     "ChartDisplayType",
     "EventsQuery",
     "FormulaNode",
+    "FunnelCorrelationQuery",
+    "FunnelCorrelationType",
     "FunnelsActorsQuery",
     "FunnelsFilter",
     "FunnelsQuery",
@@ -255,6 +257,33 @@ class FunnelsActorsQuery(RequestModel):
         return self
 
 
+FunnelCorrelationType = Literal["events", "properties", "event_with_properties"]
+"""What a funnel correlation correlates with converting: events, the actors' properties, or some events'
+properties (PostHog's ``FunnelCorrelationResultsType``)."""
+_NAMES = Annotated[list[Annotated[str, Field(min_length=1, max_length=400)]], Field(max_length=100)]
+
+
+class FunnelCorrelationQuery(QueryBase):
+    """Which events (or properties) go with converting through a funnel, and which with dropping off.
+
+    ``source`` is the funnel's actors (``FunnelsActorsQuery``, its ``funnelStep`` left at the persons who
+    entered); ``funnelCorrelationType`` says what is correlated: ``events`` (every other event the actors did
+    between entering and converting or leaving, less ``funnelCorrelationExcludeEventNames``), ``properties``
+    (``funnelCorrelationNames`` of the person or group, ``["$all"]`` for every one, less
+    ``funnelCorrelationExcludeNames``) or ``event_with_properties`` (the properties of the events
+    ``funnelCorrelationEventNames``, less ``funnelCorrelationEventExcludePropertyNames``).
+    """
+
+    kind: Literal["FunnelCorrelationQuery"] = "FunnelCorrelationQuery"
+    source: FunnelsActorsQuery
+    funnelCorrelationType: FunnelCorrelationType = "events"
+    funnelCorrelationNames: _NAMES | None = None
+    funnelCorrelationExcludeNames: _NAMES | None = None
+    funnelCorrelationEventNames: _NAMES | None = None
+    funnelCorrelationExcludeEventNames: _NAMES | None = None
+    funnelCorrelationEventExcludePropertyNames: _NAMES | None = None
+
+
 class ActorsQuery(QueryBase):
     """Persons as a table: the default columns are ``person, id, created_at``."""
 
@@ -282,6 +311,7 @@ AnyQueryType = (
     | ExperimentQuery
     | ExperimentExposureQuery
     | GroupsQuery
+    | FunnelCorrelationQuery
 )
 AnyQuery = Annotated[AnyQueryType, Field(discriminator="kind")]
 """Any query the endpoint runs, told apart by ``kind``."""
@@ -299,6 +329,7 @@ QUERY_KINDS: tuple[str, ...] = (
     "StickinessQuery",
     "PathsQuery",
     "GroupsQuery",
+    "FunnelCorrelationQuery",
 )
 
 _any_query: TypeAdapter[Any] = TypeAdapter(AnyQuery)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -11,7 +11,11 @@ from ._base import ResponseModel
 
 __all__ = [
     "ActorsQueryResponse",
+    "CorrelatedEvent",
+    "EventOddsRatio",
     "EventsQueryResponse",
+    "FunnelCorrelationResponse",
+    "FunnelCorrelationResult",
     "FunnelStepResult",
     "FunnelsQueryResponse",
     "HogQLQueryResponse",
@@ -152,6 +156,43 @@ class FunnelsQueryResponse(_CachedResponse):
 
     results: Any = None
     isUdf: bool | None = None
+
+
+class CorrelatedEvent(ResponseModel):
+    """What a correlation row names (PostHog's ``EventDefinition``): ``event`` is the event's name, or
+    ``event::property::value`` and ``property::value`` for the property kinds."""
+
+    event: str
+    properties: dict[str, Any] = Field(default_factory=dict)
+    elements: list[Any] = Field(default_factory=list)
+
+
+class EventOddsRatio(ResponseModel):
+    """One correlation (PostHog's ``EventOddsRatioSerialized``): how many actors who did it converted
+    (``success_count``) or not (``failure_count``), the odds ratio and whether it goes with ``success``."""
+
+    event: CorrelatedEvent
+    success_count: int
+    failure_count: int
+    odds_ratio: float
+    correlation_type: Literal["success", "failure"]
+
+
+class FunnelCorrelationResult(ResponseModel):
+    """``events``: the ten strongest positive then the ten strongest negative correlations; ``skewed``: one of
+    converted and dropped off outnumbers the other more than ten to one (or either is zero)."""
+
+    events: list[EventOddsRatio] = Field(default_factory=list)
+    skewed: bool = False
+
+
+class FunnelCorrelationResponse(_CachedResponse):
+    results: FunnelCorrelationResult = Field(default_factory=FunnelCorrelationResult)
+    columns: list[Any] | None = None
+    types: list[Any] | None = None
+    hasMore: bool | None = None
+    limit: int | None = None
+    offset: int | None = None
 
 
 class EventsQueryResponse(_CachedResponse):

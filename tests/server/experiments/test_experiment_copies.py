@@ -139,3 +139,47 @@ def test_eligible_feature_flags_need_the_flag_scope(make_project) -> None:
     assert reader.get(f"{_base(project)}eligible_feature_flags/").status_code == 403
     flags = project.client(project.new_key(["feature_flag:read"]))
     assert flags.get(f"{_base(project)}eligible_feature_flags/").status_code == 200
+
+
+def test_ship_variant_serves_one_variant_to_everyone_and_ends_the_experiment(make_project) -> None:
+    project = make_project()
+    running = _create(project, name="Ship", feature_flag_key="ship-me", metrics=[MEAN],
+                      start_date="2026-01-01T00:00:00Z")  # fmt: skip
+    response = project.http.post(f"{_base(project)}{running['id']}/ship_variant/",
+                                 json={"variant_key": "test", "conclusion": "won", "conclusion_comment": "clear"})
+    assert response.status_code == 200, response.text
+    shipped = response.json()
+    assert_valid_experiment(shipped)
+    assert shipped["end_date"] is not None
+    assert (shipped["conclusion"], shipped["conclusion_comment"]) == ("won", "clear")
+    variants = shipped["feature_flag"]["filters"]["multivariate"]["variants"]
+    assert [(v["key"], v["rollout_percentage"]) for v in variants] == [("control", 0), ("test", 100)]
+    assert shipped["feature_flag"]["filters"]["groups"] == running["feature_flag"]["filters"]["groups"]
+    # A flag evaluation now answers the shipped variant for anyone.
+    token = project.http.get(f"/api/projects/{project.id}/").json()["api_token"]
+    flags = project.http.post("/flags/?v=2", json={"token": token, "distinct_id": "anyone"}).json()
+    assert flags["flags"]["ship-me"]["variant"] == "test"
+    # An ended experiment keeps its end date when shipped later; everyone too puts a catch-all condition first.
+    ended = _create(project, name="Ended", feature_flag_key="ended", metrics=[MEAN],
+                    start_date="2026-01-01T00:00:00Z", end_date="2026-01-09T00:00:00Z")  # fmt: skip
+    later = project.http.post(f"{_base(project)}{ended['id']}/ship_variant/",
+                              json={"variant_key": "control", "release_to_everyone": True}).json()
+    assert later["end_date"] == ended["end_date"] and later["conclusion"] is None
+    assert later["feature_flag"]["filters"]["groups"][0]["rollout_percentage"] == 100
+
+
+@pytest.mark.parametrize(("body", "attr"), [
+    ({"variant_key": "nope"}, "variant_key"), ({}, "variant_key"), ({"variant_key": "test", "conclusion": "yay"},
+                                                                   "conclusion"),
+])  # fmt: skip
+def test_ship_variant_refuses_what_it_cannot_ship(make_project, body: dict[str, Any], attr: str) -> None:
+    project = make_project()
+    running = _create(project, name="Ship", feature_flag_key="ship-no", metrics=[MEAN],
+                      start_date="2026-01-01T00:00:00Z")  # fmt: skip
+    response = project.http.post(f"{_base(project)}{running['id']}/ship_variant/", json=body)
+    assert response.status_code == 400 and response.json()["attr"] == attr, response.text
+    draft = _create(project, name="Draft", feature_flag_key="ship-draft", metrics=[MEAN])
+    refused = project.http.post(f"{_base(project)}{draft['id']}/ship_variant/", json={"variant_key": "test"})
+    assert refused.status_code == 400 and "draft" in refused.json()["detail"]
+    unchanged = project.http.get(f"{_base(project)}{running['id']}/").json()
+    assert unchanged["end_date"] is None and unchanged["feature_flag"] == running["feature_flag"]

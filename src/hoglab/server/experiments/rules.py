@@ -41,6 +41,7 @@ __all__ = [
     "object_changes",
     "read_only_dropped",
     "requires_flag_implementation",
+    "shipped_filters",
     "to_utc",
     "usable_metric_fields",
     "variants_from",
@@ -108,6 +109,32 @@ def flag_filters(
         "aggregation_group_type_index": aggregation_group_type_index,
         "holdout": flag_holdout(holdout),
     }
+
+
+def shipped_filters(
+    filters: Mapping[str, Any], variant_key: str, *, release_to_everyone: bool = False
+) -> dict[str, Any]:
+    """The flag's filters once ``variant_key`` is shipped (PostHog's ``_transform_filters_for_winning_variant``):
+    that variant gets 100% of the split, the others 0; the release conditions stay, unless ``release_to_everyone``
+    puts a catch-all condition first. A key the flag does not serve is refused.
+
+    >>> shipped_filters({"groups": [], "multivariate": {"variants": [{"key": "control", "rollout_percentage": 50},
+    ...                 {"key": "test", "rollout_percentage": 50}]}}, "test")["multivariate"]["variants"]
+    [{'key': 'control', 'rollout_percentage': 0}, {'key': 'test', 'rollout_percentage': 100}]
+    """
+    variants = [v for v in ((filters.get("multivariate") or {}).get("variants") or []) if isinstance(v, Mapping)]
+    if not any(v.get("key") == variant_key for v in variants):
+        raise ValidationFailed(f"Variant '{variant_key}' not found on feature flag.", attr="variant_key")
+    groups = list(filters.get("groups") or [])
+    if release_to_everyone:
+        groups = [{"properties": [], "rollout_percentage": 100,
+                   "description": "Added automatically when the experiment was ended to keep only one variant."},
+                  *groups]  # fmt: skip
+    shipped = [{"key": v["key"], "rollout_percentage": 100 if v["key"] == variant_key else 0,
+                **({"name": v["name"]} if v.get("name") else {})} for v in variants]  # fmt: skip
+    # The holdout stays: its persons keep answering holdout-<id> (PostHog rewrites the dict without it; hoglab keeps
+    # what its flag evaluation reads).
+    return {**filters, "multivariate": {"variants": shipped}, "groups": groups}
 
 
 def same_variants(left: Sequence[Mapping[str, Any]], right: Sequence[Mapping[str, Any]]) -> bool:

@@ -10,7 +10,8 @@ POST   /api/projects/{project_id}/experiments/{id}/create_exposure_cohort_for_ex
 GET    /api/projects/{project_id}/experiments/{id}/results/                     experiment:read
 GET    /api/projects/{project_id}/experiments/{id}/secondary_results/           experiment:read
 
-and PostHog's newer ones: ``POST .../experiments/{id}/duplicate/`` (experiment:write, a draft copy) and
+and PostHog's newer ones: ``POST .../experiments/{id}/duplicate/`` (experiment:write, a draft copy),
+``POST .../experiments/{id}/ship_variant/`` (experiment:write: one variant to everyone, a running experiment ended) and
 ``GET .../experiments/eligible_feature_flags/`` (feature_flag:read, the flags an experiment can run on). Holdouts
 and saved metrics have their own routers (``experiment_holdouts.py``, ``experiment_saved_metrics.py``).
 """
@@ -18,12 +19,13 @@ and saved metrics have their own routers (``experiment_holdouts.py``, ``experime
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from hoglab.schema import Experiment, ExperimentCreate, ExperimentUpdate, Paginated
+from hoglab.schema import Experiment, ExperimentCreate, ExperimentUpdate, Paginated, ShipVariant
 
 from ..errors import ValidationFailed
 from ..experiments import rules
@@ -262,6 +264,34 @@ def duplicate(request: Request, auth: Write, state: State, id: ExperimentId, raw
     body = parse_json_object(raw, request.headers.get("content-type"))
     copy, copy_flag = duplicate_experiment(state.store, record, flag, auth.user.id, body)
     return _answer(state, copy, copy_flag)
+
+
+@router.post(
+    BASE + "{id}/ship_variant/",
+    response_model=Experiment,
+    summary="Ship a variant to 100% of users and end the experiment if it is running",
+    openapi_extra=json_body_openapi(ShipVariant),
+)
+def ship_variant(request: Request, auth: Write, state: State, id: ExperimentId, raw: Body) -> dict[str, Any]:
+    payload = validate_body(ShipVariant, parse_json_object(raw, request.headers.get("content-type")))
+    store = state.store
+    with store.transaction():
+        record, flag = _load(state, auth, id)
+        if record.start_date is None:
+            raise ValidationFailed("Cannot ship a variant of a draft experiment.", attr="variant_key")
+        filters = rules.shipped_filters(flag.filters, payload.variant_key,
+                                        release_to_everyone=payload.release_to_everyone)  # fmt: skip
+        flag = store.flags.update(flag.id, filters=filters)
+        changes: dict[str, Any] = {}
+        if record.end_date is None:
+            changes["end_date"] = rules.to_utc(datetime.now(UTC), "end_date")
+        for field in ("conclusion", "conclusion_comment"):
+            if getattr(payload, field) is not None:
+                changes[field] = getattr(payload, field)
+        updated = store.experiments.update(auth.project.id, id, changes) if changes else record
+        if updated is None:
+            raise rules.experiment_not_found(store, auth.project.id, id)
+    return _answer(state, updated, flag)
 
 
 @router.post(

@@ -43,6 +43,7 @@ RUNNER_MODULES = (
     "hogql",
     "trends",
     "funnels",
+    "funnel_correlation",
     "events",
     "actors",
     "hoglab.server.experiments.metric.runner",
