@@ -38,12 +38,12 @@ from bench_fairness import percentile  # (this script runs from bench/)
 class Served:
     """``hoglab serve`` on ``data_dir`` in a subprocess; ``url`` once it answers."""
 
-    def __init__(self, data_dir: Path, slice_events: int) -> None:
+    def __init__(self, data_dir: Path, slice_events: int, *args: str) -> None:
         script = Path(sys.executable).with_name("hoglab")
         command = [str(script)] if script.exists() else [sys.executable, "-m", "hoglab.cli"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "HOGLAB_RATE_LIMITS": "off",
                "HOGLAB_CAPTURE_SLICE_EVENTS": str(slice_events)}  # fmt: skip
-        argv = [*command, "serve", "--port", "0", "--data-dir", str(data_dir)]
+        argv = [*command, "serve", "--port", "0", "--data-dir", str(data_dir), *args]
         self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         assert self.process.stdout is not None
         first = self.process.stdout.readline()

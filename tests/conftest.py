@@ -43,6 +43,7 @@ SESSION_LIMITS = {
     "rate_limit_burst": "1000000/minute",
     "rate_limit_sustained": "10000000/hour",
     "query_rate_limit": "1000000/hour",
+    "action_write_rate_limit": "1000000/hour",
 }
 
 

@@ -3,8 +3,9 @@ the tour notebooks.
 
 Every kernel is already pointed at the demo service; this is the one command of ``make lab``.
 
-The demo service is reused when one already answers on the port with this data dir's key (``make demo`` in
-another terminal), else started here, in this process (chDB belongs to one process; the kernels are others, so
+The demo service is reused when one already answers on the port and proves it serves this data dir (a fresh
+challenge answered with the data dir's secret, before any key is sent; ``make demo`` in another terminal), else
+started here, in this process (chDB belongs to one process; the kernels are others, so
 they reach it over HTTP like any client). JupyterLab runs as a child process whose environment, which its kernels
 inherit, holds ``HOGLAB_HOST``, ``HOGLAB_API_KEY`` and ``HOGLAB_PROJECT_ID``: ``hoglab.connect()`` in any
 notebook, a tour or a new one, talks to the demo. Ctrl-C stops JupyterLab, then the service (when started here).
@@ -17,6 +18,7 @@ address to open, token included, is printed once it answers (read from the serve
 from __future__ import annotations
 
 import argparse
+import hmac
 import json
 import os
 import secrets
@@ -72,16 +74,51 @@ def kernel_env(demo: DemoService, base: dict[str, str] | None = None) -> dict[st
     return env
 
 
+def _proves_data_dir(url: str, data_dir: Path) -> bool:
+    """Whether the service at ``url`` proves it serves ``data_dir``: it answers a fresh challenge with the HMAC of
+    the data dir's secret (``server/private_files.py``), which only who can read the data dir knows. No key is
+    sent. ``httpx.ConnectError`` when nothing listens there."""
+    import secrets
+
+    import httpx
+
+    from hoglab.server.http.identity import IDENTITY_PATH
+    from hoglab.server.private_files import identity_proof, identity_secret
+
+    secret = identity_secret(data_dir)  # made now if new: the service on this data dir reads the same file
+    challenge = secrets.token_hex(32)
+    try:
+        answer = httpx.get(f"{url}{IDENTITY_PATH}", params={"challenge": challenge}, timeout=5)
+        proof = answer.json().get("proof") if answer.is_success else None
+    except httpx.ConnectError:
+        raise
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+    if secret is None or not isinstance(proof, str):
+        return False
+    return hmac.compare_digest(proof, identity_proof(secret, challenge))
+
+
 def running_demo(url: str, data_dir: Path) -> DemoService | None:
     """The demo service answering at ``url`` with ``data_dir``'s key, or ``None`` when nothing listens there.
 
-    Something else on the port (another service, a hoglab on another data dir) is a :class:`CommandError`: the
-    kernels would talk to the wrong place, and a second service cannot take the port.
+    Before any key is sent, the service must prove it is this data dir's hoglab (:func:`_proves_data_dir`).
+    Something else on the port (another service, a hoglab on another data dir, a listener posing as the demo) is
+    a :class:`CommandError` and gets no key: the kernels would talk to the wrong place, and a second service
+    cannot take the port.
     """
     import httpx
 
     from hoglab.server.store.bootstrap import DEMO_PROJECT_NAME, KEY_FILENAME
 
+    try:
+        if not _proves_data_dir(url, data_dir):
+            raise CommandError(
+                f"{url} answers, but does not prove it is the hoglab of {data_dir}: refusing to send it the key; "
+                "stop what runs there or choose another port (make lab PORT=8001)"
+            )
+    except httpx.ConnectError:
+        return None
     try:
         key = (data_dir / KEY_FILENAME).read_text(encoding="ascii").strip()
     except (OSError, UnicodeError):

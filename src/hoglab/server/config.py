@@ -96,6 +96,8 @@ class ServerConfig:
     rate_limit_burst: str = "480/minute"
     rate_limit_sustained: str = "4800/hour"
     query_rate_limit: str = "120/hour"
+    # Action writes compile the action: their own bucket instead of the default ones (http/ratelimit.py).
+    action_write_rate_limit: str = "60/minute"
     rate_limits_enabled: bool = True
     # Engine guard rails applied to every user query (GROUP BY/ORDER BY spill to disk past half the memory).
     max_execution_time: int = 60
@@ -107,6 +109,8 @@ class ServerConfig:
     # Compiling one HogQL statement: CPU seconds, and bytes of SQL printed (translate/budget.py).
     max_compile_seconds: float = 3.0
     max_compiled_sql_bytes: int = 262_144
+    # Steps and property filters the actions one query names may expand to, in all (translate/budget.py).
+    max_action_filters: int = 1_000
     # Event and person properties the compiler reads most become materialized columns, up to
     # materialize_max_columns per table and materialize_project_columns per project and table (engine/autoprops.py).
     auto_materialize: bool = True
@@ -126,6 +130,12 @@ class ServerConfig:
     # Capture (ingest/writer.py): a project with more events than this waiting is written a slice of this many
     # at a time, in turn with the other projects' requests, so its big batches cannot hold up their small ones.
     capture_slice_events: int = 5_000
+    # Events one capture request may carry (ingest/budget.py); what it holds is charged to the memory budget.
+    capture_max_events: int = 200_000
+    # A metric's timeseries (experiments/metric/timeseries.py): days computed, recalculations of one experiment
+    # pending or running at once.
+    timeseries_max_days: int = 366
+    timeseries_max_active: int = 2
     # Async queries: worker threads in this process, and how long a status is kept.
     query_workers: int = 4
     query_status_ttl_seconds: int = 20 * 60
@@ -141,6 +151,7 @@ class ServerConfig:
             ("HOGLAB_RATE_LIMIT_BURST", "rate_limit_burst"),
             ("HOGLAB_RATE_LIMIT_SUSTAINED", "rate_limit_sustained"),
             ("HOGLAB_QUERY_RATE_LIMIT", "query_rate_limit"),
+            ("HOGLAB_ACTION_WRITE_RATE_LIMIT", "action_write_rate_limit"),
         ):
             if value := os.environ.get(name):
                 env[key] = value
@@ -170,12 +181,16 @@ class ServerConfig:
             env["max_result_bytes"] = parse_bytes(result_bytes, "HOGLAB_MAX_RESULT_BYTES")
         if bulk_bytes := os.environ.get("HOGLAB_MAX_BULK_BYTES"):
             env["max_bulk_bytes"] = parse_bytes(bulk_bytes, "HOGLAB_MAX_BULK_BYTES")
+        env["max_action_filters"] = _env_int("HOGLAB_MAX_ACTION_FILTERS", cls.max_action_filters)
         env["query_workers"] = _env_int("HOGLAB_QUERY_WORKERS", cls.query_workers)
         env["project_query_slots"] = _env_int("HOGLAB_PROJECT_QUERY_SLOTS", cls.project_query_slots)
         env["project_async_queue"] = _env_int("HOGLAB_PROJECT_ASYNC_QUEUE", cls.project_async_queue)
         if _env_off("HOGLAB_FAIR_SHARE"):
             env["fair_share"] = False
         env["capture_slice_events"] = _env_int("HOGLAB_CAPTURE_SLICE_EVENTS", cls.capture_slice_events)
+        env["capture_max_events"] = _env_int("HOGLAB_CAPTURE_MAX_EVENTS", cls.capture_max_events)
+        env["timeseries_max_days"] = _env_int("HOGLAB_TIMESERIES_MAX_DAYS", cls.timeseries_max_days)
+        env["timeseries_max_active"] = _env_int("HOGLAB_TIMESERIES_MAX_ACTIVE", cls.timeseries_max_active)
         config = cls(**env)
         given = {k: v for k, v in overrides.items() if v is not None}
         if "data_dir" in given:

@@ -38,12 +38,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hoglab.schema import ACTION_STEP_KEYS
 
+from .budget import spend_action_filters
 from .errors import TranslationFailed
 from .params import Params
 from .properties import property_access, property_filters_to_hogql
@@ -54,6 +55,7 @@ __all__ = [
     "Actions",
     "action_condition",
     "action_events",
+    "action_size",
     "normalized_step",
     "step_condition",
 ]
@@ -183,18 +185,34 @@ def _refused(action: ActionDefinition, attr: str) -> None:
         )
 
 
-def action_condition(action: ActionDefinition, p: Params, *, timezone: str = "UTC", attr: str = "action") -> str:
+def action_condition(
+    action: ActionDefinition, p: Params, *, timezone: str = "UTC", attr: str = "action", counted: bool = False
+) -> str:
     """The action as one HogQL condition over ``events`` (``true`` when it has no steps, as PostHog's).
 
-    A stored action whose steps hoglab cannot compile (copied by ``hoglab pull``) is a 400 naming it.
+    A stored action whose steps hoglab cannot compile (copied by ``hoglab pull``) is a 400 naming it. Its steps
+    and filters are spent from the query's allowance (``budget.py``) first, unless the caller already did
+    (``counted``: ``matchesAction()`` counts every call of a statement before expanding any).
     """
     _refused(action, attr)
     if not action.steps:
         return "true"
+    if not counted:
+        spend_action_filters(action_size(action.steps))  # before the work: the query's allowance (budget.py)
     steps = [
         step_condition(step, p, timezone=timezone, attr=f"{attr}.steps.{i}") for i, step in enumerate(action.steps)
     ]
     return steps[0] if len(steps) == 1 else "(" + " OR ".join(steps) + ")"
+
+
+def action_size(steps: Sequence[Mapping[str, Any]]) -> int:
+    """An action's steps and their property filters, what expanding it costs (``budget.py``'s allowance, the
+    actions API's caps).
+
+    >>> action_size([{"event": "a", "properties": [{"key": "x", "value": 1}, {"key": "y", "value": 2}]}, {}])
+    4
+    """
+    return sum(1 + (len(s["properties"]) if isinstance(s.get("properties"), list) else 0) for s in steps)
 
 
 def action_events(action: ActionDefinition) -> list[str] | None:

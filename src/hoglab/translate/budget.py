@@ -38,10 +38,13 @@ from .errors import HogQLError
 
 __all__ = [
     "DEFAULT_COMPILE_SECONDS",
+    "DEFAULT_MAX_ACTION_FILTERS",
     "DEFAULT_MAX_SQL_BYTES",
     "CompileBudget",
     "CompileBudgetExceeded",
+    "action_allowance",
     "checkpoint",
+    "spend_action_filters",
 ]
 
 DEFAULT_COMPILE_SECONDS = 3.0
@@ -51,6 +54,9 @@ DEFAULT_MAX_SQL_BYTES = 262_144
 """ClickHouse's own ``max_query_size``: the longest SQL the engine parses."""
 
 # Checking the clock costs a system call; counting checkpoints costs almost nothing.
+DEFAULT_MAX_ACTION_FILTERS = 1_000
+"""Steps and property filters the actions one query names may expand to, all of its statements together (each
+series, step, metric and ``matchesAction()`` that names an action expands its every step again)."""
 _CHECK_EVERY = 16
 
 
@@ -82,6 +88,43 @@ class _Deadline:
 
 
 _CURRENT: ContextVar[_Deadline | None] = ContextVar("hoglab_compile_budget", default=None)
+_EXPANDED: ContextVar[list[int] | None] = ContextVar("hoglab_action_allowance", default=None)
+
+
+@contextmanager
+def action_allowance(limit: int) -> Iterator[None]:
+    """Let the actions named in this block expand to at most ``limit`` steps and property filters in all (the
+    query service wraps each query's runner in it); nothing is counted outside such a block.
+
+    >>> with action_allowance(10):
+    ...     spend_action_filters(6)
+    ...     try:
+    ...         spend_action_filters(6)
+    ...     except CompileBudgetExceeded as exc:
+    ...         print(exc.limit)
+    max_action_filters
+    """
+    token = _EXPANDED.set([int(limit), 0])
+    try:
+        yield
+    finally:
+        _EXPANDED.reset(token)
+
+
+def spend_action_filters(count: int) -> None:
+    """Count ``count`` steps and filters of an action being expanded; :class:`CompileBudgetExceeded` past the
+    block's allowance, before the expansion's work is done."""
+    allowance = _EXPANDED.get()
+    if allowance is None:
+        return
+    allowance[1] += count
+    if allowance[1] > allowance[0]:
+        raise CompileBudgetExceeded(
+            f"The actions this query names expand to more than max_action_filters ({allowance[0]}) steps and "
+            "property filters (each series, step or matchesAction() naming an action counts its every step and "
+            "filter). Name fewer actions, or smaller ones.",
+            limit="max_action_filters",
+        )
 
 
 @dataclass(frozen=True)
@@ -90,13 +133,16 @@ class CompileBudget:
 
     seconds: float = DEFAULT_COMPILE_SECONDS
     max_sql_bytes: int = DEFAULT_MAX_SQL_BYTES
+    max_action_filters: int = DEFAULT_MAX_ACTION_FILTERS
 
     @classmethod
     def from_config(cls, config: Any) -> CompileBudget:
-        """The budget of a ``ServerConfig`` (``max_compile_seconds``, ``max_compiled_sql_bytes``)."""
+        """The budget of a ``ServerConfig`` (``max_compile_seconds``, ``max_compiled_sql_bytes``,
+        ``max_action_filters``)."""
         return cls(
             float(getattr(config, "max_compile_seconds", DEFAULT_COMPILE_SECONDS)),
             int(getattr(config, "max_compiled_sql_bytes", DEFAULT_MAX_SQL_BYTES)),
+            int(getattr(config, "max_action_filters", DEFAULT_MAX_ACTION_FILTERS)),
         )
 
     @contextmanager

@@ -127,7 +127,7 @@ def test_a_bad_event_is_dropped_alone_with_its_warning(event: object, attr: str,
     good = [{**EVENT, "uuid": str(uuid.uuid4())} for _ in range(2)]
     triage = triage_batch([good[0], event, good[1]], now=NOW)
     assert [e.uuid for e in triage.events] == [g["uuid"] for g in good]
-    (dropped,) = triage.dropped
+    (dropped,) = triage.dropped.rows()
     assert dropped.type == warning and dropped.details["index"] == 1
     assert dropped.details["field"] == (attr.removeprefix("batch__1__") if attr != "batch__1" else "")
     (problem,) = triage.problems
@@ -142,7 +142,7 @@ def test_a_bad_event_is_dropped_alone_with_its_warning(event: object, attr: str,
 
 def test_a_dropped_events_warning_names_what_identifies_it() -> None:
     raw = {"event": "signup", "properties": {"distinct_id": "x" * 500}, "uuid": "not-a-uuid" * 50}
-    (warning,) = triage_batch([raw], now=NOW).dropped
+    (warning,) = triage_batch([raw], now=NOW).dropped.rows()
     details = warning.details
     assert details["eventName"] == "signup" and details["distinctId"] == "x" * 200
     assert details["eventUuid"] == ("not-a-uuid" * 50)[:200] and details["field"] == "uuid"

@@ -44,6 +44,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..private_files import DIR_MODE, tighten
 from .base import EngineError, JsonResult
 from .ddl import DATABASE, create_statements, is_insertable
 from .errors import EngineInUse, error_from_message
@@ -308,7 +309,9 @@ class ChdbEngine:
         memory: MemoryBudget | None = None,
     ):
         self.path = Path(data_dir).expanduser().resolve()
-        self.path.mkdir(parents=True, exist_ok=True)
+        # Owner-only (private_files.py): its parts are created with the process's umask, under this closed folder.
+        self.path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        tighten(self.path)
         self.limits = limits or QueryLimits()
         self.database = DATABASE
         self._core: _Core | None = _acquire(self.path, pool_size, memory)

@@ -8,6 +8,8 @@ budget (``HOGLAB_MEMORY_BUDGET``, ``hoglab serve --memory-budget``; two thirds o
 * **answers** (a quarter): the bytes of answers the engine has handed over and the service still holds, counted
   as the engine produces them (:class:`AnswerMemory`). A project's answers at once get at most
   ``project_memory_share`` of it (``HOGLAB_PROJECT_MEMORY_SHARE``, half by default).
+* **ingestion's caches**, beside them: the groups (a 64th) and the persons (a 16th) capture holds between
+  batches, each a least-recently-used cache that forgets what was used longest ago past its bound.
 * **the engine** (the other three quarters), in ClickHouse's own accounting: ``max_server_memory_usage`` for
   the whole embedded engine; the queries of every project together (the ``hoglab_queries`` workload, ClickHouse's
   memory reservations) at most three quarters of that, so writes, merges and caches keep the rest; the queries
@@ -154,6 +156,16 @@ class MemoryBudget:
     def project_answer_bytes(self) -> int:
         """One project's answers held at once."""
         return int(self.answer_bytes * self.project_share)
+
+    @property
+    def group_cache_bytes(self) -> int:
+        """Groups that ingestion holds for every project (``ingest/groups.py``): a 64th of the budget."""
+        return self.total // 64
+
+    @property
+    def person_cache_bytes(self) -> int:
+        """Persons that ingestion holds for every project (``ingest/person_store.py``): a 16th of the budget."""
+        return self.total // 16
 
     def query_memory(self, max_memory_usage: int) -> int:
         """One query's ``max_memory_usage``: the configured one (0: none), never more than its project's part.

@@ -29,7 +29,8 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
-from hoglab.translate.actions import ActionDefinition
+from hoglab.translate.actions import ActionDefinition, action_size
+from hoglab.translate.budget import CompileBudgetExceeded, spend_action_filters
 from hoglab.translate.errors import HogQLError, node_span
 
 from .catalog import Catalog
@@ -73,10 +74,20 @@ def expand_matches_action(tree: exp.Expr, catalog: Catalog, *, timezone: str = "
     if not calls:
         return tree
     actions = catalog.actions()
+    found = []
     for call in calls:
         reference = _reference(call)
         try:
-            condition = catalog.action_condition(find_action(actions, reference), timezone)
+            found.append((call, find_action(actions, reference)))
+        except HogQLError as exc:
+            raise _error(exc.message, call) from None
+    # Every call's steps and filters against the query's allowance before any is expanded (translate/budget.py).
+    spend_action_filters(sum(action_size(action.steps) for _, action in found if not action.bytecode_error))
+    for call, action in found:
+        try:
+            condition = catalog.action_condition(action, timezone)
+        except CompileBudgetExceeded:
+            raise  # the query's allowance for actions, not this call's mistake: a 400 naming the bound
         except HogQLError as exc:
             raise _error(exc.message, call) from None
         if call is tree:

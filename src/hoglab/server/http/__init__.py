@@ -19,7 +19,7 @@ __all__ = ["ROUTER_MODULES", "SlashRouter", "load_routers"]
 # Modules of this package exposing ``router``, in mounting order.
 ROUTER_MODULES = (
     "projects", "experiments", "experiment_metrics", "experiment_holdouts", "experiment_saved_metrics", "query",
-    "capture", "flags", "personal_api_keys", "ingestion_warnings", "actions", "groups",
+    "capture", "flags", "personal_api_keys", "ingestion_warnings", "actions", "groups", "identity",
 )  # fmt: skip
 
 

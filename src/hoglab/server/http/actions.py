@@ -20,15 +20,17 @@ from typing import Annotated, Any
 from fastapi import Depends, Path, Query, Request
 
 from hoglab.schema import ActionWrite
+from hoglab.translate.budget import CompileBudget
 
 from ..errors import MethodNotAllowed, ResourceNotFound, ValidationFailed
-from ..filters.actions import check_steps
+from ..filters.actions import check_size, check_steps
 from ..state import ServiceState, get_state
 from ..store import ActionRecord, DuplicateActionName
 from ..store.db import utcnow
 from ..validation import MAX_ID, validate_body
 from .auth import AuthContext, require_scope
 from .bodies import MAX_PAGE_LIMIT, json_body_openapi, page_links, parse_json_object, raw_body
+from .ratelimit import ACTION_WRITE_GROUP
 from .routing import SlashRouter
 
 __all__ = ["action_body", "router"]
@@ -37,7 +39,8 @@ router = SlashRouter(tags=["actions"])
 
 BASE = "/api/projects/{project_id}/actions/"
 Read = Annotated[AuthContext, Depends(require_scope("action:read"))]
-Write = Annotated[AuthContext, Depends(require_scope("action:write"))]
+# Writes compile the action (within the compile budget): their own rate, not the cheap endpoints' one.
+Write = Annotated[AuthContext, Depends(require_scope("action:write", throttle=ACTION_WRITE_GROUP))]
 State = Annotated[ServiceState, Depends(get_state)]
 Body = Annotated[bytes, Depends(raw_body)]
 ActionId = Annotated[int, Path(ge=1, le=MAX_ID, description="The action's id.")]
@@ -50,8 +53,15 @@ def action_body(state: ServiceState, record: ActionRecord) -> dict[str, Any]:
     return {**record.to_api(), "created_by": None if user is None else user.to_api()}
 
 
-def _fields(data: dict[str, Any], current: ActionRecord | None, timezone: str) -> dict[str, Any]:
+def _fields(
+    data: dict[str, Any], current: ActionRecord | None, timezone: str, budget: CompileBudget
+) -> dict[str, Any]:
     """The columns a create or update body sets, checked; a 400 naming the field otherwise."""
+    if isinstance(data.get("steps"), list):
+        try:
+            check_size(data["steps"])  # the caps first: a 100 x 100 body is refused before it is validated
+        except ValidationFailed as exc:
+            raise ValidationFailed(exc.detail, attr=(exc.attr or "steps").replace(".", "__"), code=exc.code) from None
     payload = validate_body(ActionWrite, data)
     given = payload.model_fields_set
     for name in _NOT_NULL:
@@ -68,9 +78,9 @@ def _fields(data: dict[str, Any], current: ActionRecord | None, timezone: str) -
     if "steps" in given and payload.steps is not None:
         raw = [step.model_dump(mode="json") for step in payload.steps]
         try:
-            fields["steps"] = check_steps(raw, timezone=timezone)
+            fields["steps"] = check_steps(raw, timezone=timezone, budget=budget)
         except ValidationFailed as exc:
-            raise ValidationFailed(exc.detail, attr=(exc.attr or "steps").replace(".", "__")) from None
+            raise ValidationFailed(exc.detail, attr=(exc.attr or "steps").replace(".", "__"), code=exc.code) from None
         fields["bytecode_error"] = None  # the steps compile now, whatever a copy held before
     if "pinned_at" in given:
         # PostHog pins at the server's time (a client's clock is not trusted) and keeps an earlier pin.
@@ -123,7 +133,7 @@ def list_actions(
 @router.post(BASE, status_code=201, summary="Create an action", openapi_extra=json_body_openapi(ActionWrite))
 def create_action(request: Request, auth: Write, state: State, raw: Body) -> dict[str, Any]:
     data = parse_json_object(raw, request.headers.get("content-type"))
-    fields = _fields(data, None, auth.project.timezone or "UTC")
+    fields = _fields(data, None, auth.project.timezone or "UTC", CompileBudget.from_config(state.config))
     fields.pop("bytecode_error", None)
     try:
         record = state.store.actions.create(auth.project.id, fields, created_by_id=auth.user.id)
@@ -140,7 +150,7 @@ def retrieve_action(auth: Read, state: State, id: ActionId) -> dict[str, Any]:
 def _update(request: Request, auth: AuthContext, state: ServiceState, action_id: int, raw: bytes) -> dict[str, Any]:
     current = _load(state, auth, action_id)
     data = parse_json_object(raw, request.headers.get("content-type"))
-    fields = _fields(data, current, auth.project.timezone or "UTC")
+    fields = _fields(data, current, auth.project.timezone or "UTC", CompileBudget.from_config(state.config))
     try:
         record = state.store.actions.update(auth.project.id, action_id, fields)
     except DuplicateActionName as exc:

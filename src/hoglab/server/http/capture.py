@@ -29,8 +29,9 @@ from starlette.concurrency import run_in_threadpool
 
 from hoglab.schema import ErrorType
 
-from ..errors import APIException, AuthenticationFailed, NotAuthenticated, ValidationFailed
+from ..errors import APIException, AuthenticationFailed, NotAuthenticated, Throttled, ValidationFailed
 from ..ingest import IngestError, Ingestor, Payload, Triage, decode_payload, triage_batch
+from ..ingest.budget import DEFAULT_MAX_EVENTS, CaptureCharge, check_event_count, events_cost
 from ..store import ProjectRecord, Store
 
 __all__ = ["CAPTURE_PATHS", "KEY_HELP", "cors_headers", "decode_request", "preflight", "project_for_key", "router",
@@ -62,11 +63,24 @@ def cors_headers(request: Request) -> dict[str, str]:
     return headers
 
 
-def decode_request(request: Request, body: bytes, *, malformed_code: str | None = None) -> Payload:
+def ingest_failure(exc: IngestError) -> APIException:
+    """The HTTP error of a capture request refused whole: 413 for one too big (bytes, events, memory), 429 while
+    the memory budget's share is held by other requests (``ingest/budget.py``), else a 400 naming the part."""
+    if exc.code == "payload_too_large":
+        return PayloadTooLarge(exc.detail, attr=exc.attr)
+    if exc.code == "throttled":
+        return Throttled(1, exc.detail)
+    return ValidationFailed(exc.detail, code=exc.code, attr=exc.attr)
+
+
+def decode_request(
+    request: Request, body: bytes, *, malformed_code: str | None = None, charge: CaptureCharge | None = None
+) -> Payload:
     """The request's SDK payload (``ingest/payload.py``: JSON, gzip, form ``data=``, the key wherever it is sent).
 
     A body over the limit is a 413; any other failure a 400 with the decoder's code and ``attr``, or
     ``malformed_code`` (and no ``attr``) for an endpoint that answers one code for every unreadable body.
+    ``charge``: what parsing takes is reserved on it before the body is parsed (a 413 or 429 if it can't be).
     """
     try:
         return decode_payload(
@@ -74,13 +88,14 @@ def decode_request(request: Request, body: bytes, *, malformed_code: str | None 
             content_encoding=request.headers.get("content-encoding"),
             content_type=request.headers.get("content-type"),
             query=request.query_params,
+            before_parse=charge.parse if charge is not None else None,
         )
     except IngestError as exc:
-        if exc.code == "payload_too_large":
-            raise PayloadTooLarge(exc.detail) from None
+        if exc.code in ("payload_too_large", "throttled"):
+            raise ingest_failure(exc) from None
         if malformed_code is not None:
             raise ValidationFailed(exc.detail, code=malformed_code) from None
-        raise ValidationFailed(exc.detail, code=exc.code, attr=exc.attr) from None
+        raise ingest_failure(exc) from None
 
 
 def project_for_key(store: Store, token: str) -> ProjectRecord:
@@ -104,13 +119,26 @@ async def run_with_cors(
         raise
 
 
-def _prepare(request: Request, body: bytes, now: datetime) -> tuple[int, Triage]:
-    """Decode, authenticate, validate: everything but the write (runs in a worker thread)."""
-    payload = decode_request(request, body)
+def _prepare(request: Request, body: bytes, now: datetime, charge: CaptureCharge) -> tuple[int, Triage]:
+    """Decode, authenticate, validate: everything but the write (runs in a worker thread), each step's memory
+    reserved on ``charge`` before it is taken (``ingest/budget.py``)."""
+    payload = decode_request(request, body, charge=charge)
     if not payload.token:
         raise NotAuthenticated(f"API key not provided. {KEY_HELP}", code="missing_api_key")
-    project = project_for_key(request.app.state.hoglab.store, payload.token)
+    hoglab = request.app.state.hoglab
+    project = project_for_key(hoglab.store, payload.token)
+    max_events = int(getattr(getattr(hoglab, "config", None), "capture_max_events", DEFAULT_MAX_EVENTS))
+    try:
+        charge.to_project(int(project.id))
+        check_event_count(len(payload.events), max_events, "batch" if payload.attr_prefix else None)
+    except IngestError as exc:
+        raise ingest_failure(exc) from None
     triage = triage_batch(payload.events, sent_at=payload.sent_at, now=now, attr_prefix=payload.attr_prefix)
+    del payload  # the raw events: what is kept is the triage's
+    try:
+        charge.add(events_cost(len(triage.events), len(body)))
+    except IngestError as exc:
+        raise ingest_failure(exc) from None
     return int(project.id), triage
 
 
@@ -120,11 +148,22 @@ def _ingestor(request: Request) -> Ingestor:
     return ingestor if isinstance(ingestor, Ingestor) else Ingestor.for_engine(hoglab.engine)
 
 
+def _charge(request: Request) -> CaptureCharge:
+    """A reservation on the engine's answer memory, the budget's part that queries' answers are counted in."""
+    engine = getattr(request.app.state.hoglab, "engine", None)
+    return CaptureCharge(getattr(engine, "answers", None))
+
+
 async def capture(request: Request) -> Response:
-    """Store the request's good events and the warnings of its bad ones; answer once they are on disk."""
+    """Store the request's good events and the warnings of its bad ones (one per cause); answer once they are on
+    disk. What the request holds meanwhile is reserved on the memory budget, and given back after."""
     now = datetime.now(UTC)
-    project_id, triage = await run_with_cors(request, _prepare, now)
-    await asyncio.wrap_future(_ingestor(request).submit(project_id, triage.events, triage.dropped))
+    charge = _charge(request)
+    try:
+        project_id, triage = await run_with_cors(request, _prepare, now, charge)
+        await asyncio.wrap_future(_ingestor(request).submit(project_id, triage.events, triage.dropped.rows()))
+    finally:
+        charge.release()
     answer = {"status": 1, "kept": len(triage.events), "dropped": len(triage.dropped), "repaired": triage.repaired,
               "problems": triage.problems}  # fmt: skip
     return JSONResponse(answer, headers=cors_headers(request))

@@ -30,6 +30,7 @@ from fastapi import Depends, Path, Query, Request, Response
 from hoglab.schema import CreateGroup, Group, GroupType, GroupTypeMetadata
 
 from ..errors import InternalError, ResourceNotFound, ValidationFailed
+from ..ingest.events import writable_properties
 from ..ingest.groups import GroupState, GroupStore
 from ..query.groups import find_group, list_groups, property_definitions, property_values
 from ..state import ServiceState, get_state
@@ -212,9 +213,18 @@ def create_group(request: Request, auth: Write, state: State, raw: Body) -> dict
             raise ResourceNotFound("Group type not found.", attr="group_type_index")
         if (body.group_type_index, body.group_key) in group_state.groups:
             raise ValidationFailed("A group with this key already exists", attr="group_key")
-        group = group_state.upsert(body.group_type_index, body.group_key, body.group_properties or {}, now)
+        properties = _writable(body.group_properties or {}, "group_properties")
+        group = group_state.upsert(body.group_type_index, body.group_key, properties, now)
         store.commit(group_state, now)
     return _group_body(group_state, group.index, group.key)
+
+
+def _writable(properties: dict[str, Any], attr: str) -> dict[str, Any]:
+    """Properties as capture stores them (a number beyond 64 bits as a double), or a 400 if they cannot be."""
+    written = writable_properties(properties)
+    if written is None:
+        raise ValidationFailed("The properties are nested too deeply (over 255 levels).", attr=attr)
+    return written[0]
 
 
 def _group_body(group_state: GroupState, index: int, key: str) -> dict[str, Any]:
@@ -262,8 +272,8 @@ def update_group_property(
     if not isinstance(data["key"], str) or not data["key"]:
         raise ValidationFailed("The property key is a non-empty string.", attr="key")
     now = datetime.now(UTC)
-    return _edit(auth, state, group_type_index, group_key,
-                 lambda s, i, k: s.upsert(i, k, {data["key"]: data["value"]}, now))  # fmt: skip
+    update = _writable({data["key"]: data["value"]}, "value")
+    return _edit(auth, state, group_type_index, group_key, lambda s, i, k: s.upsert(i, k, update, now))
 
 
 @router.post(GROUPS + "delete_property/", response_model=Group, summary="Remove one property of a group")

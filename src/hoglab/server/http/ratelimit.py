@@ -23,10 +23,12 @@ from ..errors import Throttled
 if TYPE_CHECKING:
     from ..config import ServerConfig
 
-__all__ = ["DEFAULT_GROUP", "QUERY_GROUP", "Rate", "RateLimiter", "query_rate_limited"]
+__all__ = ["ACTION_WRITE_GROUP", "DEFAULT_GROUP", "QUERY_GROUP", "Rate", "RateLimiter", "query_rate_limited"]
 
 DEFAULT_GROUP = "default"
 QUERY_GROUP = "query"
+ACTION_WRITE_GROUP = "action_write"
+"""Creating, changing and deleting actions: each write compiles the action, so it has its own, lower rate."""
 
 _PERIODS = {
     "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
@@ -90,6 +92,7 @@ class RateLimiter:
             {
                 DEFAULT_GROUP: [Rate.parse(config.rate_limit_burst), Rate.parse(config.rate_limit_sustained)],
                 QUERY_GROUP: [Rate.parse(config.query_rate_limit)],
+                ACTION_WRITE_GROUP: [Rate.parse(getattr(config, "action_write_rate_limit", "60/minute"))],
             },
             enabled=config.rate_limits_enabled,
         )

@@ -39,9 +39,10 @@ from typing import Any
 import orjson
 
 from .errors import EventDropped
-from .warnings import IngestionWarning, clip, dropped
+from .warnings import IngestionWarning, WarningTally, clip, dropped
 
-__all__ = ["CapturedEvent", "Triage", "normalize_batch", "normalize_event", "parse_timestamp", "triage_batch"]
+__all__ = ["CapturedEvent", "Triage", "normalize_batch", "normalize_event", "parse_timestamp", "triage_batch",
+           "writable_properties"]  # fmt: skip
 
 MAX_ID_LENGTH = 200
 MAX_EVENT_NAME_LENGTH = 200
@@ -154,7 +155,7 @@ def normalize_event(
         detail = 'Invalid payload: "elements_chain" must be a string.'
         raise _drop(raw, attr, "elements_chain", "invalid_event", detail, index)
 
-    written = _properties_json(properties)
+    written = writable_properties(properties)
     if written is None:
         detail = 'Invalid payload: "properties" are nested too deeply (over 255 levels).'
         raise _drop(raw, attr, "properties", "malformed_event_properties", detail, index)
@@ -186,9 +187,14 @@ def _as_float_beyond_64_bits(value: Any) -> Any:
     return value
 
 
-def _properties_json(properties: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+def writable_properties(properties: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
     """The properties and their JSON (every later writer, persons too, can serialise them again with orjson), or
-    ``None`` if they cannot be written."""
+    ``None`` if they cannot be written. Capture, the groups API and group files store a number beyond 64 bits
+    alike, as a double.
+
+    >>> writable_properties({"n": 2**64})
+    ({'n': 1.8446744073709552e+19}, '{"n":1.8446744073709552e+19}')
+    """
     try:
         return properties, orjson.dumps(properties).decode()
     except TypeError:  # an integer beyond 64 bits, or nesting deeper than orjson writes (255 levels)
@@ -278,14 +284,15 @@ def _prefix(attr_prefix: str | None, index: int) -> str:
 
 @dataclass
 class Triage:
-    """A capture request's events sorted out: those to store, and the warnings of the dropped ones.
+    """A capture request's events sorted out: those to store, and the warnings of the dropped ones (one per cause,
+    ``dropped.rows()``; ``len(dropped)`` events).
 
     ``problems`` lists the first :data:`MAX_LISTED` events dropped (``result: "drop"``) or stored with a warning
     (``result: "warning"``), for the capture answer.
     """
 
     events: list[CapturedEvent] = field(default_factory=list)
-    dropped: list[IngestionWarning] = field(default_factory=list)
+    dropped: WarningTally = field(default_factory=WarningTally)
     repaired: int = 0
     problems: list[dict[str, Any]] = field(default_factory=list)
 
@@ -316,7 +323,7 @@ def triage_batch(
         try:
             event = normalize_event(raw, sent_at=sent_at, now=now, attr=attr, index=i)
         except EventDropped as exc:
-            triage.dropped.append(IngestionWarning(exc.warning, exc.details))
+            triage.dropped.add(IngestionWarning(exc.warning, exc.details))
             triage.note(i, "drop", exc.warning, exc.attr, exc.detail)
             continue
         triage.events.append(event)

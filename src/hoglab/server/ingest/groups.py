@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,6 +41,7 @@ import pyarrow as pa
 
 from ..engine.base import Engine
 from ..engine.ddl import DATABASE, MAX_GROUP_TYPES
+from ..engine.memory import MemoryBudget
 from ..engine.settings import quote_string
 from .persons import next_version
 
@@ -57,6 +59,10 @@ __all__ = [
 MAX_GROUP_KEY = 400
 """Longest group key and group type name kept (PostHog's column width)."""
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DEFAULT_CACHE_BYTES = 64 * 1024**2
+"""The group cache's bound until the service sizes it from the memory budget (``MemoryBudget.group_cache_bytes``)."""
+_GROUP_COST = 400  # a cached group's objects besides its properties (key, times, dict, the LRU's entry)
+_ABSENT_COST = 150  # a key looked up and not found
 _LOAD_SETTINGS = {"max_result_rows": 0, "max_execution_time": 0}
 
 _stores: weakref.WeakKeyDictionary[Any, GroupStore] = weakref.WeakKeyDictionary()
@@ -316,26 +322,41 @@ class GroupState:
         return bool(self._dirty_types or self._dirty_groups)
 
 
+def _cost(group: CachedGroup | None) -> int:
+    if group is None:
+        return _ABSENT_COST
+    return _GROUP_COST + len(group.key) + 2 * len(orjson.dumps(group.properties, option=orjson.OPT_NON_STR_KEYS))
+
+
 class GroupStore:
     """The group types and groups of every project of one engine, cached, written with their changes.
 
     One per engine (``GroupStore.for_engine``), shared by capture, file loads, the flags service, pulls and the
     groups API; ``lock`` serialises changes and their writes. A project's types are read once (at most five
-    rows); its groups are read by key when a batch or a flag needs them, and kept.
+    rows); its groups are read by key when a batch or a flag needs them, and kept in a least-recently-used cache
+    of at most ``max_bytes`` (estimated: twice their properties' JSON and 400 bytes each; the service sizes it
+    from the memory budget): past it, the groups used longest ago are forgotten (never one with changes not yet
+    written) and read again when next named. A public token can add groups, never memory past the bound.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.engine = engine
         self.lock = threading.RLock()
+        self.max_bytes = int(max_bytes)
         self._states: dict[int, GroupState] = {}
-        self._looked_up: dict[int, set[tuple[int, str]]] = {}
+        # (team, index, key) of every group held or known absent, least recently used first -> its bytes.
+        self._known: OrderedDict[tuple[int, int, str], int] = OrderedDict()
+        self._bytes = 0
 
     @classmethod
     def for_engine(cls, engine: Engine) -> GroupStore:
+        """The engine's store, its cache sized from the engine's memory budget (``group_cache_bytes``)."""
         with _stores_lock:
             store = _stores.get(engine)
             if store is None:
-                store = _stores[engine] = cls(engine)
+                budget = getattr(engine, "memory", None)
+                size = budget.group_cache_bytes if isinstance(budget, MemoryBudget) else DEFAULT_CACHE_BYTES
+                store = _stores[engine] = cls(engine, max_bytes=size)
             return store
 
     def state(self, team_id: int) -> GroupState:
@@ -344,7 +365,6 @@ class GroupStore:
         state = self._states.get(team)
         if state is None:
             state = self._states[team] = self._load_types(team)
-            self._looked_up[team] = set()
         return state
 
     def types(self, team_id: int) -> list[CachedGroupType]:
@@ -359,13 +379,49 @@ class GroupStore:
     def with_groups(self, team_id: int, keys: Iterable[tuple[int, str]]) -> GroupState:
         """The project's state holding these groups (those that exist), read from the engine once each."""
         state = self.state(team_id)
-        looked = self._looked_up.setdefault(state.team_id, set())
-        wanted = sorted({k for k in keys if k not in looked and k not in state.groups})
+        team = state.team_id
+        wanted: set[tuple[int, str]] = set()
+        for index, key in keys:
+            known = (team, index, key)
+            if known in self._known:
+                self._known.move_to_end(known)
+            elif (index, key) not in state.groups:
+                wanted.add((index, key))
         if wanted:
-            for group in self._read_groups(state.team_id, wanted):
+            for group in self._read_groups(team, sorted(wanted)):
                 state.groups.setdefault((group.index, group.key), group)
-            looked.update(wanted)
+            for index, key in sorted(wanted):
+                self._remember(team, index, key, state.groups.get((index, key)))
+            self._trim(keep=wanted)
         return state
+
+    def _remember(self, team: int, index: int, key: str, group: CachedGroup | None) -> None:
+        known = (team, index, key)
+        self._bytes += _cost(group) - self._known.pop(known, 0)
+        self._known[known] = _cost(group)
+
+    def _trim(self, keep: set[tuple[int, str]] | None = None) -> None:
+        """Forget the groups used longest ago until the cache is within ``max_bytes`` (not those with changes
+        not yet written, nor ``keep``, the batch in hand)."""
+        skipped: list[tuple[tuple[int, int, str], int]] = []
+        while self._bytes > self.max_bytes and self._known:
+            known, cost = self._known.popitem(last=False)
+            team, index, key = known
+            state = self._states.get(team)
+            if state is not None and ((index, key) in state._dirty_groups or (keep and (index, key) in keep)):
+                skipped.append((known, cost))
+                continue
+            self._bytes -= cost
+            if state is not None:
+                state.groups.pop((index, key), None)
+        for known, cost in skipped:
+            self._known[known] = cost
+            self._known.move_to_end(known, last=False)
+
+    @property
+    def cached_bytes(self) -> int:
+        """The groups held now, in the cache's estimate (bench_groups.py watches it)."""
+        return self._bytes
 
     def group(self, team_id: int, index: int, key: str) -> CachedGroup | None:
         """One group as stored (a copy), or ``None``."""
@@ -386,21 +442,28 @@ class GroupStore:
         """Write what ``state`` changed (call with ``lock`` held); on failure the cached state is dropped."""
         if not state.dirty:
             return
+        changed = list(state._dirty_groups)
         try:
             self.write(state.take_rows(next_version(), now or datetime.now(UTC)))
         except BaseException:
             self.invalidate(state.team_id)
             raise
+        for index, key in changed:
+            self._remember(state.team_id, index, key, state.groups.get((index, key)))
+        self._trim()
 
     def invalidate(self, team_id: int | None = None) -> None:
         """Forget cached state (after a failed write or a load): the next use reads what the tables hold."""
         with self.lock:
             if team_id is None:
                 self._states.clear()
-                self._looked_up.clear()
+                self._known.clear()
+                self._bytes = 0
             else:
-                self._states.pop(int(team_id), None)
-                self._looked_up.pop(int(team_id), None)
+                team = int(team_id)
+                self._states.pop(team, None)
+                for known in [k for k in self._known if k[0] == team]:
+                    self._bytes -= self._known.pop(known)
 
     # -- reading ----------------------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
@@ -56,20 +56,28 @@ def _gunzip(data: bytes) -> bytes:
     return out
 
 
-def _json(data: bytes) -> Any:
+def _json(data: bytes, before_parse: Callable[[bytes], None] | None = None) -> Any:
+    if before_parse is not None:
+        before_parse(data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         pass
     # Not JSON: other SDKs send base64 (PostHog also tolerates spaces for '+' and missing padding).
     text = data.strip().replace(b" ", b"+")
+    not_json = IngestError("Malformed request data: the body is not JSON.", code="invalid_payload")
     try:
         decoded = base64.b64decode(text + b"=" * (-len(text) % 4), validate=False)
-        if decoded[:2] == b"\x1f\x8b":
-            decoded = _gunzip(decoded)
+    except (binascii.Error, ValueError):
+        raise not_json from None
+    if decoded[:2] == b"\x1f\x8b":
+        decoded = _gunzip(decoded)
+    if before_parse is not None:
+        before_parse(decoded)  # base64 text has no brackets to count: what is parsed is the decoded JSON
+    try:
         return orjson.loads(decoded)
-    except (binascii.Error, ValueError, orjson.JSONDecodeError):
-        raise IngestError("Malformed request data: the body is not JSON.", code="invalid_payload") from None
+    except orjson.JSONDecodeError:
+        raise not_json from None
 
 
 def _first(values: Mapping[str, Any], *keys: str) -> str | None:
@@ -88,8 +96,12 @@ def decode_payload(
     content_encoding: str | None = None,
     content_type: str | None = None,
     query: Mapping[str, Any] | None = None,
+    before_parse: Callable[[bytes], None] | None = None,
 ) -> Payload:
-    """Decode one capture request; raises :class:`IngestError` for a body that is not a capture payload."""
+    """Decode one capture request; raises :class:`IngestError` for a body that is not a capture payload.
+
+    ``before_parse`` is handed the decoded bytes before they are parsed (capture reserves the memory parsing
+    takes, ``budget.py``); it may raise to refuse them."""
     query = query or {}
     if len(body) > MAX_BODY_BYTES:
         raise IngestError("Request body too large (over 20 MB).", code="payload_too_large")
@@ -104,7 +116,7 @@ def decode_payload(
         body = _gunzip(body)
     if not body.strip():
         raise IngestError("Malformed request data: empty body.", code="no_data")
-    data = _json(body)
+    data = _json(body, before_parse)
 
     sent_at: Any = None
     prefix: str | None

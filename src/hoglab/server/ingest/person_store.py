@@ -18,6 +18,7 @@ import contextlib
 import threading
 import uuid
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -25,6 +26,7 @@ import pyarrow as pa
 
 from ..engine.base import Engine, EngineError
 from ..engine.ddl import DATABASE
+from ..engine.memory import MemoryBudget
 from .persons import CachedPerson, PersonRows, PersonState, person_uuid
 from .rows import person_tables
 
@@ -37,25 +39,69 @@ _stores: weakref.WeakKeyDictionary[Any, PersonStore] = weakref.WeakKeyDictionary
 _stores_lock = threading.Lock()
 
 
+DEFAULT_CACHE_BYTES = 512 * 1024**2
+"""The person cache's bound until the engine's memory budget sizes it (``MemoryBudget.person_cache_bytes``)."""
+ID_COST = 1_000
+"""Bytes a cached distinct id holds with its share of its person (about 100 MB per 100,000 ids, measured)."""
+
+
 class PersonStore:
-    def __init__(self, engine: Engine) -> None:
+    """The persons of every project of one engine, cached per project, at most ``max_bytes`` in all (estimated
+    at :data:`ID_COST` a distinct id held): past it, the projects used longest ago are forgotten and read again
+    when next needed; a project's own state that grew past it (ids looked up one batch after another) is
+    started again from the ids in hand."""
+
+    def __init__(self, engine: Engine, *, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.engine = engine
         self.lock = threading.RLock()
+        self.max_bytes = int(max_bytes)
         self._states: dict[int, PersonState] = {}
         self._partials: dict[int, tuple[PersonState, set[str]]] = {}  # state_for's states, and the ids looked up
+        self._used: OrderedDict[int, None] = OrderedDict()  # projects with a cached state, least recently used first
         self.persons_read = 0  # persons ever read into Python (tests check a load reads only the few it needs)
 
     whole_state_max_ids = 200_000
     """Below this many distinct ids ``state_for`` loads the project's whole state (about 0.2 s and 100 MB per
-    100,000 ids) and answers every later request from memory; above it, only the ids asked about."""
+    100,000 ids) and answers every later request from memory; above it, only the ids asked about. Never more
+    than half of what the cache may hold."""
 
     @classmethod
     def for_engine(cls, engine: Engine) -> PersonStore:
+        """The engine's store, its cache sized from the engine's memory budget (``person_cache_bytes``)."""
         with _stores_lock:
             store = _stores.get(engine)
             if store is None:
-                store = _stores[engine] = cls(engine)
+                budget = getattr(engine, "memory", None)
+                size = budget.person_cache_bytes if isinstance(budget, MemoryBudget) else DEFAULT_CACHE_BYTES
+                store = _stores[engine] = cls(engine, max_bytes=size)
             return store
+
+    def _held_ids(self, team: int) -> int:
+        whole = self._states.get(team)
+        if whole is not None:
+            return len(whole.pdi)
+        partial = self._partials.get(team)
+        return len(partial[1]) + len(partial[0].pdi) if partial is not None else 0
+
+    def _make_room(self, team: int) -> None:
+        """Before serving ``team``: forget the projects used longest ago while the cache is over its bound, and
+        ``team``'s own partial state if it alone is (it is read again for the ids in hand)."""
+        self._used[team] = None
+        self._used.move_to_end(team)
+        held = sum(self._held_ids(t) for t in self._used) * ID_COST
+        for other in list(self._used):
+            if held <= self.max_bytes or other == team:
+                continue
+            held -= self._held_ids(other) * ID_COST
+            self._forget(other)
+        if held > self.max_bytes and team in self._partials:
+            self._forget(team)
+            self._used[team] = None
+
+    def _forget(self, team: int) -> None:
+        self._states.pop(team, None)
+        self._partials.pop(team, None)
+        self._used.pop(team, None)
 
     def state(self, team_id: int) -> PersonState:
         """The project's persons, all of them (call with ``lock`` held)."""
@@ -63,6 +109,8 @@ class PersonStore:
         if state is None:
             self._partials.pop(team_id, None)  # one cached state per project: the whole one supersedes it
             state = self._states[team_id] = self._load(team_id)
+        self._used[team_id] = None
+        self._used.move_to_end(team_id)
         return state
 
     def state_for(self, team_id: int, distinct_ids: Iterable[str]) -> PersonState:
@@ -74,11 +122,13 @@ class PersonStore:
         to them goes through this state, and a load or a pull drops it (``invalidate``).
         """
         team = int(team_id)
+        self._make_room(team)
         whole = self._states.get(team)
         if whole is not None:
             return whole
         cached = self._partials.get(team)
-        if cached is None and self._distinct_id_count(team) < self.whole_state_max_ids:
+        whole_max = min(self.whole_state_max_ids, self.max_bytes // ID_COST // 2)
+        if cached is None and self._distinct_id_count(team) < whole_max:
             return self.state(team)  # small enough to hold: every later request is answered from memory
         if cached is None:
             ids = set(distinct_ids)
@@ -209,9 +259,9 @@ class PersonStore:
             if team_id is None:
                 self._states.clear()
                 self._partials.clear()
+                self._used.clear()
             else:
-                self._states.pop(team_id, None)
-                self._partials.pop(team_id, None)
+                self._forget(team_id)
 
     def write(self, rows: PersonRows) -> None:
         """Append person rows; call before inserting the events they belong to."""

@@ -17,13 +17,14 @@ per-event drops) except ``invalid_event``, for faults PostHog rejects whole requ
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-__all__ = ["SOURCE", "WARNING_TYPES", "IngestionWarning", "clip", "dropped"]
+__all__ = ["SOURCE", "WARNING_TYPES", "IngestionWarning", "WarningTally", "clip", "dropped"]
 
 SOURCE = "capture"
 """The ``source`` of every warning capture writes."""
@@ -94,3 +95,34 @@ def dropped(warning: str, raw: Any, *, index: int | None, field: str | None, rea
     if index is not None:
         details["index"] = index
     return IngestionWarning(warning, details)
+
+
+class WarningTally:
+    """The warnings of one batch, one per cause (its type and the field at fault): the first one's details with
+    ``count``, how many events of the batch it stands for. A batch of a million bad events writes a handful of
+    rows, not a million.
+
+    >>> tally = WarningTally()
+    >>> for i in range(3):
+    ...     tally.add(dropped("missing_distinct_id", {"event": "e"}, index=i, field="distinct_id", reason="none"))
+    >>> len(tally), [(w.type, w.details["index"], w.details["count"]) for w in tally.rows()]
+    (3, [('missing_distinct_id', 0, 3)])
+    """
+
+    def __init__(self, warnings: Iterable[IngestionWarning] = ()) -> None:
+        self._first: dict[tuple[str, str], IngestionWarning] = {}
+        self._counts: Counter[tuple[str, str]] = Counter()
+        for warning in warnings:
+            self.add(warning)
+
+    def add(self, warning: IngestionWarning) -> None:
+        cause = (warning.type, str(warning.details.get("field", "")))
+        self._first.setdefault(cause, warning)
+        self._counts[cause] += 1
+
+    def __len__(self) -> int:
+        return sum(self._counts.values())
+
+    def rows(self) -> list[IngestionWarning]:
+        """One warning per cause, in the order the causes were first met."""
+        return [IngestionWarning(w.type, {**w.details, "count": self._counts[c]}) for c, w in self._first.items()]

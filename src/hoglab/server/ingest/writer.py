@@ -49,7 +49,7 @@ from .groups import GroupStore, group_key_text
 from .person_store import PersonStore
 from .persons import PersonRows, PersonState, next_version, valid_other_id
 from .rows import events_table, warnings_table
-from .warnings import SOURCE, IngestionWarning
+from .warnings import SOURCE, IngestionWarning, WarningTally
 
 __all__ = ["Ingestor"]
 
@@ -322,6 +322,7 @@ class Ingestor:
                 job = piece.job
                 if piece.start == 0:
                     warned += [(job.team_id, SOURCE, w.type, w.details_json(), job.received) for w in job.warnings]
+                repaired = WarningTally()
                 for e in events:
                     person_id = states[job.team_id].process(
                         e.event, e.distinct_id, e.properties, e.timestamp, personless=e.personless
@@ -331,7 +332,10 @@ class Ingestor:
                          e.elements_chain, job.received)
                     )  # fmt: skip
                     # A repaired event's warnings go with it: a resent copy (dropped above) adds none.
-                    warned += [(job.team_id, SOURCE, w.type, w.details_json(), job.received) for w in e.warnings]
+                    for warning in e.warnings:
+                        repaired.add(warning)
+                # One row per cause of the slice's repaired events (the first one's details and the count).
+                warned += [(job.team_id, SOURCE, w.type, w.details_json(), job.received) for w in repaired.rows()]
             if states:
                 version = next_version(max(s.max_version for s in states.values()))
                 for state in states.values():

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from hoglab.schema import HogQLQuery
+from hoglab.translate.budget import action_allowance
 
 from ..engine.base import MemoryLimitExceeded, TooManyRows
 from ..engine.limits import LimitedEngine, release_memory
@@ -145,6 +146,13 @@ def bulk_arrow(
     Any other kind is a 400 naming ``query__kind``; a HogQL mistake is the 400 ``/query`` gives. ``key_id``: the
     caller's key, which gets its own share of the engine, as on ``/query``.
     """
+    with action_allowance(service.compile_budget.max_action_filters):  # what its actions may expand to
+        return _bulk_arrow(service, project, data, key_id=key_id)
+
+
+def _bulk_arrow(
+    service: QueryService, project: ProjectRecord, data: dict[str, Any], *, key_id: int | None = None
+) -> memoryview:
     query_json = data.get("query") if isinstance(data, dict) else None
     kind = query_json.get("kind") if isinstance(query_json, dict) else None
     actions = project_actions(service.store, project.id)  # what matchesAction() may name

@@ -35,7 +35,7 @@ SUMMARY_HOGQL = f"""
 SELECT type, day, n, arrayMap(x -> tupleElement(x, 1), recent) AS times,
        arrayMap(x -> tupleElement(x, 2), recent) AS details
 FROM (
-    SELECT type, toDate(timestamp) AS day, count() AS n,
+    SELECT type, toDate(timestamp) AS day, sum(greatest(1, JSONExtractUInt(details, 'count'))) AS n,
            arraySlice(arrayReverseSort(groupArray(tuple(timestamp, details))), 1, {API_EXAMPLES}) AS recent
     FROM ingestion_warnings
     WHERE timestamp > now() - toIntervalDay({API_DAYS})
@@ -43,9 +43,10 @@ FROM (
     GROUP BY type, day
 )
 """
-"""The warnings API's HogQL (``{search}`` is a value, '' for none): per type and day, the count
-and the most recent examples (newest first), over the guarded
-table, so it reads the caller's project only. :func:`summarize` folds the days into PostHog's summaries."""
+"""The warnings API's HogQL (``{search}`` is a value, '' for none): per type and day, the count (capture writes
+one row per cause and batch, its ``count`` the events it stands for) and the most recent examples (newest
+first), over the guarded table, so it reads the caller's project only. :func:`summarize` folds the days into
+PostHog's summaries."""
 
 
 def _iso(value: Any) -> str:

@@ -77,11 +77,12 @@ def unwrap_source(data: dict[str, Any]) -> dict[str, Any]:
     """
     query = data.get("query")
     for _ in range(_MAX_WRAPPERS):
-        if not isinstance(query, dict) or query.get("kind") not in WRAPPER_KINDS:
+        # A kind that is not a string ([] or {}) is the schema's 400, not a wrapper: it must not be hashed here.
+        if not isinstance(query, dict) or not isinstance(kind := query.get("kind"), str) or kind not in WRAPPER_KINDS:
             break
         source = query.get("source")
         if not isinstance(source, dict):
-            raise ValidationFailed(f"{query['kind']} needs a 'source' query to run.", attr="query__source")
+            raise ValidationFailed(f"{kind} needs a 'source' query to run.", attr="query__source")
         query = source
     return {**data, "query": query} if query is not data.get("query") else data
 

@@ -23,7 +23,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from hoglab.translate.budget import CompileBudget
+from hoglab.translate.budget import CompileBudget, action_allowance
 
 from ..engine.base import EngineError, MemoryLimitExceeded, TooManyRows
 from ..engine.limits import LimitedEngine, release_memory, statement_limits
@@ -83,7 +83,10 @@ def compute(
             catalog=project_catalog(prepared.actions),
         )
         start = time.perf_counter()
-        answer = RUNNERS[prepared.kind](prepared.query, ctx)
+        # The actions a query names are expanded by its runner before any statement compiles: bounded here.
+        allowance = (compile_budget or CompileBudget()).max_action_filters
+        with action_allowance(allowance):
+            answer = RUNNERS[prepared.kind](prepared.query, ctx)
         return answer_members(answer, ctx.timings.to_list(time.perf_counter() - start))
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from hoglab.errors import HoglabError
 
+from ..private_files import private_dir, private_file
+
 __all__ = ["Database", "StoreError", "from_db_time", "to_db_time", "utcnow"]
 
 DATABASE_FILENAME = "hoglab.sqlite3"
@@ -78,7 +80,8 @@ class Database:
         if self.data_dir.exists() and not self.data_dir.is_dir():
             raise StoreError(f"the data dir {self.data_dir} is a file, not a directory")
         try:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.data_dir)  # owner-only; an open one is tightened with a warning
+            private_file(self.path)  # 0600 before SQLite opens it: its -wal and -shm files take its mode
         except OSError as exc:
             raise StoreError(f"cannot create the data dir {self.data_dir}: {exc.strerror or exc}") from exc
         self._open = True

@@ -83,10 +83,11 @@ class ExperimentTimeseriesRepository:
         return _request(row) if row is not None else None
 
     def start_request(self, team_id: int, experiment_id: int, metric_uuid: str, fingerprint: str,
-                      metric: Mapping[str, Any]) -> tuple[RecalculationRecord, bool]:  # fmt: skip
+                      metric: Mapping[str, Any], *,
+                      max_active: int | None = None) -> tuple[RecalculationRecord | None, bool]:  # fmt: skip
         """PostHog's idempotent recalculation: the active request of this fingerprint (``False``), else a new
         pending one after the stored results of (metric uuid, fingerprint) are deleted (``True``); one
-        transaction."""
+        transaction. ``(None, False)`` when the experiment already has ``max_active`` other requests active."""
         now = to_db_time(utcnow())
         with self._db.write() as conn:
             row = conn.execute(
@@ -96,6 +97,14 @@ class ExperimentTimeseriesRepository:
             ).fetchone()
             if row is not None:
                 return _request(row), False
+            if max_active is not None:
+                (active,) = conn.execute(
+                    "SELECT count(*) FROM experiment_timeseries_requests WHERE team_id = ? AND experiment_id = ? "
+                    "AND status IN (?, ?)",
+                    (int(team_id), int(experiment_id), *ACTIVE),
+                ).fetchone()
+                if active >= max_active:
+                    return None, False
             conn.execute(
                 "DELETE FROM experiment_metric_results WHERE experiment_id = ? AND metric_uuid = ? AND fingerprint = ?",
                 (int(experiment_id), metric_uuid, fingerprint),

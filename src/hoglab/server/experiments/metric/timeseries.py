@@ -28,7 +28,7 @@ import pydantic
 
 from hoglab.schema import metric_fingerprint, parse_metric, saved_metric_definition, validation_error_body
 
-from ...errors import APIException, InternalError, ValidationFailed
+from ...errors import APIException, InternalError, Throttled, ValidationFailed
 from ...query.cache import cache_key
 from ...query.jobs import iso
 from ...query.request import prepare, resolve
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANSWER_EXTRAS",
+    "MAX_ACTIVE",
+    "MAX_DAYS",
     "experiment_days",
     "fail_orphans",
     "fingerprint_of",
@@ -54,12 +56,19 @@ ANSWER_EXTRAS = frozenset({"is_cached", "cache_key", "last_refresh", "next_allow
                            "cache_target_age", "timezone", "calculation_trigger", "query_metadata", "query_status",
                            "timings", "step_sessions"})  # fmt: skip
 """Members of a query answer a stored day leaves out (PostHog stores the response without ``step_sessions``)."""
+MAX_DAYS = 366
+"""Days a metric's timeseries may hold (``HOGLAB_TIMESERIES_MAX_DAYS``): each is an ``ExperimentQuery`` and a
+stored answer, so an experiment started in 1900 must not cost 46,000 of them."""
+MAX_ACTIVE = 2
+"""Recalculations one experiment may have pending or running at once, whatever their fingerprints
+(``HOGLAB_TIMESERIES_MAX_ACTIVE``)."""
 ORPHAN_MESSAGE = "The service restarted before the recalculation finished; recalculate again."
 
 
-def experiment_days(start: datetime, end: datetime | None, now: datetime, zone: str) -> list[tuple[date, datetime]]:
+def experiment_days(start: datetime, end: datetime | None, now: datetime, zone: str,
+                    limit: int | None = None) -> list[tuple[date, datetime]]:  # fmt: skip
     """Each day of the experiment in the project's zone, with the moment its cumulative answer runs to: the
-    day's end, the experiment's end on its last day, now on today's.
+    day's end, the experiment's end on its last day, now on today's; the first ``limit`` days only if given.
 
     >>> days = experiment_days(datetime(2026, 1, 10, 9, tzinfo=UTC), None, datetime(2026, 1, 11, 15, tzinfo=UTC),
     ...                        "UTC")
@@ -69,9 +78,9 @@ def experiment_days(start: datetime, end: datetime | None, now: datetime, zone: 
     tz = ZoneInfo(zone)
     stop = min(end, now) if end is not None else now
     first, last = start.astimezone(tz).date(), stop.astimezone(tz).date()
-    days = []
+    days: list[tuple[date, datetime]] = []
     day = first
-    while day <= last:
+    while day <= last and (limit is None or len(days) < limit):
         day_end = datetime.combine(day + timedelta(days=1), time(), tz).astimezone(UTC)
         days.append((day, min(day_end, stop)))
         day += timedelta(days=1)
@@ -131,7 +140,8 @@ def _run(state: ServiceState, request: RecalculationRecord, cancelled: threading
             raise ValidationFailed("The experiment is gone or was never started.")
         service = QueryService.of(state)
         zone = project.timezone or "UTC"
-        for day, query_to in experiment_days(record.start_date, record.end_date, utcnow(), zone):
+        limit = int(getattr(state.config, "timeseries_max_days", MAX_DAYS))  # the start may have moved since
+        for day, query_to in experiment_days(record.start_date, record.end_date, utcnow(), zone, limit=limit):
             if cancelled.is_set():
                 raise InternalError("The recalculation was cancelled.")
             try:
@@ -186,9 +196,25 @@ def start_recalculation(state: ServiceState, project: ProjectRecord, record: Exp
         raise ValidationFailed(error.detail, attr="metric" + (f"__{error.attr}" if error.attr else "")) from None
     if not parsed.uuid:
         raise ValidationFailed("The metric needs its uuid: its days are stored under it.", attr="metric__uuid")
+    max_days = int(getattr(state.config, "timeseries_max_days", MAX_DAYS))
+    days = len(experiment_days(record.start_date, record.end_date, utcnow(), project.timezone or "UTC",
+                               limit=max_days + 1))  # fmt: skip
+    if days > max_days:
+        raise ValidationFailed(
+            f"The experiment runs more than {max_days} days, the most a metric's timeseries is computed for "
+            "(HOGLAB_TIMESERIES_MAX_DAYS): set a later start date or an end date.",
+            code="timeseries_too_long",
+        )
+    max_active = int(getattr(state.config, "timeseries_max_active", MAX_ACTIVE))
     request, created = state.store.experiment_timeseries.start_request(
-        project.id, record.id, parsed.uuid, fingerprint, metric
+        project.id, record.id, parsed.uuid, fingerprint, metric, max_active=max_active
     )
+    if request is None:
+        raise Throttled(
+            5,
+            f"This experiment already has {max_active} timeseries recalculations pending or running, the most it "
+            "may have at once (HOGLAB_TIMESERIES_MAX_ACTIVE): try again when they have finished.",
+        )
     if created:
         _submit(state, request)
     return (201 if created else 200), _request_body(request)
