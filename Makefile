@@ -63,10 +63,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed-app
 	$(BIN)/hoglab demo --data-dir $(DATA) --port $(PORT) --out $(OUT)
 
-## JupyterLab on the tour notebooks, every kernel pointed at the demo service: the one `make demo` serves on
-## $(PORT) is reused, else one is started here. Until Ctrl-C. LAB_ARGS go to jupyter lab (e.g. --no-browser).
+## JupyterLab on the tour notebooks, on $(LAB_PORT), every kernel pointed at the demo service: the one `make demo`
+## serves on $(PORT) is reused, else one is started here. Until Ctrl-C. LAB_ARGS go to jupyter lab (e.g. --no-browser).
 lab: $(VENV)/.installed-lab
-	$(BIN)/hoglab lab --data-dir $(DATA) --port $(PORT) -- $(LAB_ARGS)
+	$(BIN)/hoglab lab --data-dir $(DATA) --port $(PORT) --lab-port $(LAB_PORT) -- $(LAB_ARGS)
 
 ## The whole test suite: lint, types, layer contracts, unit and integration tests, and the tour notebooks under
 ## nbval, twice, with the clock moved days ahead and TZ set off UTC (their checked outputs hold on any day).

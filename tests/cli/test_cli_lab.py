@@ -1,5 +1,7 @@
-"""``make lab`` from a fresh clone: JupyterLab starts, and a notebook's kernel reads from the demo service it
-started; a second ``hoglab lab`` reuses that service; a port held by something else is one clear line.
+"""``make lab`` from a fresh clone: JupyterLab starts on ``LAB_PORT`` as the current user (root here and in CI: it
+is given ``--allow-root``, and says so), prints the one address to open, and a notebook's kernel reads from the demo
+service it started; a second ``hoglab lab --no-browser`` reuses that service and answers too; a port held by
+something else is one clear line.
 
 What "fresh clone" must prove is that the committed tree alone is enough: the Makefile's ``lab`` target, the
 ``lab`` extra of pyproject.toml, the ``hoglab lab`` command, no data dir, no venv. So the test copies exactly the
@@ -24,7 +26,6 @@ import subprocess
 import sys
 import sysconfig
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +38,6 @@ from clitesting import one_clear_line, run
 from hoglab.local import LocalService
 
 ROOT = Path(__file__).resolve().parents[2]
-TOKEN = "hoglab-lab-test"
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -98,36 +98,39 @@ def _stop(process: subprocess.Popen[str]) -> str:
     return rest
 
 
-def _lab_args(port: int) -> str:
-    return f"--no-browser --port={port} --ip=127.0.0.1 --allow-root --IdentityProvider.token={TOKEN}"
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def _lab_up(port: int, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={TOKEN}", timeout=2)
-            return
-        except OSError:
-            assert time.monotonic() < deadline, f"JupyterLab did not answer on {port}"
-            time.sleep(0.5)
+def _opened(line: str) -> tuple[str, str]:
+    """The address ``hoglab lab`` says to open, split into JupyterLab's base URL and its token."""
+    url = re.search(r"open (http://\S+)/lab\?token=(\w+)", line)
+    assert url is not None, line
+    return url.group(1), url.group(2)
+
+
+def _lab_up(lab: str, token: str) -> dict[str, Any]:
+    """JupyterLab's ``/api/status`` at the address printed (it is printed once the server answers)."""
+    answer = httpx.get(f"{lab}/api/status", params={"token": token}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
 
 
 class Kernel:
     """One kernel of a JupyterLab server, driven as the browser drives it: REST to start, a websocket to run."""
 
-    def __init__(self, lab: str, *, notebook: str | None) -> None:
+    def __init__(self, lab: str, token: str, *, notebook: str | None) -> None:
         import websocket
 
-        self.lab = lab
+        self.lab, self.token = lab, token
         body = {"kernel": {"name": "python3"}, "type": "notebook", "path": notebook or "Untitled.ipynb",
                 "name": notebook or "Untitled.ipynb"}  # fmt: skip
-        started = httpx.post(f"{lab}/api/sessions", params={"token": TOKEN}, json=body, timeout=60)
+        started = httpx.post(f"{lab}/api/sessions", params={"token": token}, json=body, timeout=60)
         assert started.status_code == 201, started.text
         self.session = started.json()["id"]
         kernel = started.json()["kernel"]["id"]
         self.socket = websocket.create_connection(
-            f"{lab.replace('http', 'ws', 1)}/api/kernels/{kernel}/channels?token={TOKEN}", timeout=180
+            f"{lab.replace('http', 'ws', 1)}/api/kernels/{kernel}/channels?token={token}", timeout=180
         )
 
     def run(self, code: str) -> str:
@@ -155,7 +158,7 @@ class Kernel:
 
     def close(self) -> None:
         self.socket.close()
-        httpx.delete(f"{self.lab}/api/sessions/{self.session}", params={"token": TOKEN}, timeout=60)
+        httpx.delete(f"{self.lab}/api/sessions/{self.session}", params={"token": self.token}, timeout=60)
 
 
 def _first_code_cell(notebook: Path) -> str:
@@ -188,14 +191,14 @@ def test_make_lab_from_a_fresh_clone_opens_jupyterlab_whose_kernels_read_the_dem
     env = {key: value for key, value in os.environ.items() if not key.startswith(("HOGLAB_", "POSTHOG_"))}
     env.update(PYTHONUNBUFFERED="1", HOGLAB_AUTO_MATERIALIZE="0")
     make = subprocess.Popen(
-        ["make", "lab", f"PORT={service_port}", f"LAB_ARGS={_lab_args(lab_port)}"], cwd=clone, env=env,
+        ["make", "lab", f"PORT={service_port}", f"LAB_PORT={lab_port}", "LAB_ARGS=--no-browser"], cwd=clone, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )  # fmt: skip
     lines: list[str] = []
     second: subprocess.Popen[str] | None = None
     kernels: list[Kernel] = []
     try:
-        _wait_for(lines, make, lambda line: line.startswith("hoglab lab: JupyterLab on"), timeout=400)
+        opened = _wait_for(lines, make, lambda line: line.startswith("hoglab lab: JupyterLab is up; open"), timeout=400)
         printed = "\n".join(lines)
         # It said what it did while making the environment, and the installer really installed the clone's hoglab.
         assert "make: creating the virtual environment" not in printed  # the venv was there (made above)
@@ -203,7 +206,14 @@ def test_make_lab_from_a_fresh_clone_opens_jupyterlab_whose_kernels_read_the_dem
         assert re.search(r"^ \+ hoglab==|Successfully installed .*hoglab", printed, re.M), printed
         assert "make: .venv is ready" in printed
         assert "hoglab lab: starting the demo service on" in printed
-        _lab_up(lab_port)
+        assert "hoglab lab: loading the demo data (first start only, about" in printed  # a first start: it loads
+        assert re.search(r"^hoglab lab: demo data loaded in \d+ s$", printed, re.M), printed
+        # Root gets --allow-root, and one line says so; anyone else gets neither.
+        assert ("hoglab lab: running as root, so JupyterLab is given --allow-root" in printed) == _is_root()
+        lab, token = _opened(opened)
+        assert lab == f"http://localhost:{lab_port}", opened  # LAB_PORT, as the Makefile passes it
+        assert "started" in _lab_up(lab, token)
+        assert printed.count("token=") == 1, printed  # one address to open, not JupyterLab's banner of three
         url = f"http://127.0.0.1:{service_port}"
         key = (clone / ".hoglab-data" / "local_api_key").read_text().strip()
         assert f"HOGLAB_HOST={url} HOGLAB_API_KEY={key}" in printed
@@ -216,25 +226,29 @@ def test_make_lab_from_a_fresh_clone_opens_jupyterlab_whose_kernels_read_the_dem
         purchases = answer.json()["results"][0][0]
         assert purchases > 1000
 
-        lab = f"http://127.0.0.1:{lab_port}"
         tour = clone / "notebooks" / "04-metric-experiments.ipynb"
         new = "import hoglab\nclient = hoglab.connect()"  # what a new notebook would say
         for notebook, setup in ((tour.name, _first_code_cell(tour)), (None, new)):
-            kernel = Kernel(lab, notebook=notebook)
+            kernel = Kernel(lab, token, notebook=notebook)
             kernels.append(kernel)
             seen = json.loads(kernel.run(setup + "\n" + REPORT).strip().splitlines()[-1])
             assert seen == {"env": url, "host": url, "project": demo["id"], "own_service": False,
                             "purchases": purchases}, notebook  # fmt: skip
 
-        # A second lab on the same port and data dir reuses the running service rather than failing on the port.
+        # A second lab on the same port and data dir reuses the running service rather than failing on the port;
+        # `hoglab lab --no-browser` as the current user, as a newcomer would type it, reaches its own /api/status.
         second = subprocess.Popen(
             [str(clone / ".venv" / "bin" / "hoglab"), "lab", "--port", str(service_port), "--data-dir",
-             str(clone / ".hoglab-data"), "--", *_lab_args(second_port).split()],
+             str(clone / ".hoglab-data"), "--lab-port", str(second_port), "--no-browser"],
             cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         )  # fmt: skip
         again: list[str] = []
-        _wait_for(again, second, lambda line: line.startswith("hoglab lab: JupyterLab on"), timeout=120)
+        opened = _wait_for(again, second, lambda line: line.startswith("hoglab lab: JupyterLab is up; open"),
+                           timeout=120)  # fmt: skip
         assert f"hoglab lab: reusing the demo service already at {url}" in again
+        assert not any("loading the demo data" in line for line in again)  # nothing loads this time
+        second_lab, second_token = _opened(opened)
+        assert second_lab == f"http://localhost:{second_port}" and "started" in _lab_up(second_lab, second_token)
         http.close()
     finally:
         for kernel in kernels:

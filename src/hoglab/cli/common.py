@@ -9,6 +9,7 @@ import from here, and this module imports none of them.
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
     from hoglab.server.store import Store
 
 __all__ = [
+    "DEMO_LOAD_SECONDS",
     "CommandError",
+    "DemoLoadNotice",
     "Parser",
     "byte_size",
     "open_store",
@@ -40,6 +43,35 @@ class CommandError(HoglabError):
     def __init__(self, message: str, status: int = 1) -> None:
         super().__init__(message)
         self.status = status
+
+
+# How long a first start takes to generate and load the demo's events on an idle 2-core machine (README, "How
+# long set-up takes"); only said when it happens.
+DEMO_LOAD_SECONDS = 10
+
+
+class DemoLoadNotice:
+    """Says that this start loads the demo data, only when it does (a first start), then how long it took.
+
+    Given as ``start_local_service(on_demo_load=...)``; it is called in the service's thread, before the load.
+
+    >>> notice = DemoLoadNotice("hoglab demo: ")
+    >>> notice()  # doctest: +ELLIPSIS
+    hoglab demo: loading the demo data (first start only, about ... s)...
+    """
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.started: float | None = None
+
+    def __call__(self) -> None:
+        self.started = time.monotonic()
+        print(f"{self.prefix}loading the demo data (first start only, about {DEMO_LOAD_SECONDS} s)...", flush=True)
+
+    def done(self) -> None:
+        """After the start: the time the load took, if this start loaded."""
+        if self.started is not None:
+            print(f"{self.prefix}demo data loaded in {time.monotonic() - self.started:.0f} s", flush=True)
 
 
 class Parser(argparse.ArgumentParser):

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import CommandError, port, server_config
+from .common import CommandError, DemoLoadNotice, port, server_config
 from .report import DEFAULT_OUT, analyse
 
 if TYPE_CHECKING:
@@ -74,8 +74,10 @@ def _run_demo(args: argparse.Namespace, data_dir: Path) -> int:
     from hoglab.client import Client
     from hoglab.local import start_local_service
 
-    print(f"hoglab {__version__}: starting the demo service on {data_dir} (the first start loads the demo data)")
-    service = start_local_service(data_dir, demo=True, host=args.host, port=args.port)
+    print(f"hoglab {__version__}: starting the demo service on {data_dir}", flush=True)
+    notice = DemoLoadNotice("")
+    service = start_local_service(data_dir, demo=True, host=args.host, port=args.port, on_demo_load=notice)
+    notice.done()
     try:
         print(f"serving at {service.url}  (API schema: {service.url}/api/schema/)")
         print(f"project id:       {service.project_id}")

@@ -1,4 +1,5 @@
-"""``hoglab lab [--port P] [--notebooks DIR] [-- JUPYTER_ARGS...]``: JupyterLab on the tour notebooks.
+"""``hoglab lab [--port P] [--lab-port L] [--no-browser] [--notebooks DIR] [-- JUPYTER_ARGS...]``: JupyterLab on
+the tour notebooks.
 
 Every kernel is already pointed at the demo service; this is the one command of ``make lab``.
 
@@ -8,27 +9,34 @@ started here, in this process (chDB belongs to one process; the kernels are othe
 they reach it over HTTP like any client). JupyterLab runs as a child process whose environment, which its kernels
 inherit, holds ``HOGLAB_HOST``, ``HOGLAB_API_KEY`` and ``HOGLAB_PROJECT_ID``: ``hoglab.connect()`` in any
 notebook, a tour or a new one, talks to the demo. Ctrl-C stops JupyterLab, then the service (when started here).
+
+JupyterLab listens on ``--lab-port`` (``make lab LAB_PORT=...``), is given ``--allow-root`` when run as root (it
+refuses to start as root otherwise, and containers and CI boxes run as root), logs only its warnings, and the one
+address to open, token included, is printed once it answers (read from the server's own runtime file).
 """
 
 from __future__ import annotations
 
 import argparse
 import hmac
+import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from .common import CommandError, port, server_config
+from .common import CommandError, DemoLoadNotice, port, server_config
 
 if TYPE_CHECKING:
     from hoglab.local import LocalService
 
-__all__ = ["DemoService", "add_parser", "kernel_env", "run", "running_demo"]
+__all__ = ["DemoService", "add_parser", "jupyter_command", "kernel_env", "lab_url", "run", "running_demo"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,8 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     lab.add_argument("--host", default="127.0.0.1", help="the demo service's address")
     lab.add_argument("--port", type=port, default=8000, help="the demo service's port (reused if it runs there)")
+    lab.add_argument("--lab-port", type=port, default=8888, help="JupyterLab's port (default 8888)")
+    lab.add_argument("--no-browser", action="store_true", help="do not open a browser (print the address only)")
     lab.add_argument(
         "--notebooks", type=Path, default=None, metavar="DIR", help="JupyterLab's folder (default: ./notebooks)"
     )
@@ -149,9 +159,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             from hoglab.local import start_local_service
 
-            print(f"hoglab lab: starting the demo service on {config.data_dir} (the first start loads the demo "
-                  "data, about 20 s)", flush=True)  # fmt: skip
-            service = start_local_service(config.data_dir, demo=True, host=args.host, port=args.port)
+            print(f"hoglab lab: starting the demo service on {config.data_dir}", flush=True)
+            notice = DemoLoadNotice("hoglab lab: ")
+            service = start_local_service(config.data_dir, demo=True, host=args.host, port=args.port,
+                                          on_demo_load=notice)  # fmt: skip
+            notice.done()
             demo = DemoService(service.url, service.api_key, service.project_id)
         return _lab(args, demo)
     except OSError as exc:
@@ -167,14 +179,68 @@ def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # `kill` ends the lab as Ctrl-C does: JupyterLab first, then the service
 
 
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def jupyter_command(folder: Path, lab_port: int, extra: list[str], *, root: bool, token: str) -> list[str]:
+    """The ``jupyter lab`` command line: folder, port, token, quiet log, ``--allow-root`` for root, ``extra``.
+
+    ``extra`` (``LAB_ARGS``) comes last, so it overrides the rest (``--port``, ``--log-level=INFO``).
+
+    >>> jupyter_command(Path("nb"), 8890, ["--no-browser"], root=True, token="t")[3:]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['--ServerApp.root_dir=nb', '--ServerApp.answer_yes=True', '--ServerApp.port=8890',
+     '--IdentityProvider.token=t', '--log-level=WARN', '--ServerApp.allow_root=True', '--no-browser']
+    """
+    # answer_yes: one Ctrl-C stops JupyterLab, without its "Shut down this Jupyter server (y/[n])?" question. A
+    # token of ours (not one JupyterLab generates) spares its banner of three addresses: ours is the one printed.
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}", "--ServerApp.answer_yes=True",
+               f"--ServerApp.port={lab_port}", f"--IdentityProvider.token={token}", "--log-level=WARN"]  # fmt: skip
+    if root:
+        command.append("--ServerApp.allow_root=True")
+    return [*command, *extra]
+
+
+def _runtime_file(pid: int) -> Path:
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    return Path(jupyter_runtime_dir()) / f"jpserver-{pid}.json"
+
+
+def lab_url(info: dict[str, Any]) -> str:
+    """The address to open from a Jupyter server's runtime file: its URL, ``lab`` and the token.
+
+    >>> lab_url({"url": "http://localhost:8888/", "token": "abc"})
+    'http://localhost:8888/lab?token=abc'
+    """
+    url = str(info["url"]).rstrip("/") + "/lab"
+    return f"{url}?token={info['token']}" if info.get("token") else url
+
+
+def _announce_when_up(lab: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    """Print the one address to open once JupyterLab has written its runtime file (it then answers)."""
+    path = _runtime_file(lab.pid)
+    deadline = time.monotonic() + timeout
+    while lab.poll() is None and time.monotonic() < deadline:
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # not written yet, or half written
+            time.sleep(0.2)
+            continue
+        print(f"hoglab lab: JupyterLab is up; open {lab_url(info)}   (Ctrl-C stops it and the service)", flush=True)
+        return
+
+
 def _lab(args: argparse.Namespace, demo: DemoService) -> int:
     folder = args.notebooks or (Path("notebooks") if Path("notebooks").is_dir() else Path.cwd())
     extra = list(args.jupyter)
     if extra[:1] == ["--"]:
         extra = extra[1:]
-    # answer_yes: one Ctrl-C stops JupyterLab, without its "Shut down this Jupyter server (y/[n])?" question.
-    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}", "--ServerApp.answer_yes=True",
-               *extra]  # fmt: skip
+    if args.no_browser:
+        extra.insert(0, "--no-browser")
+    root = _is_root() and not any(arg.startswith(("--allow-root", "--ServerApp.allow_root")) for arg in extra)
+    command = jupyter_command(folder, args.lab_port, extra, root=root, token=secrets.token_hex(24))
     env = kernel_env(demo)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # `!pip` is this venv's
     print(
@@ -182,10 +248,14 @@ def _lab(args: argparse.Namespace, demo: DemoService) -> int:
         f"HOGLAB_API_KEY={demo.api_key} HOGLAB_PROJECT_ID={demo.project_id}; hoglab.connect() uses them",
         flush=True,
     )
-    print("hoglab lab: JupyterLab prints its address below; Ctrl-C stops it and the service", flush=True)
+    if root:
+        print("hoglab lab: running as root, so JupyterLab is given --allow-root (it refuses root otherwise)",
+              flush=True)  # fmt: skip
+    print(f"hoglab lab: starting JupyterLab on port {args.lab_port} (its warnings only below)...", flush=True)
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     lab = subprocess.Popen(command, env=env)
     try:
+        _announce_when_up(lab)
         return lab.wait()
     except KeyboardInterrupt:
         lab.terminate()  # JupyterLab shuts its kernels down on SIGTERM

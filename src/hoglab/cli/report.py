@@ -44,12 +44,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def analyse(client: Client, experiment_id: int, out: Path, *, refresh: bool) -> ExperimentReport:
-    from hoglab.notebook.report import experiment_report
+    """Analyse ``experiment_id``, print its summary, then write the report (figures and page) into ``out``."""
+    from dataclasses import replace
 
-    """Analyse ``experiment_id``, write the report into ``out`` and print its summary."""
-    report = experiment_report(experiment_id, client, refresh=refresh)
+    from hoglab.client._metric_queries import is_metric_experiment
+    from hoglab.notebook.report import experiment_report
+    from hoglab.notebook.report.legacy import draw_figures
+    from hoglab.notebook.report.metric import draw_metric_figures
+
+    report = experiment_report(experiment_id, client, refresh=refresh, figures=False)
+    print(report.summary(), flush=True)  # the verdict first: matplotlib and the figures take seconds more
+    metric = is_metric_experiment(report.experiment.model_dump(mode="json", by_alias=True))
+    report = replace(report, figures=(draw_metric_figures if metric else draw_figures)(report))
     path = report.write(out)
-    print(report.summary())
     print(f"report: {path}  (figures: {path.parent / 'figures'})", flush=True)
     return report
 

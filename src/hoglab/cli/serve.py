@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 from hoglab import __version__
 
-from .common import CommandError, byte_size, open_store, port, positive_float, positive_int, server_config
+from .common import (
+    CommandError,
+    DemoLoadNotice,
+    byte_size,
+    open_store,
+    port,
+    positive_float,
+    positive_int,
+    server_config,
+)
 
 if TYPE_CHECKING:
     import socket
@@ -100,7 +109,8 @@ def _serve(args: argparse.Namespace, *, demo: bool) -> int:
     )
     with open_store(config.data_dir, create=True) as store:
         credentials = ensure_local_credentials(store, demo=True) if demo else None
-    hooks = [seed_demo_hook(credentials.project.id)] if credentials is not None else []
+    notice = DemoLoadNotice("")
+    hooks = [seed_demo_hook(credentials.project.id, notice)] if credentials is not None else []
     app = create_app(config, startup_hooks=hooks)
     try:
         sock = _bind(args.host, args.port)

@@ -6,7 +6,8 @@ An experiment with a holdout and a saved metric, fed a week of visits by the off
 person) and an experiment using both (plus an inline checkout → purchase funnel), launches it a week back and plays
 one visit per simulated user. Each user's flag value is asked twice: from ``/flags`` (remote evaluation) and from
 the flag definitions the SDK polls with a personal API key (local evaluation); the remote value is the one the
-visit uses and captures as ``$feature_flag_called``. Persons in the holdout get ``holdout-<id>`` from both.
+visit uses and captures as ``$feature_flag_called``. Persons in the holdout get ``holdout-<id>`` from both. Run
+twice, it reuses the experiment the first run made (:func:`~hoglab.notebook.tours.fed_before`).
 
 Behaviour (seeded; the arm is the server's): half the users reach ``checkout``; of those, 22% buy in the holdout
 (which sees none of the quarter's shipped changes), 30% in ``control`` and 42% in ``test``, at a log-normal price
@@ -18,7 +19,6 @@ of median ~33.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..queries import funnel_metric, mean_metric
-from .tours import _project_token, _sdk, check_tour_target
+from .tours import FedBefore, _project_token, _sdk, check_tour_target, fed_before, flag_value
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -67,7 +67,7 @@ def _local_sdk(token: str, host: str, personal_api_key: str) -> Any:
     import posthog
 
     # Local evaluation: the SDK polls /flags/definitions once (a long poll interval) and never asks /flags.
-    return posthog.Posthog(token, host=host, personal_api_key=personal_api_key, send=False, poll_interval=3600,
+    return posthog.Posthog(token, host=host, secret_key=personal_api_key, send=False, poll_interval=3600,
                            feature_flags_request_max_retries=0, feature_flags_request_timeout_seconds=30)  # fmt: skip
 
 
@@ -89,12 +89,17 @@ def feed_holdout_experiment(
     The experiment is made on ``client``'s project and launched ``days`` back; one visit per user goes through the
     ``posthog`` SDK, and ``personal_api_key`` (with ``feature_flag:read``) lets the SDK evaluate the flag locally
     too. Before writing anything it checks the target with
-    :func:`~hoglab.notebook.tours.check_tour_target` (``allow_foreign`` is passed on).
+    :func:`~hoglab.notebook.tours.check_tour_target` (``allow_foreign`` is passed on). When the project already has
+    the experiment of ``flag_key`` (an earlier run), nothing is written: it is returned with what that run fed, and
+    each of its users evaluated locally again.
 
     >>> demo = feed_holdout_experiment(client, key, users=300)  # doctest: +SKIP
     >>> client.experiments.results(demo.experiment.id).holdout_frame()  # doctest: +SKIP
     """
     check_tour_target(client, allow_foreign=allow_foreign)
+    earlier = fed_before(client, flag_key, f"holdout-user-{seed}-")
+    if earlier is not None:
+        return _reused(client, earlier, personal_api_key, flag_key, days)
     rng = np.random.default_rng(seed)
     end = (end or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     start = end - timedelta(days=days)
@@ -116,26 +121,38 @@ def feed_holdout_experiment(
     evaluated: dict[str, Any] = {}
     sent = 0
     offsets = np.sort(rng.uniform(0, days * 86400 - 3600, size=users))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # get_feature_flag: what applications call today
-        try:
-            local.load_feature_flags()
-            for i, offset in enumerate(offsets):
-                user = f"holdout-user-{seed}-{i:05d}"
-                value = sdk.get_feature_flag(flag_key, user, send_feature_flag_events=False)
-                evaluated[user] = local.get_feature_flag(flag_key, user, only_evaluate_locally=True,
-                                                         send_feature_flag_events=False)  # fmt: skip
-                if not isinstance(value, str):
-                    continue
-                assigned[user] = value
-                for event, at, properties in _visit(rng, start + timedelta(seconds=float(offset)), value, flag_key):
-                    sdk.capture(event, distinct_id=user, timestamp=at, properties=properties)
-                    sent += 1
-        finally:
-            sdk.flush()
-            sdk.shutdown()
-            local.shutdown()
+    try:
+        local.load_feature_flags()
+        for i, offset in enumerate(offsets):
+            user = f"holdout-user-{seed}-{i:05d}"
+            value = flag_value(sdk, flag_key, user)
+            evaluated[user] = flag_value(local, flag_key, user, only_evaluate_locally=True)
+            if not isinstance(value, str):
+                continue
+            assigned[user] = value
+            for event, at, properties in _visit(rng, start + timedelta(seconds=float(offset)), value, flag_key):
+                sdk.capture(event, distinct_id=user, timestamp=at, properties=properties)
+                sent += 1
+    finally:
+        sdk.flush()
+        sdk.shutdown()
+        local.shutdown()
     return HoldoutDemo(experiment, holdout, revenue, assigned, evaluated, sent, start, end)
+
+
+def _reused(client: Client, earlier: FedBefore, personal_api_key: str, flag_key: str, days: int) -> HoldoutDemo:
+    """What an earlier run made, its users evaluated locally again (that writes nothing)."""
+    made, linked = earlier.experiment, earlier.saved_metric(client)
+    assert made.holdout is not None and linked is not None, "the holdout tour's experiment has both"
+    local = _local_sdk(_project_token(client), client.host, personal_api_key)
+    try:
+        local.load_feature_flags()
+        evaluated = {u: flag_value(local, flag_key, u, only_evaluate_locally=True) for u in earlier.assigned}
+    finally:
+        local.shutdown()
+    start = earlier.launched + timedelta(hours=1)
+    return HoldoutDemo(made, made.holdout, linked, earlier.assigned, evaluated, earlier.events, start,
+                       start + timedelta(days=days))  # fmt: skip
 
 
 def _visit(rng: np.random.Generator, at: datetime, value: str, flag_key: str

@@ -3,12 +3,15 @@ official ``posthog`` SDK, a week of seeded visits, flags and captured events.
 
 :func:`feed_metric_experiment` creates an experiment with PostHog's current metrics (a funnel, a mean and a ratio
 metric, plus a secondary count), launches it a week back and plays one visit per simulated user through the
-``posthog`` Python SDK, as an application would: ``get_feature_flag`` asks ``/flags`` for the user's variant, the
+``posthog`` Python SDK, as an application would: ``evaluate_flags`` asks ``/flags`` for the user's variant, the
 exposure is captured as ``$feature_flag_called``, then the visit's ``$pageview``, ``checkout`` and ``purchase``
 events (with ``$feature/<flag>``). It only uses public APIs, so it would work against PostHog too, but a tour
 never writes into a project it did not make: :func:`check_tour_target` lets it write only into hoglab's demo
 project or an empty project on this machine, and refuses anything else (a PostHog host, a project holding
 someone's events) unless told explicitly (``allow_foreign=True`` or ``HOGLAB_TOURS_WRITE_ANYWHERE=1``).
+
+A tour run twice leaves the project as one run does: a feed whose experiment (its flag key) is already in the
+project reuses it, and what it answers (the variants, the events, the window) is read back from the project.
 
 Behaviour (seeded; the variant is the server's): one pageview *before* the exposure (no metric counts it), then
 1 + Poisson(2) pageviews (Poisson(2.4) in ``test``); half the users reach ``checkout``, of whom 30% buy in
@@ -29,7 +32,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -45,9 +47,9 @@ if TYPE_CHECKING:
     from ..schema import Experiment, ExperimentHoldout, ExperimentSavedMetric, Project
 
 __all__ = [
-    "CUPED_FLAG_KEY", "CUPED_HOLDOUT_SHARE", "DEMO_PROJECT_NAME", "METRIC_FLAG_KEY", "WRITE_ANYWHERE_ENV", "MetricDemo",
-    "check_tour_target", "cuped_experiment_metrics", "feed_cuped_experiment", "feed_metric_experiment",
-    "metric_experiment_metrics",
+    "CUPED_FLAG_KEY", "CUPED_HOLDOUT_SHARE", "DEMO_PROJECT_NAME", "METRIC_FLAG_KEY", "WRITE_ANYWHERE_ENV", "FedBefore",
+    "MetricDemo", "check_tour_target", "cuped_experiment_metrics", "fed_before", "feed_cuped_experiment",
+    "feed_metric_experiment", "flag_value", "metric_experiment_metrics",
 ]  # fmt: skip
 
 # The name hoglab's demo gives its project (hoglab.server.store.bootstrap.DEMO_PROJECT_NAME; a test keeps the two
@@ -172,6 +174,57 @@ def _sdk(token: str, host: str) -> Any:
                            feature_flags_request_timeout_seconds=30, flush_at=500)  # fmt: skip
 
 
+def flag_value(sdk: Any, flag_key: str, user: str, *, only_evaluate_locally: bool = False) -> Any:
+    """``user``'s value of ``flag_key`` by the SDK's current call (``evaluate_flags``, then ``get_flag``).
+
+    No ``$feature_flag_called`` is sent: the tours capture the exposure themselves, at the visit's (past) moment.
+    """
+    flags = sdk.evaluate_flags(user, flag_keys=[flag_key], only_evaluate_locally=only_evaluate_locally)
+    return flags.get_flag(flag_key, send_feature_flag_events=False)
+
+
+@dataclass(frozen=True)
+class FedBefore:
+    """What an earlier run of a feed left in the project: its experiment (and its launch), the variants given, its
+    users' events."""
+
+    experiment: Experiment
+    launched: datetime
+    assigned: dict[str, str]
+    events: int
+
+    def saved_metric(self, client: Client) -> ExperimentSavedMetric | None:
+        """The saved metric the experiment links first (the feeds link at most one), or ``None``."""
+        links = self.experiment.saved_metrics
+        return client.experiments.saved_metrics.get(links[0].saved_metric) if links else None
+
+
+def fed_before(client: Client, flag_key: str, users_prefix: str) -> FedBefore | None:
+    """The launched experiment an earlier run made with ``flag_key``, with what it fed (read back), or ``None``.
+
+    ``assigned`` is each user's first exposure (``$feature_flag_called`` of the flag), ``events`` the number of
+    events of the users whose distinct id starts with ``users_prefix`` (the feed's users).
+    """
+    listing = client.experiments.list(archived=None)
+    if listing.empty or "feature_flag_key" not in listing:
+        return None
+    made = listing[listing["feature_flag_key"] == flag_key]
+    if made.empty:
+        return None
+    experiment = client.experiments.get(int(made["id"].iloc[0]))
+    if experiment.start_date is None:
+        return None
+    exposures = client.hogql(
+        "select distinct_id, argMin(properties.$feature_flag_response, timestamp) as variant from events "
+        "where event = '$feature_flag_called' and properties.$feature_flag = {flag} group by distinct_id",
+        {"flag": flag_key}, all_rows=True,
+    )  # fmt: skip
+    events = client.hogql("select count() as n from events where startsWith(distinct_id, {prefix})",
+                          {"prefix": users_prefix})  # fmt: skip
+    assigned = dict(zip(exposures["distinct_id"].astype(str), exposures["variant"].astype(str), strict=True))
+    return FedBefore(experiment, experiment.start_date, assigned, int(events["n"].iloc[0]))
+
+
 def feed_metric_experiment(
     client: Client,
     *,
@@ -192,11 +245,17 @@ def feed_metric_experiment(
     The experiment starts ``days`` + 1 hours before the first visit; each user's visit is at a seeded moment of
     the window. Returns the experiment, the variant the server gave each user and the number of events sent.
     Before writing anything it checks the target with :func:`check_tour_target` (``allow_foreign`` is passed on).
+    When the project already has the experiment of ``flag_key`` (an earlier run), nothing is written: it is
+    returned with what that run fed (:func:`fed_before`).
 
     >>> demo = feed_metric_experiment(client, users=120)  # doctest: +SKIP
     >>> client.experiments.results(demo.experiment.id).to_frame()  # doctest: +SKIP
     """
     check_tour_target(client, allow_foreign=allow_foreign)
+    earlier = fed_before(client, flag_key, f"metric-user-{seed}-")
+    if earlier is not None:
+        start = earlier.launched + timedelta(hours=1)
+        return MetricDemo(earlier.experiment, earlier.assigned, earlier.events, start, start + timedelta(days=days))
     rng = np.random.default_rng(seed)
     end = (end or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     start = end - timedelta(days=days)
@@ -210,21 +269,19 @@ def feed_metric_experiment(
     assigned: dict[str, str] = {}
     sent = 0
     offsets = np.sort(rng.uniform(0, days * 86400 - 3600, size=users))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # get_feature_flag: what applications call today
-        try:
-            for i, offset in enumerate(offsets):
-                user = f"metric-user-{seed}-{i:05d}"
-                variant = sdk.get_feature_flag(flag_key, user, send_feature_flag_events=False)
-                if not isinstance(variant, str):
-                    continue  # not in the experiment (a flag off or a rollout below 100%)
-                assigned[user] = variant
-                for event, at, properties in _visit(rng, start + timedelta(seconds=float(offset)), variant, flag_key):
-                    sdk.capture(event, distinct_id=user, timestamp=at, properties=properties)
-                    sent += 1
-        finally:
-            sdk.flush()
-            sdk.shutdown()
+    try:
+        for i, offset in enumerate(offsets):
+            user = f"metric-user-{seed}-{i:05d}"
+            variant = flag_value(sdk, flag_key, user)
+            if not isinstance(variant, str):
+                continue  # not in the experiment (a flag off or a rollout below 100%)
+            assigned[user] = variant
+            for event, at, properties in _visit(rng, start + timedelta(seconds=float(offset)), variant, flag_key):
+                sdk.capture(event, distinct_id=user, timestamp=at, properties=properties)
+                sent += 1
+    finally:
+        sdk.flush()
+        sdk.shutdown()
     return MetricDemo(experiment, assigned, sent, start, end)
 
 
@@ -286,9 +343,16 @@ def feed_cuped_experiment(
     Each user has a spending habit h ~ Gamma(2, 1): Poisson(h) purchases before the exposure and Poisson(h × lift)
     after it (lift 1.08 in ``test``), at a price of median ~25, so the pre-exposure revenue predicts the metric and
     CUPED narrows its interval. 35% of ``control`` users and 45% of ``test`` come back 1-7 days after. Visits fall
-    in the first week of a fortnight ending at ``end`` (now), so every return is in the past.
+    in the first week of a fortnight ending at ``end`` (now), so every return is in the past. When the project
+    already has the experiment of ``flag_key`` (an earlier run), nothing is written: it is returned, with its
+    holdout and saved metric, and what that run fed (:func:`fed_before`).
     """
     check_tour_target(client, allow_foreign=allow_foreign)
+    earlier = fed_before(client, flag_key, f"shopper-{seed}-")
+    if earlier is not None:
+        start = earlier.launched
+        return MetricDemo(earlier.experiment, earlier.assigned, earlier.events, start, start + timedelta(days=14),
+                          holdout=earlier.experiment.holdout, saved_metric=earlier.saved_metric(client))  # fmt: skip
     rng = np.random.default_rng(seed)
     end = (end or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     start = end - timedelta(days=14)
@@ -310,22 +374,20 @@ def feed_cuped_experiment(
     assigned: dict[str, str] = {}
     sent = 0
     offsets = np.sort(rng.uniform(3600, 7 * 86400, size=users))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            for i, offset in enumerate(offsets):
-                user = f"shopper-{seed}-{i:05d}"
-                variant = sdk.get_feature_flag(flag_key, user, send_feature_flag_events=False)
-                if not isinstance(variant, str):
-                    continue
-                assigned[user] = variant
-                seen = start + timedelta(seconds=float(offset))
-                for event, at, properties in _shopper(rng, seen, variant, flag_key):
-                    sdk.capture(event, distinct_id=user, timestamp=at, properties=properties)
-                    sent += 1
-        finally:
-            sdk.flush()
-            sdk.shutdown()
+    try:
+        for i, offset in enumerate(offsets):
+            user = f"shopper-{seed}-{i:05d}"
+            variant = flag_value(sdk, flag_key, user)
+            if not isinstance(variant, str):
+                continue
+            assigned[user] = variant
+            seen = start + timedelta(seconds=float(offset))
+            for event, at, properties in _shopper(rng, seen, variant, flag_key):
+                sdk.capture(event, distinct_id=user, timestamp=at, properties=properties)
+                sent += 1
+    finally:
+        sdk.flush()
+        sdk.shutdown()
     return MetricDemo(experiment, assigned, sent, start, end, holdout=holdout, saved_metric=shared)
 
 

@@ -10,7 +10,7 @@ True
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -181,13 +181,16 @@ def create_app(
     return app
 
 
-def seed_demo_hook(project_id: int) -> StartupHook:
-    """A startup hook filling the demo project with :func:`hoglab.server.demo.seed` (events and experiment, once)."""
+def seed_demo_hook(project_id: int, on_load: Callable[[], None] | None = None) -> StartupHook:
+    """A startup hook filling the demo project with :func:`hoglab.server.demo.seed` (events and experiment, once);
+    ``on_load`` is called when the events are about to be loaded (a first start)."""
 
     def seed_demo(state: ServiceState) -> None:
         project = state.store.projects.get(project_id)
-        if project is not None:
+        if project is not None and on_load is None:
             demo.seed(state, project)
+        elif project is not None:
+            demo.seed(state, project, on_load=on_load)
 
     return seed_demo
 

@@ -127,6 +127,13 @@ def _text(values: np.ndarray) -> pa.Array:
     return pa.array(values.astype(str))
 
 
+def _pick(names: np.ndarray, index: np.ndarray) -> pa.Array:
+    """``names[index]`` as Arrow strings, taken from the few names: no string per row is made in numpy (faster)."""
+    import pyarrow as pa
+
+    return pa.array(names.astype(str)).take(pa.array(index))
+
+
 @dataclass
 class _Rows:
     """Event rows as columns, appended in blocks (numpy), then sorted by time."""
@@ -414,14 +421,15 @@ def _table(cols: dict[str, np.ndarray], rng: np.random.Generator, browser: np.nd
         d2.take(user_idx),
         pc.if_else(pa.array(cols["identified"]), emails.take(user_idx), anons.take(user_idx)),
     )
-    b = _text(_BROWSERS[browser[user]])
-    o = _text(_OS[os_[user]])
-    dt = _text(_DEVICE_TYPES[device[user]])
-    page = np.where(kind == CHECKOUT, "/checkout", _PAGES[np.maximum(cols["page"], 0)])
-    page = np.where(np.isin(kind, (SIGNUP, IDENTIFY)), "/signup", page)
-    page = np.where(np.isin(kind, (EXPOSURE, PURCHASE)), "/checkout", page)
-    url = _concat(_SITE, _text(page))
-    variant_name = _text(np.array(["", "control", "test"])[variant])
+    b = _pick(_BROWSERS, browser[user])
+    o = _pick(_OS, os_[user])
+    dt = _pick(_DEVICE_TYPES, device[user])
+    checkout, signup = len(_PAGES), len(_PAGES) + 1  # the pages some events are on, after the viewed ones
+    page = np.where(kind == CHECKOUT, checkout, np.maximum(cols["page"], 0))
+    page = np.where(np.isin(kind, (SIGNUP, IDENTIFY)), signup, page)
+    page = np.where(np.isin(kind, (EXPOSURE, PURCHASE)), checkout, page)
+    url = _concat(_SITE, _pick(np.append(_PAGES, ["/checkout", "/signup"]), page))
+    variant_name = _pick(np.array(["", "control", "test"]), variant)
     first_view = np.zeros(n, bool)
     pv = np.flatnonzero((kind == PAGEVIEW) & ~cols["device2"])
     _, first = np.unique(user[pv], return_index=True)
@@ -429,29 +437,33 @@ def _table(cols: dict[str, np.ndarray], rng: np.random.Generator, browser: np.nd
     # The second device's first pageview sets properties too, so it has a person of its own until $identify
     # merges it into the user's (the demo's person merges, with their overrides).
     first_view |= cols["device2"] & (kind == PAGEVIEW)
-    price = _text(np.round(rng.gamma(4.0, 12.5, size=n), 2))
+    # Prices as text for the purchases only (every row draws one, so the generator's stream stays as it was);
+    # other rows take any of them, which _where blanks.
+    bought = kind == PURCHASE
+    prices = _text(np.round(rng.gamma(4.0, 12.5, size=n), 2)[bought] if bought.any() else np.zeros(1))
+    price = prices.take(pa.array(np.maximum(np.cumsum(bought) - 1, 0)))
     # A signed-up user's events after their $identify carry their company (posthog-js's group() registers it).
     company = companies.key_of(user)
     grouped = cols["identified"] & (kind != IDENTIFY)
     identify_anon = pc.if_else(pa.array(cols["device2"]), d2.take(user_idx), anons.take(user_idx))
     props = _concat(
         '{"$browser":"', b, '","$os":"', o, '","$device_type":"', dt, '","$current_url":"', url, '","$session_id":"',
-        _text(cols["session"]), '","$lib":"web"',
+        pc.cast(pa.array(cols["session"]), pa.string()), '","$lib":"web"',
         _where(grouped, _concat(',"$groups":{"company":"', company, '"},"$group_0":"', company, '"'), n),
         _where(variant > 0, _concat(',"$feature/new-checkout":"', variant_name, '"'), n),
         _where(kind == EXPOSURE, _concat(',"$feature_flag":"new-checkout","$feature_flag_response":"',
                                          variant_name, '"'), n),
         _where(kind == PURCHASE, _concat(',"price":', price), n),
         _where(first_view, _concat(',"$set":{"$browser":"', b, '","$os":"', o, '","$device_type":"', dt,
-                                   '"},"$set_once":{"$initial_country":"', _text(_COUNTRIES[country[user]]),
+                                   '"},"$set_once":{"$initial_country":"', _pick(_COUNTRIES, country[user]),
                                    '","$initial_browser":"', b, '"}'), n),
         _where(kind == IDENTIFY, _concat(',"$anon_distinct_id":"', identify_anon, '","$set":{"email":"',
-                                         emails.take(user_idx), '","plan":"', _text(_PLANS[plan[user]]), '"}'), n),
+                                         emails.take(user_idx), '","plan":"', _pick(_PLANS, plan[user]), '"}'), n),
         "}",
     )  # fmt: skip
     return pa.table({
         "uuid": _uuids(rng, n),
-        "event": _text(_EVENT_NAMES[kind]),
+        "event": _pick(_EVENT_NAMES, kind),
         "distinct_id": distinct_id,
         "timestamp": pa.array(cols["ts"], pa.timestamp("us", tz="UTC")),
         "properties": props,

@@ -11,6 +11,7 @@ For example (a sketch of a call, not run: it needs a running service's state)::
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,18 +43,21 @@ def seed_events(
 
 def seed(
     state: ServiceState, project: ProjectRecord, *, seed: int = DEMO_SEED, end: datetime | date | None = None,
-    users: int = DEMO_USERS,
+    users: int = DEMO_USERS, on_load: Callable[[], None] | None = None,
 ) -> None:  # fmt: skip
     """Fill the demo project of a running service: its events and its experiment, each only once.
 
     Called by ``hoglab serve --demo`` (and ``hoglab demo``) when the service starts; a restart finds both
-    already there and leaves them alone, so ids and results stay put.
+    already there and leaves them alone, so ids and results stay put. ``on_load`` is called just before the
+    events are generated and loaded, that is only when they are (the commands say so then, and only then).
     """
     engine = state.engine
     if engine is None:
         raise RuntimeError("the demo needs the service's events engine")
     stored = engine.execute(f"SELECT count() AS n FROM events WHERE team_id = {int(project.id)}")
     if int(stored.column("n")[0].as_py()) == 0:
+        if on_load is not None:
+            on_load()
         seed_events(engine, project.id, seed=seed, end=end, users=users)
     if state.store.flags.get_by_key(project.id, DEMO_EXPERIMENT.feature_flag_key) is None:
         user = state.store.users.default()
