@@ -266,5 +266,7 @@ def test_a_port_held_by_another_service_is_one_clear_line(capsys, tmp_path: Path
     port = hoglab_service.url.rsplit(":", 1)[1]
     status, _, err = run(capsys, "lab", "--port", port, "--data-dir", str(tmp_path / "other"))
     line = one_clear_line(err)
-    assert status == 1 and f"{hoglab_service.url} answers, but not as the demo service" in line
+    # Another data dir's hoglab cannot prove it is this one's: no key leaves (issue 35, F4).
+    assert status == 1 and f"{hoglab_service.url} answers, but does not prove it is the hoglab of" in line
+    assert "refusing to send it the key" in line
     assert "PORT=8001" in line
