@@ -4,6 +4,9 @@ process holds its own engine, so its RSS says nothing about a service's), and fo
     with ServedProcess(tmp_path, "--memory-budget", "640MiB") as served:
         project = served.project("a")          # a project and an httpx client with a key to it
         served.rss(), served.peak_rss()        # the service's resident memory now, and its high-water mark
+
+    with ServedProcess(tmp_path, python_heap=True) as served:
+        served.python_heap()                   # the service's Python heap now (tracemalloc), without the engine's
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from hoglab.server.store import Store
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
+HEAP_HOOK = HERE / "served_heap"  # its sitecustomize.py traces the Python heap and reports it on SIGUSR1
 
 
 @dataclass
@@ -40,10 +44,17 @@ class ServedProject:
 
 
 class ServedProcess:
-    """A ``hoglab serve`` process on ``data_dir`` with ``args`` and ``env`` added; a context manager."""
+    """A ``hoglab serve`` process on ``data_dir`` with ``args`` and ``env`` added; a context manager.
 
-    def __init__(self, data_dir: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    ``python_heap``: trace the process's Python heap (tracemalloc, from its start) for :meth:`python_heap`.
+    """
+
+    def __init__(
+        self, data_dir: Path, *args: str, env: dict[str, str] | None = None, python_heap: bool = False
+    ) -> None:
         self.data_dir = data_dir
+        self._heap_file = data_dir.parent / f"{data_dir.name}.heap"
+        self._heap_answers = 0
         data_dir.mkdir(parents=True, exist_ok=True)
         with Store.open_at(data_dir) as store:
             store.users.default()  # the store exists before the service opens it
@@ -51,6 +62,9 @@ class ServedProcess:
         command = [str(script)] if script.exists() else [sys.executable, "-m", "hoglab.cli"]
         environ = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(SRC), "HOGLAB_RATE_LIMITS": "off",
                    **(env or {})}  # fmt: skip
+        if python_heap:
+            environ["PYTHONPATH"] = f"{HEAP_HOOK}{os.pathsep}{SRC}"
+            environ["HOGLAB_TEST_HEAP_FILE"] = str(self._heap_file)
         self.process = subprocess.Popen(
             [*command, "serve", "--port", "0", "--data-dir", str(data_dir), *args],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environ,
@@ -90,6 +104,21 @@ class ServedProcess:
     def rss(self) -> int:
         """The service's resident memory now (bytes)."""
         return self._status("VmRSS")
+
+    def python_heap(self) -> int:
+        """The service's Python heap now, after a garbage collection (bytes; needs ``python_heap=True``)."""
+        self._heap_answers += 1
+        self.process.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                answer, size = self._heap_file.read_text().split()
+            except (FileNotFoundError, ValueError):
+                answer, size = "0", "0"
+            if int(answer) >= self._heap_answers:
+                return int(size)
+            time.sleep(0.02)
+        raise RuntimeError("hoglab serve did not report its Python heap (started with python_heap=True?)")
 
     def peak_rss(self) -> int:
         """The service's resident high-water mark (bytes) since it started or since :meth:`reset_peak`."""
