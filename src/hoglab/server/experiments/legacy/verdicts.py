@@ -23,8 +23,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hoglab.stats import StatsInputError
-from hoglab.stats import posthog as posthog_rules  # its verdicts (and SciPy) load on the first results asked for
+from hoglab.stats import (
+    StatsInputError,
+    posthog as posthog_rules,  # its verdicts (and SciPy) load on the first results asked for
+)
 from hoglab.stats.posthog import CONTROL_VARIANT_KEY, FunnelVariant, PostHogStatsError, TrendVariant
 
 from ...errors import ValidationFailed
