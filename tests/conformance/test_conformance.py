@@ -2,8 +2,9 @@
 
 Each case is a question PostHog answers, taken from PostHog's source (``functions.txt``: every function name of
 its HogQL lists; ``hogql.toml``: the assertions of ``posthog/hogql/test/test_query.py`` and the printer's tests;
-``insights.toml``: query-runner tests whose fixtures are plain events and persons). Each is asked of a real hoglab
-service over HTTP (the session's service, real chDB) and classified:
+``insights.toml``: query-runner tests whose fixtures are plain events and persons; ``experiments.toml``: the
+``ExperimentQuery`` runner's tests, their feature flag and experiment created through the API). Each is asked of a
+real hoglab service over HTTP (the session's service, real chDB) and classified:
 
 * ``equal``: hoglab answers what PostHog answers;
 * ``different``: hoglab answers something else (the worst kind: a number, no warning);
@@ -62,7 +63,7 @@ class Case:
     id: str
     source: str  # PostHog's file
     test: str  # PostHog's test (or list) asserting it
-    kind: str  # "expr" | "agg" | "query" | "hogql" | "insight"
+    kind: str  # "expr" | "agg" | "query" | "hogql" | "insight" | "experiment"
     hogql: str = ""  # the HogQL (an expression for expr/agg)
     clickhouse: str = ""  # PostHog's ClickHouse form (the oracle runs it)
     expect: Any = MISSING  # PostHog's answer, when written in the data
@@ -71,6 +72,8 @@ class Case:
     app: str = ""  # needs PostHog itself (why)
     fixture: str = ""
     request: dict[str, Any] = field(default_factory=dict)  # extra HogQLQuery fields, or the insight query
+    experiment: dict[str, Any] = field(default_factory=dict)  # the experiment (and its flag) an ExperimentQuery reads
+    actions: dict[str, Any] = field(default_factory=dict)  # actions to create first: name -> steps
 
 
 @dataclass
@@ -125,7 +128,7 @@ def function_cases() -> list[Case]:
 
 
 def toml_cases(file: str) -> list[Case]:
-    """``hogql.toml`` / ``insights.toml``: cases with PostHog's asserted answers."""
+    """``hogql.toml`` / ``insights.toml`` / ``experiments.toml``: cases with PostHog's asserted answers."""
     data = tomllib.loads((HERE / file).read_text())
     cases = []
     for entry in data.get("case", []):
@@ -136,6 +139,8 @@ def toml_cases(file: str) -> list[Case]:
                 hogql=entry.get("query", ""), expect=expect, compare=entry.get("compare", "value"),
                 error=entry.get("error", False), app=entry.get("app", ""), fixture=entry.get("fixture", ""),
                 request=json.loads(entry["request"]) if "request" in entry else {},
+                experiment=json.loads(entry["experiment"]) if "experiment" in entry else {},
+                actions=json.loads(entry["actions"]) if "actions" in entry else {},
             )
         )  # fmt: skip
     return cases
@@ -144,7 +149,7 @@ def toml_cases(file: str) -> list[Case]:
 def all_cases() -> tuple[list[Case], dict[str, list[dict[str, Any]]]]:
     """Every case, and the fixtures (``fixtures.json``: PostHog's test events by name, in capture's shape)."""
     cases = function_cases()
-    for file in ("hogql.toml", "insights.toml"):
+    for file in ("hogql.toml", "insights.toml", "experiments.toml"):
         if (HERE / file).exists():
             cases += toml_cases(file)
     ids = [c.id for c in cases]
@@ -217,6 +222,7 @@ class Service:
     def __init__(self, service: LocalService) -> None:
         self.service = service
         self.projects: dict[str, tuple[int, dict[str, str]]] = {}
+        self.made: dict[tuple[str, str, str], int] = {}  # (fixture, "experiment"|"action", key) -> id
         self.http = httpx.Client(base_url=service.url, timeout=120)
 
     def project(self, fixture: str) -> tuple[int, dict[str, str]]:
@@ -251,6 +257,27 @@ class Service:
         except ValueError:
             body = {"detail": answer.text}
         return answer.status_code, body
+
+    def _make(self, fixture: str, what: str, key: str, body: dict[str, Any]) -> int:
+        """An experiment (with its flag) or an action in the fixture's project, made once through the API."""
+        if (fixture, what, key) not in self.made:
+            project, headers = self.project(fixture)
+            made = self.http.post(f"/api/projects/{project}/{what}s/", json=body, headers=headers)
+            assert made.status_code == 201, made.text
+            self.made[fixture, what, key] = made.json()["id"]
+        return self.made[fixture, what, key]
+
+    def experiment(self, case: Case) -> tuple[int, dict[str, Any]]:
+        """PostHog's ExperimentQuery on the case's experiment: its actions and experiment made first."""
+        ids = {name: self._make(case.fixture, "action", name, {"name": name, "steps": steps})
+               for name, steps in case.actions.items()}  # fmt: skip
+        key = case.experiment["feature_flag_key"]
+        body = {"name": f"PostHog's {case.test}", **case.experiment}
+        query = {**case.request, "experiment_id": self._make(case.fixture, "experiment", key, body)}
+        text = json.dumps(query)
+        for name, action_id in ids.items():
+            text = text.replace(json.dumps(f"$action:{name}"), str(action_id))
+        return self.ask(json.loads(text), case.fixture)
 
     def hogql(self, sql: str, fixture: str = "", **fields: Any) -> tuple[int, dict[str, Any]]:
         return self.ask({"kind": "HogQLQuery", "query": sql, **fields}, fixture)
@@ -335,8 +362,9 @@ def run_all(service: Service) -> dict[str, Outcome]:
         elif case.kind == "hogql":
             status, body = service.hogql(case.hogql, case.fixture, **case.request)
             answers[case.id] = ("ok", body.get("results"), []) if status == 200 else ("refused", _refusal(status, body))
-        elif case.kind == "insight":
-            status, body = service.ask(case.request, case.fixture)
+        elif case.kind in ("insight", "experiment"):
+            ask = service.experiment(case) if case.kind == "experiment" else service.ask(case.request, case.fixture)
+            status, body = ask
             answers[case.id] = ("ok", body, []) if status == 200 else ("refused", _refusal(status, body))
 
     for case in CASES:

@@ -1,4 +1,4 @@
-"""The funnel builder: people moving through 2 to 20 steps, with a conversion window, order and exclusions.
+"""The funnel builder: people moving through 1 to 20 steps, with a conversion window, order and exclusions.
 
 >>> funnel(["$pageview", "signup", "purchase"], window="14d", order="strict").funnelsFilter.funnelOrderType
 'strict'
@@ -37,13 +37,13 @@ def funnel(
     filter_test_accounts: bool = False,
     aggregate_by: str | int | None = None,
 ) -> FunnelsQuery:
-    """A FunnelsQuery: people moving through 2 to 20 steps within a conversion window.
+    """A FunnelsQuery: people moving through 1 to 20 steps within a conversion window.
 
     Parameters
     ----------
     steps
-        2 to 20 event names or :func:`series` (``series(action="Signed up")`` makes a step of an action,
-        labelled with its name).
+        1 to 20 event names or :func:`series` (``series(action="Signed up")`` makes a step of an action,
+        labelled with its name). One step counts the people who did it, as PostHog's one-step funnel does.
     window
         How long a person has from the first step: days as an int, ``"14d"``, ``"6h"``, a ``timedelta``
         (PostHog's default is 14 days).
@@ -79,14 +79,16 @@ def funnel(
     >>> settings = q.funnelsFilter
     >>> settings.funnelWindowIntervalUnit, settings.exclusions[0].funnelToStep, q.breakdownFilter.breakdown_type
     ('hour', 1, 'person')
+    >>> len(funnel(["purchase"]).series)
+    1
     """
     if isinstance(steps, str | EventsNode | ActionsNode) or not isinstance(steps, Sequence):
         raise InvalidArgumentType(
-            "steps: expected a list of 2 to 20 event names or hoglab.series(...).", argument="steps"
+            "steps: expected a list of 1 to 20 event names or hoglab.series(...).", argument="steps"
         )
     nodes = series_list("steps", list(steps), None, None)
-    if not 2 <= len(nodes) <= 20:
-        raise InvalidArgument(f"steps: a funnel has 2 to 20 steps, got {len(nodes)}.", argument="steps")
+    if not 1 <= len(nodes) <= 20:
+        raise InvalidArgument(f"steps: a funnel has 1 to 20 steps, got {len(nodes)}.", argument="steps")
     check_choice("order", order, "ordered strict unordered")
     check_choice("viz", viz, "steps time_to_convert trends")
     if step_reference is not None:

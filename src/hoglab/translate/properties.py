@@ -141,11 +141,13 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _equals_any(prop: str, values: list[Any], p: Params) -> str:
-    """True when the property equals one of ``values`` (text, or number for number values); NULL when missing."""
+def _equals_any(prop: str, values: list[Any], p: Params, typed: bool = False) -> str:
+    """True when the property equals one of ``values`` (text, or number for number values); NULL when missing.
+
+    ``typed``: a column's text, where a boolean is 1 or 0 (a JSON property's is ``true``/``false``)."""
     texts = [_text(v) for v in values]
     text_test = f"{prop} = {p.add(texts[0])}" if len(texts) == 1 else f"{prop} IN {p.add(texts)}"
-    numbers = [float(v) for v in values if _is_number(v)]
+    numbers = [float(v) for v in values if _is_number(v) or (typed and isinstance(v, bool))]
     if not numbers:
         return text_test
     return f"{text_test} OR toFloat64OrNull({prop}) IN {p.add(numbers)}"
@@ -159,16 +161,21 @@ _COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<=", "min": ">=", "ma
 _DATE_COMPARISONS = {"is_date_exact": "=", "is_date_before": "<", "is_date_after": ">"}
 
 
-def _value_condition(prop: str, op: str, value: Any, p: Params, attr: str, timezone: str) -> str:
+def _value_condition(prop: str, op: str, value: Any, p: Params, attr: str, timezone: str, typed: bool = False) -> str:
+    """The HogQL condition of one operator on ``prop``: a JSON property's text, or (``typed``) a typed column of
+    the events row or its session (a number, a date, a text), compared through its text as a property's is (a
+    column in the project's time zone prints its time there, as the date operators read it)."""
     values = value if isinstance(value, list) else [value]
     if op in ("is_set", "is_not_set"):
         return f"{prop} IS NOT NULL" if op == "is_set" else f"{prop} IS NULL"
     if value is None or values == []:
         raise TranslationFailed(f"Operator {op!r} needs a value.", attr=attr)
+    if typed:  # toFloat64OrNull, ILIKE and the date parser take text only
+        prop = f"toString({prop})"
     if op in ("exact", "in"):
-        return f"ifNull({_equals_any(prop, values, p)}, 0)"
+        return f"ifNull({_equals_any(prop, values, p, typed)}, 0)"
     if op in ("is_not", "not_in"):
-        return f"ifNull(NOT ({_equals_any(prop, values, p)}), 1)"
+        return f"ifNull(NOT ({_equals_any(prop, values, p, typed)}), 1)"
     if op in ("icontains", "not_icontains"):
         found = _any_of([f"{prop} ILIKE {p.add(_like(v))}" for v in values])
         return f"ifNull({found}, 0)" if op == "icontains" else f"ifNull(NOT {found}, 1)"
@@ -237,10 +244,12 @@ def _filter_to_hogql(flt: Any, p: Params, attr: str, timezone: str, person_id: s
         )
     if kind == "session":  # the event's session (a query over sessions reads its own fields: compiler.py)
         prop = f"session.{escape_identifier(str(_get(flt, 'key')))}"
-        return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr, timezone)
+        operator = str(_get(flt, "operator") or "exact")
+        return _value_condition(prop, operator, _get(flt, "value"), p, attr, timezone, typed=True)
     if kind == "event_metadata":  # a field of the events row itself (PostHog's EventMetadataPropertyFilter)
         prop = escape_identifier(str(_get(flt, "key")))
-        return _value_condition(prop, str(_get(flt, "operator") or "exact"), _get(flt, "value"), p, attr, timezone)
+        operator = str(_get(flt, "operator") or "exact")
+        return _value_condition(prop, operator, _get(flt, "value"), p, attr, timezone, typed=True)
     if kind not in ("event", "feature", "person"):
         raise TranslationFailed(f"Property filters of type {kind!r} are not supported.", attr=f"{attr}.type")
     prop = property_access(str(_get(flt, "key")), "person" if kind == "person" else "event")

@@ -394,3 +394,77 @@ def test_other_team_sees_only_its_rows(ch: Runner, world: World) -> None:
     assert rows == [[MARKER]]
     rows = ch.rows(compile_hogql("select properties.$browser from events", team_id=TEAM, database=DATABASE).sql)
     assert sorted(r[0] or "" for r in rows) == sorted(prop(e, "$browser") or "" for e in world.team("events"))
+
+
+def _meta(key: str, operator: str = "icontains", value: Any = MARKER) -> dict[str, Any]:
+    """PostHog's ``event_metadata`` filter: one of the events row's own fields, by name."""
+    return {"properties": [{"type": "event_metadata", "key": key, "operator": operator, "value": value}]}
+
+
+def _session(key: str, operator: str = "icontains", value: Any = MARKER) -> dict[str, Any]:
+    return {"properties": [{"type": "session", "key": key, "operator": operator, "value": value}]}
+
+
+def _events_where(fn: Callable[[dict[str, Any]], bool]) -> Check:
+    return count_is(lambda w: sum(1 for e in w.team("events") if fn(e)))
+
+
+SINCE_2000 = {"dateRange": {"date_from": "2000-01-01"}}
+SESSIONS_COUNT = "SELECT count() FROM sessions WHERE {filters}"
+
+# ({filters}, REFUSED | a check of ``SELECT count() FROM events WHERE {filters}``, or of the statement given):
+# the filter types issue 33 added (event_metadata, session properties, {filters} over sessions) read only the
+# caller's rows, and a field name cannot reach team_id, another table or the SQL around it.
+FILTER_CORPUS: list[tuple[dict[str, Any], str | Check, str]] = [
+    # ---- event_metadata: the event's own fields, the neighbour's marker in every text column of its rows
+    (_meta("distinct_id"), count_is(lambda w: 0), ""),
+    (_meta("event"), count_is(lambda w: 0), ""),
+    (_meta("properties"), count_is(lambda w: 0), ""),
+    (_meta("elements_chain"), count_is(lambda w: 0), ""),
+    (_meta("$group_0"), count_is(lambda w: 0), ""),
+    (_meta("$session_id", "exact", "s1"), _events_where(lambda e: prop(e, "$session_id") == "s1"), ""),
+    (_meta("distinct_id", "exact", "d1"), _events_where(lambda e: e["distinct_id"] == "d1"), ""),  # team 2's d1 too
+    # person_id is the resolved person (team 2's five events are P1's too): some of the caller's events, no more
+    (_meta("person_id", "exact", P1), lambda rows, w: 0 < rows[0][0] <= n_events(w), ""),
+    (_meta("uuid", "is_set", None), count_is(n_events), ""),
+    (_meta("timestamp", "is_set", None), count_is(n_events), ""),
+    (_meta("distinct_id", "is_not", "d1"), _events_where(lambda e: e["distinct_id"] != "d1"), ""),
+    (_meta("team_id", "exact", 2), REFUSED, ""),
+    (_meta("TEAM_ID", "is_set", None), REFUSED, ""),
+    (_meta("`team_id`", "exact", 2), REFUSED, ""),
+    (_meta("events.team_id", "exact", 2), REFUSED, ""),
+    (_meta("e.team_id", "exact", 2), REFUSED, ""),
+    (_meta("distinct_id` = 'x' OR team_id = 2 OR `x", "exact", 1), REFUSED, ""),
+    (_meta("person.properties.secret"), REFUSED, ""),
+    (_meta("pdi.person_id", "is_set", None), REFUSED, ""),
+    (_meta("session.$entry_current_url"), REFUSED, ""),
+    # ---- session properties: the caller's session s1 is also the neighbour's
+    (_session("$entry_current_url"), count_is(lambda w: 0), ""),
+    (_session("$entry_utm_source"), count_is(lambda w: 0), ""),
+    (_session("session_id", "exact", "s1"), _events_where(lambda e: prop(e, "$session_id") == "s1"), ""),
+    (_session("$pageview_count", "gt", 1), count_is(lambda w: 0), ""),  # a typed column compared as a number
+    (_session("$event_count", "gte", 1), _events_where(lambda e: prop(e, "$session_id") is not None), ""),
+    (_session("$session_duration", "between", [0, 10**9]), _events_where(lambda e: bool(prop(e, "$session_id"))), ""),
+    (_meta("timestamp", "is_date_after", "2000-01-01"), count_is(n_events), ""),
+    (_session("team_id", "exact", 2), REFUSED, ""),
+    # ---- {filters} over sessions
+    (SINCE_2000, rows_at_most(1), "SELECT session_id, $entry_current_url FROM sessions WHERE {filters}"),
+    ({**SINCE_2000, **_session("$entry_current_url")}, count_is(lambda w: 0), SESSIONS_COUNT),
+]
+
+
+@pytest.mark.parametrize(("filters", "expect", "statement"), FILTER_CORPUS,
+                         ids=[f"f{i:03d}" for i in range(len(FILTER_CORPUS))])  # fmt: skip
+def test_hostile_filters(
+    ch: Runner, world: World, filters: dict[str, Any], expect: str | Check, statement: str
+) -> None:
+    statement = statement or "SELECT count() FROM events WHERE {filters}"
+    if expect == REFUSED:
+        with pytest.raises(HogQLError) as info:
+            ch.compile(statement, filters=filters)
+        assert not info.value.internal, info.value
+        return
+    for overrides in (False, True):
+        rows = ch.query(statement, filters=filters, person_overrides=overrides)
+        assert MARKER not in repr(rows)
+        assert callable(expect) and expect(rows, world), rows
