@@ -39,7 +39,7 @@ def _typing_imports(path: str, package: str) -> dict[str, str]:
 
 
 def lazy_exports(
-    package: str, path: str, *, public_home: str | None = None
+    package: str, path: str, *, public_home: str | None = None, private_only: bool = False
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
     """``(__getattr__, __dir__, __all__)`` for ``package`` whose ``__init__`` is ``path``.
 
@@ -55,7 +55,13 @@ def lazy_exports(
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)
-        if public_home and getattr(value, "__module__", "").startswith("hoglab.") and hasattr(value, "__qualname__"):
+        home = getattr(value, "__module__", "")
+        if (
+            public_home
+            and home.startswith("hoglab.")
+            and (not private_only or "._" in home)
+            and hasattr(value, "__qualname__")
+        ):
             value.__module__ = public_home
         namespace[name] = value
         return value

@@ -413,7 +413,8 @@ def classify(case: Case, answer: tuple[Any, ...], oracle: tuple[Any, ...] | None
 
 def _at(value: Any, path: str) -> Any:
     """The part of an answer at a dotted path (``results.0.data``; ``length`` of a list; ``#`` every element, in
-    order: PostHog's ``pluck``; ``*`` every element, the values sorted: an assertion on a set)."""
+    order: PostHog's ``pluck``; ``*`` every element, the values sorted: an assertion on a set; ``?key=<json>`` the
+    first element whose ``key`` is that value: PostHog's lookup by breakdown value)."""
     head, each, rest = path.partition(".#.")
     if each and "*" not in head:
         items = _at(value, head)
@@ -435,6 +436,12 @@ def _at(value: Any, path: str) -> Any:
             value = value[part]
         elif isinstance(value, list) and part == "length":
             value = len(value)
+        elif isinstance(value, list) and part.startswith("?") and "=" in part:
+            key, wanted = part[1:].split("=", 1)
+            value = next((item for item in value if isinstance(item, dict) and item.get(key) == json.loads(wanted)),
+                         MISSING)  # fmt: skip
+            if value is MISSING:
+                return MISSING
         else:
             return MISSING
     return value

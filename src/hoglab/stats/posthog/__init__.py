@@ -26,137 +26,106 @@ error tree) and :class:`RatioCovariate` (hoglab's ratio CUPED, an extension Post
 'significant'
 """
 
-import contextlib
+from typing import TYPE_CHECKING
 
-from .._errors import PostHogStatsError  # alias: hoglab.stats is its home
-from ._legacy.v1 import funnel_verdict, posthog_funnel_sample_size, posthog_poisson_p_value, trend_verdict
-from ._legacy.v1_monte_carlo import SIMULATIONS, posthog_monte_carlo_funnel, posthog_monte_carlo_trend
-from ._legacy.v2 import (
-    PostHogV2Verdict,
-    continuous_posterior_v2,
-    continuous_verdict_v2,
-    count_verdict_v2,
-    experiment_trends_verdict,
-    funnel_verdict_v2,
-    pairwise_probabilities,
-    trend_verdict_v2_early,
-)
-from ._legacy.v2_loss import betabinomial_loss_against_best, loss_against_best
-from ._legacy.vocabulary import (
-    CONTROL_VARIANT_KEY,
-    EXPECTED_LOSS_SIGNIFICANCE_LEVEL,
-    FF_DISTRIBUTION_THRESHOLD,
-    MIN_PROBABILITY_FOR_SIGNIFICANCE,
-    P_VALUE_SIGNIFICANCE_LEVEL,
-    FunnelVariant,
-    PostHogFunnelVerdict,
-    PostHogTrendVerdict,
-    SignificanceCode,
-    TrendVariant,
-)
-from ._metric.bayesian import BayesianResult, GaussianPrior, bayesian_test, gaussian_risk
-from ._metric.config import (
-    DEFAULT_CUPED_LOOKBACK_DAYS,
-    DEFAULT_SEQUENTIAL_TUNING_PARAMETER,
-    CupedSettings,
-    StatsSettings,
-    TeamDefaults,
-    baseline_variant_key,
-    bayesian_ci_level,
-    bayesian_interval_bounds,
-    resolve_correction,
-    resolve_cuped,
-    resolve_cuped_variance,
-    resolve_stats_settings,
-)
-from ._metric.cuped import CupedAdjustment, CupedCovariate, cuped_adjust, cuped_adjust_arm, cuped_pair_theta
-from ._metric.engine import (
-    BreakdownResults,
-    ExperimentStats,
-    ExperimentVariantResult,
-    experiment_results,
-    experiment_results_by_breakdown,
-    split_baseline,
-)
-from ._metric.frequentist import FrequentistResult, frequentist_test
-from ._metric.ratio_cuped import RatioCovariate  # alias: hoglab.stats is its home
-from ._metric.statistics import EffectEstimate, ProportionStatistic, RatioStatistic, SampleMeanStatistic, effect_between
-from ._metric.verdict import calibrated_results, metric_recommendation, metric_test_name, verdict_difference
+from ..._lazy import lazy_exports
 
-__all__ = [
-    "CONTROL_VARIANT_KEY",
-    "DEFAULT_CUPED_LOOKBACK_DAYS",
-    "DEFAULT_SEQUENTIAL_TUNING_PARAMETER",
-    "EXPECTED_LOSS_SIGNIFICANCE_LEVEL",
-    "FF_DISTRIBUTION_THRESHOLD",
-    "MIN_PROBABILITY_FOR_SIGNIFICANCE",
-    "P_VALUE_SIGNIFICANCE_LEVEL",
-    "SIMULATIONS",
-    "BayesianResult",
-    "BreakdownResults",
-    "CupedAdjustment",
-    "CupedCovariate",
-    "CupedSettings",
-    "EffectEstimate",
-    "ExperimentStats",
-    "ExperimentVariantResult",
-    "FrequentistResult",
-    "FunnelVariant",
-    "GaussianPrior",
-    "PostHogFunnelVerdict",
-    "PostHogStatsError",
-    "PostHogTrendVerdict",
-    "PostHogV2Verdict",
-    "ProportionStatistic",
-    "RatioCovariate",
-    "RatioStatistic",
-    "SampleMeanStatistic",
-    "SignificanceCode",
-    "StatsSettings",
-    "TeamDefaults",
-    "TrendVariant",
-    "baseline_variant_key",
-    "bayesian_ci_level",
-    "bayesian_interval_bounds",
-    "bayesian_test",
-    "betabinomial_loss_against_best",
-    "calibrated_results",
-    "continuous_posterior_v2",
-    "continuous_verdict_v2",
-    "count_verdict_v2",
-    "cuped_adjust",
-    "cuped_adjust_arm",
-    "cuped_pair_theta",
-    "effect_between",
-    "experiment_results",
-    "experiment_results_by_breakdown",
-    "experiment_trends_verdict",
-    "frequentist_test",
-    "funnel_verdict",
-    "funnel_verdict_v2",
-    "gaussian_risk",
-    "loss_against_best",
-    "metric_recommendation",
-    "metric_test_name",
-    "pairwise_probabilities",
-    "posthog_funnel_sample_size",
-    "posthog_monte_carlo_funnel",
-    "posthog_monte_carlo_trend",
-    "posthog_poisson_p_value",
-    "resolve_correction",
-    "resolve_cuped",
-    "resolve_cuped_variance",
-    "resolve_stats_settings",
-    "split_baseline",
-    "trend_verdict",
-    "trend_verdict_v2_early",
-    "verdict_difference",
-]
+if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_exports reads it at run time
+    from .. import (  # aliases: hoglab.stats is their home
+        PostHogStatsError as PostHogStatsError,
+        RatioCovariate as RatioCovariate,
+    )
+    from ._legacy.v1 import (
+        funnel_verdict as funnel_verdict,
+        posthog_funnel_sample_size as posthog_funnel_sample_size,
+        posthog_poisson_p_value as posthog_poisson_p_value,
+        trend_verdict as trend_verdict,
+    )
+    from ._legacy.v1_monte_carlo import (
+        SIMULATIONS as SIMULATIONS,
+        posthog_monte_carlo_funnel as posthog_monte_carlo_funnel,
+        posthog_monte_carlo_trend as posthog_monte_carlo_trend,
+    )
+    from ._legacy.v2 import (
+        PostHogV2Verdict as PostHogV2Verdict,
+        continuous_posterior_v2 as continuous_posterior_v2,
+        continuous_verdict_v2 as continuous_verdict_v2,
+        count_verdict_v2 as count_verdict_v2,
+        experiment_trends_verdict as experiment_trends_verdict,
+        funnel_verdict_v2 as funnel_verdict_v2,
+        pairwise_probabilities as pairwise_probabilities,
+        trend_verdict_v2_early as trend_verdict_v2_early,
+    )
+    from ._legacy.v2_loss import (
+        betabinomial_loss_against_best as betabinomial_loss_against_best,
+        loss_against_best as loss_against_best,
+    )
+    from ._legacy.vocabulary import (
+        CONTROL_VARIANT_KEY as CONTROL_VARIANT_KEY,
+        EXPECTED_LOSS_SIGNIFICANCE_LEVEL as EXPECTED_LOSS_SIGNIFICANCE_LEVEL,
+        FF_DISTRIBUTION_THRESHOLD as FF_DISTRIBUTION_THRESHOLD,
+        MIN_PROBABILITY_FOR_SIGNIFICANCE as MIN_PROBABILITY_FOR_SIGNIFICANCE,
+        P_VALUE_SIGNIFICANCE_LEVEL as P_VALUE_SIGNIFICANCE_LEVEL,
+        FunnelVariant as FunnelVariant,
+        PostHogFunnelVerdict as PostHogFunnelVerdict,
+        PostHogTrendVerdict as PostHogTrendVerdict,
+        SignificanceCode as SignificanceCode,
+        TrendVariant as TrendVariant,
+    )
+    from ._metric.bayesian import (
+        BayesianResult as BayesianResult,
+        GaussianPrior as GaussianPrior,
+        bayesian_test as bayesian_test,
+        gaussian_risk as gaussian_risk,
+    )
+    from ._metric.config import (
+        DEFAULT_CUPED_LOOKBACK_DAYS as DEFAULT_CUPED_LOOKBACK_DAYS,
+        DEFAULT_SEQUENTIAL_TUNING_PARAMETER as DEFAULT_SEQUENTIAL_TUNING_PARAMETER,
+        CupedSettings as CupedSettings,
+        StatsSettings as StatsSettings,
+        TeamDefaults as TeamDefaults,
+        baseline_variant_key as baseline_variant_key,
+        bayesian_ci_level as bayesian_ci_level,
+        bayesian_interval_bounds as bayesian_interval_bounds,
+        resolve_correction as resolve_correction,
+        resolve_cuped as resolve_cuped,
+        resolve_cuped_variance as resolve_cuped_variance,
+        resolve_stats_settings as resolve_stats_settings,
+    )
+    from ._metric.cuped import (
+        CupedAdjustment as CupedAdjustment,
+        CupedCovariate as CupedCovariate,
+        cuped_adjust as cuped_adjust,
+        cuped_adjust_arm as cuped_adjust_arm,
+        cuped_pair_theta as cuped_pair_theta,
+    )
+    from ._metric.engine import (
+        BreakdownResults as BreakdownResults,
+        ExperimentStats as ExperimentStats,
+        ExperimentVariantResult as ExperimentVariantResult,
+        experiment_results as experiment_results,
+        experiment_results_by_breakdown as experiment_results_by_breakdown,
+        split_baseline as split_baseline,
+    )
+    from ._metric.frequentist import (
+        FrequentistResult as FrequentistResult,
+        frequentist_test as frequentist_test,
+    )
+    from ._metric.statistics import (
+        EffectEstimate as EffectEstimate,
+        ProportionStatistic as ProportionStatistic,
+        RatioStatistic as RatioStatistic,
+        SampleMeanStatistic as SampleMeanStatistic,
+        effect_between as effect_between,
+    )
+    from ._metric.verdict import (
+        calibrated_results as calibrated_results,
+        metric_recommendation as metric_recommendation,
+        metric_test_name as metric_test_name,
+        verdict_difference as verdict_difference,
+    )
 
-# Show hoglab.stats.posthog.X in reprs and docs rather than the private module; the two aliases keep hoglab.stats.
-for _name in __all__:
-    _obj = globals()[_name]
-    if _name not in ("PostHogStatsError", "RatioCovariate") and "._" in getattr(_obj, "__module__", ""):
-        with contextlib.suppress(AttributeError, TypeError):  # some objects refuse it
-            _obj.__module__ = "hoglab.stats.posthog"
-del _name, _obj, contextlib
+# Shown as hoglab.stats.posthog.X in reprs and docs rather than the private module; its two aliases keep
+# hoglab.stats.
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__, public_home="hoglab.stats.posthog", private_only=True)
+del TYPE_CHECKING, lazy_exports  # not exports

@@ -23,15 +23,11 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hoglab.stats import StatsInputError
-from hoglab.stats.posthog import (
-    CONTROL_VARIANT_KEY,
-    FunnelVariant,
-    PostHogStatsError,
-    TrendVariant,
-    funnel_verdict,
-    trend_verdict,
+from hoglab.stats import (
+    StatsInputError,
+    posthog as posthog_rules,  # its verdicts (and SciPy) load on the first results asked for
 )
+from hoglab.stats.posthog import CONTROL_VARIANT_KEY, FunnelVariant, PostHogStatsError, TrendVariant
 
 from ...errors import ValidationFailed
 from .runs import FunnelRun, TrendRun
@@ -100,7 +96,7 @@ def trend_result(run: TrendRun, variants: Sequence[str], *, validate: bool = Tru
 
     def judge() -> dict[str, Any]:
         check_variants([item["breakdown_value"] for item in run.insight], variants, any_rows=bool(run.insight))
-        verdict = trend_verdict(trend_variants(run)).to_dict()
+        verdict = posthog_rules.trend_verdict(trend_variants(run)).to_dict()
         for variant in verdict["variants"]:
             variant["absolute_exposure"] = _whole(variant["absolute_exposure"])
         return verdict
@@ -126,7 +122,7 @@ def funnel_result(run: FunnelRun, variants: Sequence[str], *, validate: bool = T
         for steps in kept:
             success = int(steps[-1]["count"])
             arms.append(FunnelVariant(_funnel_key(steps), success, int(steps[0]["count"]) - success))
-        return funnel_verdict(arms).to_dict()
+        return posthog_rules.funnel_verdict(arms).to_dict()
 
     return _with_verdict({"insight": kept, "filters": run.filters}, judge, validate)
 

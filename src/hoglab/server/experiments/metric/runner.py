@@ -17,8 +17,8 @@ sequential, or Bayesian ``chance_to_win``/``credible_interval``).
   together. ``breakdown_limit`` keeps the values with the most units and sums the rest into
   ``$$_posthog_breakdown_other_$$`` (last); without one, past :data:`MAX_BREAKDOWN_VALUES` values too.
 
-A variant nobody was exposed to answers zeros (PostHog adds missing variants the same way); persons seen with
-several variants under ``exclude`` are left out of every variant.
+A variant nobody was exposed to answers zeros, the baseline too (PostHog adds missing variants the same way); persons
+seen with several variants under ``exclude`` are left out of every variant.
 """
 
 from __future__ import annotations
@@ -157,12 +157,12 @@ def run_experiment_query(resolved: ResolvedExperimentQuery, ctx: RunContext) -> 
     sql = _sql(metric, resolved, ctx, p, shape)
     # One-level aggregation by person suits the funnel's replay (see funnels_sql.PERSON_ROWS_SETTINGS).
     settings = PERSON_ROWS_SETTINGS if metric.metric_type == "funnel" else None
-    table = ctx.execute(ctx.compile(sql, values=p.values), settings=settings)
+    table = ctx.execute(ctx.compile(sql, values=p.values), settings=settings).to_pylist()
     steps = len(metric.series) if metric.metric_type == "funnel" else 0
     wanted = set(experiment.variants)
     rows = [
         (tuple(str(row[c]) for c in shape.columns), variant_stats(metric.metric_type, str(row["variant"]), row, steps))
-        for row in table.to_pylist()
+        for row in table
         if str(row["variant"]) in wanted  # $multiple (exclude) belongs to no variant
     ]
     options: dict[str, Any] = {
@@ -172,6 +172,11 @@ def run_experiment_query(resolved: ResolvedExperimentQuery, ctx: RunContext) -> 
     baseline_key = baseline(experiment)  # hoglab's compare_to_holdout makes it the holdout arm (resolve.py)
     if not rows:  # nobody exposed yet: every variant answers zeros
         rows = [((), variant_stats(metric.metric_type, baseline_key, None, steps))]
+    elif baseline_key not in {stats.key for _, stats in rows}:
+        # Nobody exposed to the baseline: it answers zeros, as every variant does (PostHog's _add_missing_variants);
+        # a row of the statement with every statistic 0 keeps the others' shape (CUPED sums, ratio covariates).
+        zero = dict.fromkeys(table[0], 0)
+        rows.append((rows[0][0], variant_stats(metric.metric_type, baseline_key, zero, steps)))
     limit = metric.breakdownFilter.breakdown_limit if metric.breakdownFilter is not None else None
     if shape.columns:
         rows = _limited(rows, limit, len(shape.columns))
