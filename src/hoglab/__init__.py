@@ -76,6 +76,7 @@ if TYPE_CHECKING:  # THE list of exports: type checkers read it, and lazy_export
         plot_funnel_correlation as plot_funnel_correlation,
         plot_lifecycle as plot_lifecycle,
         plot_metric_effects as plot_metric_effects,
+        plot_novelty as plot_novelty,
         plot_paths as plot_paths,
         plot_retention as plot_retention,
         plot_retention_curve as plot_retention_curve,

@@ -39,9 +39,10 @@ def test_demo_analyses_the_experiment_writes_the_report_then_keeps_serving(tmp_p
         assert "Verdict: Significant:" in text and "Traffic split: as planned" in text
         assert "loading the demo data (first start only, about" in text
         assert re.search(r"^demo data loaded in \d+ s$", text, re.M), text
-        assert (out / "report.html").read_text().count("data:image/png;base64,") == 5
+        assert (out / "report.html").read_text().count("data:image/png;base64,") == 6
+        assert "Novelty (conversion rate): test's effect by days since first exposure" in text
         assert sorted(p.name for p in (out / "figures").iterdir()) == [
-            "effect.png", "metric.png", "over_time.png", "posteriors.png", "srm.png",
+            "effect.png", "metric.png", "novelty.png", "over_time.png", "posteriors.png", "srm.png",
         ]  # fmt: skip
         url = next(line.split()[2] for line in lines if line.startswith("serving at "))
         key = next(line.split(":")[1].split()[0] for line in lines if line.startswith("personal API key:"))

@@ -42,6 +42,13 @@ def test_table() -> None:
         "expected_count",
     ]
     assert frame["expected_count"].tolist() == [910.5, 910.5]
+    # counts are integers, the expectation a float; the test is one result, in attrs, equal to scipy's
+    assert str(frame["observed"].dtype) == "Int64" and frame["observed"].tolist() == [821, 1000]
+    ref = stats.chisquare([821, 1000])
+    assert frame.attrs["p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
+    assert frame.attrs["statistic"] == pytest.approx(ref.statistic, rel=1e-9) and frame.attrs["dof"] == 1
+    fractional = srm({"a": 10.5, "b": 9.5}).to_frame()  # weighted units: kept as they are
+    assert fractional["observed"].dtype == np.float64 and fractional["observed"].tolist() == [10.5, 9.5]
     assert frame["observed_share"].sum() == pytest.approx(1.0)
     assert result.mismatch and "mismatch" in result._repr_html_().lower()
     assert not srm({"a": 5050, "b": 4950}).mismatch

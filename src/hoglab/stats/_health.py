@@ -92,11 +92,21 @@ class Health:
         return [c.line for c in self._ordered()]
 
     def summary(self) -> str:
-        """One line: ``"Health: ok (6 checks)."`` or the problems."""
+        """One line: every check by name, the problems with their reasons first.
+
+        >>> Health((HealthCheck("flag_state", Severity.OK, "active."),
+        ...         HealthCheck("no_exposures", Severity.OK, "2 arms exposed."))).summary()
+        'Health: ok (2 checks: flag_state, no_exposures).'
+        >>> Health((HealthCheck("flag_state", Severity.OK, "active."),
+        ...         HealthCheck("no_exposures", Severity.CRITICAL, "nobody exposed."))).summary()
+        'Health: critical. [critical] no_exposures: nobody exposed. Also checked, ok: flag_state.'
+        """
         problems = self.problems
+        fine = ", ".join(c.name for c in self.checks if c.severity is Severity.OK)
         if not problems:
-            return f"Health: ok ({len(self.checks)} checks)."
-        return f"Health: {self.severity.value}. " + " ".join(c.line for c in problems)
+            return f"Health: ok ({len(self.checks)} checks: {fine})." if fine else "Health: ok (no checks)."
+        also = f" Also checked, ok: {fine}." if fine else ""
+        return f"Health: {self.severity.value}. " + " ".join(c.line for c in problems) + also
 
     def to_frame(self) -> pd.DataFrame:
         """``name, severity, reason, value``, worst first."""

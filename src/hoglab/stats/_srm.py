@@ -47,17 +47,30 @@ class SRMResult:
         return float(sum(self.observed))
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per variant: observed, expected share, observed share, expected count."""
+        """One row per variant: observed, expected share, observed share, expected count.
+
+        ``observed`` is a count, so a nullable integer (``Int64``) when every count is whole; ``expected_count`` is
+        an expectation (a float). The test itself is one result, not a column: ``attrs`` holds its ``statistic``,
+        ``dof`` and ``p_value``.
+
+        >>> frame = srm({"control": 5050, "test": 4950}).to_frame()
+        >>> str(frame["observed"].dtype), frame["observed"].tolist(), round(frame.attrs["p_value"], 4)
+        ('Int64', [5050, 4950], 0.3173)
+        """
         total = self.total
-        return pd.DataFrame(
+        observed = pd.Series(list(self.observed), dtype="float64")
+        whole = bool(np.all(np.isfinite(observed)) and np.all(observed == np.floor(observed)))
+        frame = pd.DataFrame(
             {
                 "variant": list(self.variants),
-                "observed": list(self.observed),
+                "observed": observed.astype("Int64") if whole else observed,
                 "expected_share": list(self.expected_shares),
                 "observed_share": [o / total if total else math.nan for o in self.observed],
                 "expected_count": [s * total for s in self.expected_shares],
             }
         )
+        frame.attrs = {"statistic": self.statistic, "dof": self.dof, "p_value": self.p_value}
+        return frame
 
     @property
     def planned_split(self) -> str:

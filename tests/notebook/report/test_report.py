@@ -21,8 +21,9 @@ from hoglab.server.demo import DEMO_EXPERIMENT
 from hoglab.stats import Proportion, minimum_detectable_effect, power, recommend, sample_size
 
 
-def _expected_daily(events: pd.DataFrame) -> pd.DataFrame:
-    """Each exposed person on the day of first exposure; converted if they bought within 14 days after it."""
+def _exposed_persons(events: pd.DataFrame) -> pd.DataFrame:
+    """Each exposed person: variant, first exposure time and day, whether they bought within 14 days after it, and
+    how many purchases followed it (at any time)."""
     exposures = events[events["event"] == "$feature_flag_called"]
     first = (
         exposures.assign(variant=exposures["props"].map(lambda p: p["$feature_flag_response"]))
@@ -35,8 +36,17 @@ def _expected_daily(events: pd.DataFrame) -> pd.DataFrame:
     joined["bought"] = (joined["timestamp_bought"] >= joined["timestamp"]) & (
         joined["timestamp_bought"] - joined["timestamp"] <= timedelta(days=14)
     )
-    per_person = joined.groupby(["distinct_id", "variant", "timestamp"], as_index=False)["bought"].any()
+    joined["after"] = joined["timestamp_bought"] >= joined["timestamp"]
+    per_person = joined.groupby(["distinct_id", "variant", "timestamp"], as_index=False).agg(
+        bought=("bought", "any"), purchases=("after", "sum")
+    )
     per_person["date"] = per_person["timestamp"].dt.floor("D")
+    return per_person
+
+
+def _expected_daily(events: pd.DataFrame) -> pd.DataFrame:
+    """Each exposed person on the day of first exposure; converted if they bought within 14 days after it."""
+    per_person = _exposed_persons(events)
     return (
         per_person.groupby(["date", "variant"], as_index=False)
         .agg(n=("bought", "size"), successes=("bought", "sum"))
@@ -98,7 +108,7 @@ def test_summary_names_the_verdict_and_the_numbers(demo: Demo) -> None:
 
 def test_write_makes_a_self_contained_page_and_files(demo: Demo, tmp_path: Path) -> None:
     report = experiment_report(demo.experiment_id, demo.client)
-    assert list(report.figures) == ["effect", "over_time", "metric", "posteriors", "srm"]
+    assert list(report.figures) == ["effect", "over_time", "metric", "posteriors", "srm", "novelty"]
     page = report.write(tmp_path / "out")
     text = page.read_text()
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
@@ -113,6 +123,13 @@ def test_write_makes_a_self_contained_page_and_files(demo: Demo, tmp_path: Path)
     assert answers["primary"]["result"]["significance_code"] == "significant"
     assert "Purchases" in answers
     assert "<div>" in report._repr_html_() and "<html" not in report._repr_html_()
+    # The health checks, every one by name, and the novelty section with its figure and its numbers.
+    assert report.health is not None and "Health checks" in text
+    assert all(f"<code>{check.name}</code>" in text for check in report.health.checks)
+    assert "<h2>Novelty: the effect by days since first exposure</h2>" in text
+    assert text.index("<h2>Novelty") < text.index('alt="The effect by days since first exposure')
+    novelty = pd.read_csv(tmp_path / "out" / "novelty.csv")
+    assert novelty["day"].tolist() == report.novelty.to_frame()["day"].tolist()  # type: ignore[union-attr]
 
 
 def test_a_draft_is_reported_without_results(demo: Demo) -> None:
@@ -153,3 +170,58 @@ def test_the_recommendation_reconciles_the_report_signals(demo: Demo) -> None:
         assert recommendation.days_needed == plan.days_needed
     assert f"Recommendation: {recommendation.summary()}" in report.summary()
     assert recommendation.headline in report.to_html()
+
+
+def test_the_novelty_section_restates_pandas_and_statsmodels(demo: Demo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each exposure day's difference (test − control conversion) from pandas, the trend from statsmodels' WLS."""
+    import numpy as np
+    import statsmodels.api as sm
+
+    from hoglab.notebook.report import novelty as section
+
+    # The tests' demo is a third of the real one: ~18 persons per arm and day, below the report's 30 a day needs.
+    untested = experiment_report(demo.experiment_id, demo.client, figures=False)
+    assert f"no trend test (0 days with {section.MIN_UNITS}+ units per arm; it needs 3)" in untested.summary()
+    MIN_UNITS = 12
+    monkeypatch.setattr(section, "MIN_UNITS", MIN_UNITS)
+    report = experiment_report(demo.experiment_id, demo.client, figures=False)
+    novelty = report.novelty
+    assert novelty is not None and report.novelty_note is None
+    persons = _exposed_persons(demo.events)
+    persons["day"] = ((persons["date"].max() - persons["date"]) / pd.Timedelta(days=1)).round().astype(int)
+    cells = persons.groupby(["day", "variant"])["bought"].agg(["count", "mean", "var"]).unstack("variant")
+    n_t, n_c = cells[("count", "test")], cells[("count", "control")]
+    difference = cells[("mean", "test")] - cells[("mean", "control")]
+    se = np.sqrt(cells[("var", "test")] / n_t + cells[("var", "control")] / n_c)
+    days = novelty.to_frame()
+    assert days["day"].tolist() == cells.index.tolist()
+    np.testing.assert_allclose(days["difference"], difference, rtol=1e-9)
+    np.testing.assert_allclose(days["difference_se"], se, rtol=1e-9)
+    used = ((n_t >= MIN_UNITS) & (n_c >= MIN_UNITS)).to_numpy()
+    assert days["in_trend"].tolist() == used.tolist() and used.sum() >= 3
+    x = cells.index.to_numpy(dtype=float)[used]
+    fit = sm.WLS(difference.to_numpy()[used], sm.add_constant(x), weights=1 / se.to_numpy()[used] ** 2).fit()
+    [trend] = novelty.trends.to_dict("records")
+    assert trend["slope"] == pytest.approx(fit.params[1], rel=1e-9)
+    assert trend["slope_se"] == pytest.approx(fit.bse[1], rel=1e-9)
+    assert trend["p_value"] == pytest.approx(fit.pvalues[1], rel=1e-9)
+    assert [trend["slope_ci_low"], trend["slope_ci_high"]] == pytest.approx(fit.conf_int()[1].tolist(), rel=1e-9)
+    verdict = "no trend" if fit.pvalues[1] >= 0.05 else ("growing" if fit.params[1] > 0 else "decaying")
+    assert trend["verdict"] == verdict
+    line = next(line for line in report.summary().splitlines() if line.startswith("Novelty (conversion rate): test"))
+    assert f"p = {fit.pvalues[1]:.2g}" in line and f"{fit.params[1] * 100:+.2f} pp a day" in line
+
+
+def test_the_per_day_restatement_counts_events_and_their_squares(demo: Demo) -> None:
+    """The per-day query's ``count`` and ``count_squares`` (a count metric's novelty) against pandas."""
+    from hoglab.notebook.report.legacy import _over_time
+
+    report = experiment_report(demo.experiment_id, demo.client, figures=False)
+    _, _, daily = _over_time(demo.client, demo.client.experiments.get(demo.experiment_id), report.primary)
+    assert daily is not None
+    persons = _exposed_persons(demo.events).assign(squares=lambda d: d["purchases"] ** 2)
+    expected = persons.groupby(["date", "variant"], as_index=False).agg(
+        count=("purchases", "sum"), count_squares=("squares", "sum")
+    )
+    assert daily["count"].tolist() == expected["count"].tolist()
+    assert daily["count_squares"].tolist() == expected["count_squares"].tolist()

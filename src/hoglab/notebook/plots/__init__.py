@@ -13,6 +13,7 @@ ticked and labelled in the data's own time zone, rates are on percent axes.
 :func:`plot_srm`                  SRM check: observed against expected share per variant, p-value in the title
 :func:`plot_metric_effects`       MetricExperimentResult: each metric's lift with the server's interval (forest plot)
 :func:`plot_exposures`            MetricExperimentResult: exposed units per variant so far, day by day
+:func:`plot_novelty`              stats.Novelty: the effect by days since first exposure, with its fitted trend
 :func:`plot_retention`            retention frame: the cohort triangle, each cell coloured and labelled by its rate
 :func:`plot_retention_curve`      retention frame: the share back per period, cohorts pooled by size
 :func:`plot_lifecycle`            lifecycle frame: new/returning/resurrecting stacked above zero, dormant below
@@ -34,6 +35,7 @@ from .funnels import plot_funnel
 from .legacy import plot_experiment
 from .lifecycle import plot_lifecycle
 from .metric import plot_exposures, plot_metric_effects
+from .novelty import plot_novelty
 from .paths import plot_paths
 from .retention import plot_retention, plot_retention_curve
 from .sequential import cumulative_effect, plot_cumulative_effect
@@ -50,6 +52,7 @@ __all__ = [
     "plot_funnel_correlation",
     "plot_lifecycle",
     "plot_metric_effects",
+    "plot_novelty",
     "plot_paths",
     "plot_retention",
     "plot_retention_curve",

@@ -24,6 +24,7 @@ from ...errors import APIError, HoglabError
 from ...schema import Experiment, funnel_window_seconds
 from ...stats import StatsError, minimum_detectable_effect, power, running_time, sample_size
 from ..analysis import Analysis, analyse
+from .novelty import daily_novelty, novelty_figure
 from .report import ExperimentReport, MetricOutcome, Planning
 
 if TYPE_CHECKING:
@@ -44,7 +45,8 @@ _OVER_TIME_HOGQL = """
 SELECT toStartOfDay(first_seen) AS date, variant, count() AS n,
        countIf(arrayExists(t -> t >= first_seen AND dateDiff('second', first_seen, t) <= {window}, times))
            AS successes,
-       sum(arrayCount(t -> t >= first_seen, times)) AS count
+       sum(arrayCount(t -> t >= first_seen, times)) AS count,
+       sum(arrayCount(t -> t >= first_seen, times) * arrayCount(t -> t >= first_seen, times)) AS count_squares
 FROM (
     SELECT person_id,
            argMinIf(properties.$feature_flag_response, timestamp, event = {exposure}) AS variant,
@@ -71,7 +73,11 @@ def legacy_report(
         _outcome(client, experiment, index, str(metric.get("name") or f"secondary metric {index}"), rollout, refresh)
         for index, metric in enumerate(experiment.secondary_metrics or [])
     )
-    over_time, note = _over_time(client, experiment, primary)
+    over_time, note, daily = _over_time(client, experiment, primary)
+    novelty = novelty_note = None
+    if daily is not None and primary.analysis is not None:
+        control = primary.analysis.comparison.control
+        novelty, novelty_note = daily_novelty(daily, _novelty_metric(primary.analysis), control)
     body = experiment.model_dump(mode="json", by_alias=True)
     recommendation = health = None
     if primary.result is not None:
@@ -87,6 +93,8 @@ def legacy_report(
         over_time_note=note,
         recommendation=recommendation,
         health=health,
+        novelty=novelty,
+        novelty_note=novelty_note,
     )
     if figures:
         report = replace(report, figures=draw_figures(report))
@@ -173,20 +181,25 @@ def _metric_event(filters: Mapping[str, Any] | None) -> tuple[str | None, int]:
     return (str(last["id"]) if last.get("id") else None), window
 
 
+def _novelty_metric(analysis: Analysis) -> str:
+    return "conversion rate" if "conversions" in analysis.table else "events per person"
+
+
 def _over_time(
     client: Client, experiment: Experiment, primary: MetricOutcome
-) -> tuple[pd.DataFrame | None, str | None]:
-    """Per-day sufficient statistics of the primary metric (``cumulative_effect``'s input), or why not."""
+) -> tuple[pd.DataFrame | None, str | None, pd.DataFrame | None]:
+    """Per-day sufficient statistics of the primary metric (``cumulative_effect``'s input), or why not; and the
+    query's rows as read (with ``count_squares``, for the novelty section)."""
     if primary.analysis is None or experiment.start_date is None:
-        return None, None
+        return None, None, None
     if (experiment.parameters or {}).get("custom_exposure_filter"):
-        return None, "Not shown over time: the experiment counts exposures with a custom filter."
+        return None, "Not shown over time: the experiment counts exposures with a custom filter.", None
     try:
         metric, window = _metric_event(experiment.filters)
     except (TypeError, ValueError) as exc:  # a filter the service tolerates but this restatement can't read
-        return None, f"Not shown over time: {exc}"
+        return None, f"Not shown over time: {exc}", None
     if metric is None:
-        return None, "Not shown over time: the metric is not a plain event (actions are not restated per day)."
+        return None, "Not shown over time: the metric is not a plain event (actions are not restated per day).", None
     variants = [str(v) for v in primary.analysis.table["variant"]]
     values = {
         "exposure": EXPOSURE_EVENT,
@@ -200,13 +213,13 @@ def _over_time(
     try:
         daily = client.hogql(_OVER_TIME_HOGQL, values, limit=10_000)
     except HoglabError as exc:
-        return None, f"Not shown over time: {getattr(exc, 'detail', None) or exc}"
+        return None, f"Not shown over time: {getattr(exc, 'detail', None) or exc}", None
     if daily.empty:
-        return None, "Not shown over time: no exposures recorded yet."
+        return None, "Not shown over time: no exposures recorded yet.", None
     conversions = "conversions" in primary.analysis.table
     frame = daily[["date", "variant", "n", "successes"] if conversions else ["date", "variant", "count", "n"]]
     frame = frame.rename(columns={"n": "exposure"}) if not conversions else frame
-    return frame.reset_index(drop=True), _consistency_note(frame, primary.analysis, conversions)
+    return frame.reset_index(drop=True), _consistency_note(frame, primary.analysis, conversions), daily
 
 
 def _consistency_note(frame: pd.DataFrame, analysis: Analysis, conversions: bool) -> str | None:
@@ -285,4 +298,6 @@ def draw_figures(report: ExperimentReport) -> dict[str, Figure]:
     if analysis.srm is not None:
         figures["srm"] = figure = _figure(5.5, 3.2)
         plot_srm(analysis.srm, ax=figure.add_subplot())
+    if report.novelty is not None:
+        figures["novelty"] = novelty_figure(report.novelty)
     return figures

@@ -18,6 +18,7 @@ import pandas as pd
 from ...errors import HoglabError
 from ...stats import StatsError
 from ..picker.metric_view import exposure_srm, metric_settings
+from .novelty import metric_novelty, novelty_figure
 from .report import ExperimentReport, MetricOutcome
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ def metric_report(
     except HoglabError as exc:
         return ExperimentReport(experiment=experiment, primary=MetricOutcome(name, error=f"No results: {exc}"))
     over_time, note = metric_over_time(client, result)
+    novelty, novelty_note = metric_novelty(client, result)
     report = ExperimentReport(
         experiment=experiment,
         primary=MetricOutcome(name),
@@ -51,6 +53,8 @@ def metric_report(
         health=result.health,
         over_time=over_time,
         over_time_note=note,
+        novelty=novelty,
+        novelty_note=novelty_note,
     )
     if figures:
         report = replace(report, figures=draw_metric_figures(report))
@@ -210,4 +214,6 @@ def draw_metric_figures(report: ExperimentReport) -> dict[str, Figure]:
     if report.exposure_srm is not None:
         figures["srm"] = figure = Figure(figsize=(5.5, 3.2), layout="constrained", dpi=110)
         plot_srm(report.exposure_srm, ax=figure.add_subplot())
+    if report.novelty is not None:
+        figures["novelty"] = novelty_figure(report.novelty)
     return figures

@@ -30,6 +30,7 @@ FIGURE_TITLES = {
     "metric": "The metric by variant",
     "posteriors": "Posterior of each variant",
     "srm": "Traffic split",
+    "novelty": "The effect by days since first exposure, with its fitted trend",
 }
 
 
@@ -113,7 +114,7 @@ def summary_text(report: ExperimentReport) -> str:
     if report.metrics is not None:
         from .metric import metric_summary_lines
 
-        return "\n".join(lines + metric_summary_lines(report) + _recommendation_lines(report))
+        return "\n".join(lines + metric_summary_lines(report) + _recommendation_lines(report) + _novelty_text(report))
     primary = report.primary
     if primary.analysis is None:
         lines.append(primary.error or "No results.")
@@ -130,6 +131,7 @@ def summary_text(report: ExperimentReport) -> str:
     lines += _recommendation_lines(report)
     if report.over_time_note:
         lines.append(report.over_time_note)
+    lines += _novelty_text(report)
     for outcome in report.secondary:
         lines.append(f"Secondary: {outcome.name}: {_secondary_text(outcome)}")
         mine, theirs = metric_test(outcome), metric_test(primary)
@@ -137,6 +139,14 @@ def summary_text(report: ExperimentReport) -> str:
             lines.append(f"  Another test than the primary's, so another p-value on the same counts: {outcome.name} "
                          f"counts {mine[1]}, the primary {theirs[1]} ({theirs[0]}).")  # fmt: skip
     return "\n".join(lines)
+
+
+def _novelty_text(report: ExperimentReport) -> list[str]:
+    from .novelty import novelty_lines
+
+    if report.novelty is not None:
+        return novelty_lines(report.novelty)
+    return [report.novelty_note] if report.novelty_note else []
 
 
 def _recommendation_lines(report: ExperimentReport) -> list[str]:
@@ -202,7 +212,14 @@ def report_html(report: ExperimentReport, *, page: bool = True, pngs: Mapping[st
         parts.append(report.health._repr_html_())
     if report.over_time_note:
         parts.append(message_html(report.over_time_note))
-    parts += [_figure_html(name, png) for name, png in pngs.items()]
+    parts += [_figure_html(name, png) for name, png in pngs.items() if name != "novelty"]
+    if report.novelty is not None or report.novelty_note:
+        from .novelty import SECTION_TITLE
+
+        parts.append(f"<h2>{html.escape(SECTION_TITLE)}</h2>")
+        parts += [f"<p>{html.escape(line)}</p>" for line in _novelty_text(report)]
+        if "novelty" in pngs:
+            parts.append(_figure_html("novelty", pngs["novelty"]))
     for outcome in report.secondary:
         parts += [f"<h2>Secondary: {html.escape(outcome.name)}</h2>", _outcome_html(outcome)]
         if test := metric_test(outcome):
@@ -223,7 +240,8 @@ def report_html(report: ExperimentReport, *, page: bool = True, pngs: Mapping[st
 
 
 def write_report(report: ExperimentReport, directory: str | Path) -> Path:
-    """``report.html``, ``figures/<name>.png``, ``variants.csv`` and ``results.json`` under ``directory``."""
+    """``report.html``, ``figures/<name>.png``, ``variants.csv``, ``results.json`` (and ``over_time.csv``,
+    ``novelty.csv`` when the report has them) under ``directory``."""
     out = Path(directory)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     pngs = {name: _png(figure) for name, figure in report.figures.items()}
@@ -237,6 +255,8 @@ def write_report(report: ExperimentReport, directory: str | Path) -> Path:
         primary.analysis.table.to_csv(out / "variants.csv", index=False)
     if report.over_time is not None:
         report.over_time.to_csv(out / "over_time.csv", index=False)
+    if report.novelty is not None:
+        report.novelty.to_frame().to_csv(out / "novelty.csv", index=False)
     if report.metrics is not None:
         answers = report.metrics.raw
     else:

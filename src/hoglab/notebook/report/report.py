@@ -2,8 +2,9 @@
 
 It gathers what an analyst checks before calling an experiment: the results of the primary metric recomputed
 with :mod:`hoglab.stats` (frequentist and Bayesian side by side, PostHog's verdict), the traffic split (SRM),
-whether the sample was large enough for the planned effect, the effect over time with always-valid bounds
-(so it may be read every day), and the secondary metrics. It only talks HTTP through a :class:`~hoglab.Client`,
+the health checks, whether the sample was large enough for the planned effect, the effect over time with
+always-valid bounds (so it may be read every day), whether the effect fades or grows with time since exposure
+(novelty), and the secondary metrics. It only talks HTTP through a :class:`~hoglab.Client`,
 so it works against hoglab and against PostHog alike. Here are the report's types and :func:`experiment_report`,
 which hands a legacy experiment to ``legacy.py`` and a metric experiment to ``metric.py``.
 
@@ -27,7 +28,7 @@ from ...client._legacy_results import ExperimentResult
 from ...client._metric_queries import is_metric_experiment
 from ...client._metric_results import MetricExperimentResult
 from ...schema import Experiment
-from ...stats import Health, Recommendation, SRMResult
+from ...stats import Health, Novelty, Recommendation, SRMResult
 from ..analysis import Analysis, variant_rollout
 
 if TYPE_CHECKING:
@@ -88,6 +89,10 @@ class ExperimentReport:
     power for the planned MDE and SRM (:func:`hoglab.stats.recommend`)."""
     health: Health | None = None
     """The experiment's health checks (SRM over every arm, ``bias_risk``, the flag, exposures, metrics)."""
+    novelty: Novelty | None = None
+    """The primary metric's effect by days since first exposure and its trend test (is it fading?), or ``None``
+    (``novelty_note`` says why); see :mod:`hoglab.notebook.report.novelty`."""
+    novelty_note: str | None = None
 
     @property
     def verdict(self) -> str | None:
