@@ -70,11 +70,12 @@ EXPERIMENT_BREAKDOWN_TYPES: frozenset[str] = frozenset({"event", "person"})
 """The breakdown types hoglab computes for an experiment metric (PostHog also has group and session ones)."""
 
 EXPERIMENT_METRIC_MATH: frozenset[str] = frozenset(
-    {"total", "sum", "avg", "min", "max", "unique_session", "dau", "hogql"}
+    {"total", "sum", "avg", "min", "max", "unique_session", "dau", "unique_group", "hogql"}
 )
-"""The ``math`` of a metric source hoglab computes per person (PostHog's ``ExperimentMetricMathType`` less
-``unique_group``). ``hogql``: ``math_hogql`` is a value per event (summed per person) or one aggregate of one
-(``sum``/``avg``/``min``/``max``/``count``), whose function then aggregates per person, as PostHog reads it."""
+"""The ``math`` of a metric source hoglab computes per unit (PostHog's ``ExperimentMetricMathType``).
+``unique_group``: the distinct groups of type ``math_group_type_index`` among the unit's events. ``hogql``:
+``math_hogql`` is a value per event (summed per person) or one aggregate of one (``sum``/``avg``/``min``/``max``/
+``count``), whose function then aggregates per person, as PostHog reads it."""
 
 _LARGEST_ID = 2**63 - 1
 """Ids are SQLite integers: a larger one names no experiment and is refused before any lookup."""

@@ -366,6 +366,8 @@ def _per_person(node: SeriesFields, inside: str) -> str:
     math = hogql_math(node.math_hogql, "math_hogql")[1] if node.math == "hogql" else node.math
     if math == "unique_session":
         return f"toFloat(uniqExactIf(m.session_id, {inside} AND m.session_id != ''))"
+    if math == "unique_group":
+        return f"toFloat(uniqExactIf(m.group_key, {inside} AND m.group_key != ''))"
     if math == "dau":
         return f"toFloat(countIf({inside}) > 0)"
     if math in ("avg", "min", "max"):
@@ -378,8 +380,9 @@ def _events_of(node: SeriesFields, p: Params, project: Any, attr: str, start: da
     conditions = series_conditions(None, node, p, project=project, attr=attr, actions=actions)
     where = " AND ".join([f"timestamp >= {p.add(start)}", f"timestamp < {stop}", *conditions])
     value = _value_expr(node, attr)
-    return (f"SELECT {entity} AS entity_id, timestamp, {value} AS value, `$session_id` AS session_id "
-            f"FROM events WHERE {where}")  # fmt: skip
+    group = f"`$group_{int(node.math_group_type_index or 0)}`" if node.math == "unique_group" else "''"
+    return (f"SELECT {entity} AS entity_id, timestamp, {value} AS value, `$session_id` AS session_id, "
+            f"{group} AS group_key FROM events WHERE {where}")  # fmt: skip
 
 
 def _stop(p: Params, end: datetime, window: int) -> str:
