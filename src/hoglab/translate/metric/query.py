@@ -61,6 +61,7 @@ from ..params import Params
 from ..parse import parse_hogql_expr
 from ..properties import hogql_expression, property_access, property_filters_to_hogql, test_account_filters
 from ..series import series_conditions
+from ..values import escape_identifier
 from .experiment import ResolvedExperiment
 
 __all__ = [
@@ -189,7 +190,7 @@ def cuped_lookback(metric: AnyExperimentMetric, experiment: ResolvedExperiment, 
     if days is None:
         return None
     if metric.metric_type == "mean":
-        if getattr(metric.source, "math_property_type", None) == "session_properties":
+        if session_property(metric.source) is not None:
             return None  # PostHog's session-property means have no pre-exposure sessions to read
         return days
     if metric.metric_type == "funnel":
@@ -317,6 +318,25 @@ def hogql_math(text: str | None, attr: str) -> tuple[str, str]:
     return value, aggregate
 
 
+def session_property(node: SeriesFields) -> str | None:
+    """The session field a mean metric's ``math_property`` names, when it is one (PostHog's
+    ``is_session_property_metric``: ``math_property_type: "session_properties"``, or ``$session_duration``
+    without a type, as PostHog still reads it); ``None`` for an event property.
+
+    >>> from hoglab.schema import EventsNode
+    >>> session_property(EventsNode(event="$pageview", math="sum", math_property="$session_duration"))
+    '$session_duration'
+    >>> session_property(EventsNode(event="buy", math="sum", math_property="price")) is None
+    True
+    """
+    prop = node.math_property
+    if node.math not in ("sum", "avg", "min", "max") or not prop:
+        return None
+    if prop == "$session_duration" or getattr(node, "math_property_type", None) == "session_properties":
+        return str(prop)
+    return None
+
+
 def _value_expr(node: SeriesFields, attr: str) -> str:
     if node.math in ("sum", "avg", "min", "max"):
         return f"coalesce(toFloat({property_access(str(node.math_property))}), 0)"
@@ -382,6 +402,40 @@ def _entity_values(node: SeriesFields, p: Params, project: Any, attr: str, exper
     """
 
 
+def _session_values(node: SeriesFields, p: Params, project: Any, attr: str, experiment: ResolvedExperiment,
+                    end: datetime, window: int, shape: MetricShape, actions: Actions | None) -> str:  # fmt: skip
+    """Per exposed unit with a session after its exposure: ``entity_id, variant, b..`` and ``value``, a session
+    field's value counted once per session (PostHog's session-property mean, ``get_session_property_ctes``).
+
+    A session is the unit's metric events sharing a ``$session_id``; it counts when its first such event is at or
+    after the unit's first exposure (and within the conversion window of the last one); a unit without one is
+    left out, as PostHog's inner join leaves it. Breakdown values are the session's first metric event's (the
+    sessions' events, not the exposure's, as PostHog's), so a unit can count under several values.
+    """
+    field = escape_identifier(str(session_property(node)))
+    conditions = series_conditions(None, node, p, project=project, attr=attr, actions=actions)
+    where = " AND ".join([f"timestamp >= {p.add(experiment.start)}", f"timestamp < {_stop(p, end, window)}",
+                          "`$session_id` != ''", *conditions])  # fmt: skip
+    picks = "".join(f", argMin({breakdown_value_sql(kind, prop, p)}, timestamp) AS {column}"
+                    for (kind, prop), column in zip(shape.breakdowns, shape.columns, strict=True))  # fmt: skip
+    sessions = f"""
+        SELECT {experiment.entity} AS entity_id, `$session_id` AS session_id, min(timestamp) AS first_time,
+               any(toFloat(session.{field})) AS session_value{picks}
+        FROM events WHERE {where} GROUP BY entity_id, session_id
+    """
+    inside = "s.first_time >= x.first_exposure_time"
+    if window:
+        inside += f" AND s.first_time < x.last_exposure_time + toIntervalSecond({int(window)})"
+    math = node.math if node.math in ("avg", "min", "max") else "sum"
+    return f"""
+        SELECT x.entity_id AS entity_id, x.variant AS variant{shape.picks("s.")},
+               {math}(coalesce(s.session_value, 0)) AS value
+        FROM exposures AS x INNER JOIN ({sessions}) AS s ON x.entity_id = s.entity_id
+        WHERE {inside}
+        GROUP BY x.entity_id, x.variant{shape.lead("s.")}
+    """
+
+
 def _covariate_sums(shape: MetricShape, value: str = "value") -> str:
     if not shape.lookback_days:
         return ""
@@ -395,7 +449,8 @@ def mean_units(metric: ExperimentMeanMetric, experiment: ResolvedExperiment, p: 
     its ``covariate``."""
     window = window_seconds(metric)
     exposures = exposures_sql(experiment, p, project, end, shape=shape, actions=actions)
-    values = _entity_values(metric.source, p, project, "metric.source", experiment, end, window, shape, actions)
+    read = _session_values if session_property(metric.source) is not None else _entity_values
+    values = read(metric.source, p, project, "metric.source", experiment, end, window, shape, actions)
     low, high = metric.lower_bound_percentile, metric.upper_bound_percentile
     covariate = ", e.covariate AS covariate" if shape.lookback_days else ""
     columns = ("value", "covariate") if shape.lookback_days else ("value",)
