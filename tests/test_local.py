@@ -70,17 +70,19 @@ def test_importing_hoglab_local_does_not_import_the_server():
 def test_demo_start_calls_the_demo_seed_hook_with_state_and_project(hoglab_service, monkeypatch):
     calls = []
 
-    def record(state, project):
-        calls.append((state.store.data_dir, project.name))
+    def record(state, project, *, history):
+        calls.append((state.store.data_dir, project.name, history))
 
     monkeypatch.setattr("hoglab.server.demo.seed", record)
     with start_local_service(hoglab_service.data_dir, demo=True):
         pass
-    assert calls == [(hoglab_service.data_dir, "Demo project")]
+    with start_local_service(hoglab_service.data_dir, demo=True, demo_history=True):  # the program tour's projects
+        pass
+    assert calls == [(hoglab_service.data_dir, "Demo project", False), (hoglab_service.data_dir, "Demo project", True)]
 
 
 def test_a_failing_demo_seed_does_not_stop_the_service(hoglab_service, monkeypatch, caplog):
-    def broken_seed(state, project):
+    def broken_seed(state, project, **options):
         raise RuntimeError("no demo today")
 
     monkeypatch.setattr("hoglab.server.demo.seed", broken_seed)

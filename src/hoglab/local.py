@@ -95,6 +95,7 @@ def start_local_service(
     engine: Engine | None = None,
     timeout: float = 300.0,
     on_demo_load: Callable[[], None] | None = None,
+    demo_history: bool = False,
 ) -> LocalService:
     """Start the service in a background thread of this process and wait until it answers.
 
@@ -102,7 +103,8 @@ def start_local_service(
     ``demo=True`` uses (and creates) the demo project. The returned key has scope ``*`` on every project.
     ``config_overrides`` are ``ServerConfig`` fields (e.g. ``{"rate_limit_burst": "5/minute"}``). ``timeout``
     bounds the start, demo seeding included; ``on_demo_load`` is called (in the service's thread) when the demo's
-    events are about to be loaded, which only a first start does.
+    events are about to be loaded, which only a first start does. ``demo_history=True`` adds the project of 40 past
+    experiments ("Demo experiment history", the program tour's), a few seconds more on a first start.
 
     >>> service = start_local_service("/tmp/hoglab-notebook")  # doctest: +SKIP
     >>> service.stop()  # doctest: +SKIP
@@ -116,7 +118,7 @@ def start_local_service(
     config = ServerConfig.from_env(data_dir=data_dir, **dict(config_overrides or {}))
     with Store.open_at(config.data_dir) as store:
         credentials = ensure_local_credentials(store, demo=demo)
-    hooks = [seed_demo_hook(credentials.project.id, on_demo_load)] if demo else []
+    hooks = [seed_demo_hook(credentials.project.id, on_demo_load, history=demo_history)] if demo else []
     # Open the app's engine here first: a data dir another process owns (or a second one in this process) is
     # then raised as EngineInUse with its explanation, not a lifespan traceback in the log. The app's lifespan
     # shares this handle (counted); giving ours back below leaves it to the app, which closes it when it stops.

@@ -76,7 +76,9 @@ def _run_demo(args: argparse.Namespace, data_dir: Path) -> int:
 
     print(f"hoglab {__version__}: starting the demo service on {data_dir}", flush=True)
     notice = DemoLoadNotice("")
-    service = start_local_service(data_dir, demo=True, host=args.host, port=args.port, on_demo_load=notice)
+    service = start_local_service(
+        data_dir, demo=True, demo_history=True, host=args.host, port=args.port, on_demo_load=notice
+    )
     notice.done()
     try:
         print(f"serving at {service.url}  (API schema: {service.url}/api/schema/)")

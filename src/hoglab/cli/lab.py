@@ -161,8 +161,8 @@ def run(args: argparse.Namespace) -> int:
 
             print(f"hoglab lab: starting the demo service on {config.data_dir}", flush=True)
             notice = DemoLoadNotice("hoglab lab: ")
-            service = start_local_service(config.data_dir, demo=True, host=args.host, port=args.port,
-                                          on_demo_load=notice)  # fmt: skip
+            service = start_local_service(config.data_dir, demo=True, demo_history=True, host=args.host,
+                                          port=args.port, on_demo_load=notice)  # fmt: skip
             notice.done()
             demo = DemoService(service.url, service.api_key, service.project_id)
         return _lab(args, demo)

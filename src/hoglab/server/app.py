@@ -181,16 +181,19 @@ def create_app(
     return app
 
 
-def seed_demo_hook(project_id: int, on_load: Callable[[], None] | None = None) -> StartupHook:
-    """A startup hook filling the demo project with :func:`hoglab.server.demo.seed` (events and experiment, once);
-    ``on_load`` is called when the events are about to be loaded (a first start)."""
+def seed_demo_hook(
+    project_id: int, on_load: Callable[[], None] | None = None, *, history: bool = True
+) -> StartupHook:
+    """A startup hook filling the demo project with :func:`hoglab.server.demo.seed` (events and experiment, once,
+    and the history of past experiments with ``history``); ``on_load`` is called when the events are about to be
+    loaded (a first start)."""
 
     def seed_demo(state: ServiceState) -> None:
         project = state.store.projects.get(project_id)
         if project is not None and on_load is None:
-            demo.seed(state, project)
+            demo.seed(state, project, history=history)
         elif project is not None:
-            demo.seed(state, project, on_load=on_load)
+            demo.seed(state, project, on_load=on_load, history=history)
 
     return seed_demo
 

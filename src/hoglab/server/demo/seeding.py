@@ -43,9 +43,10 @@ def seed_events(
 
 def seed(
     state: ServiceState, project: ProjectRecord, *, seed: int = DEMO_SEED, end: datetime | date | None = None,
-    users: int = DEMO_USERS, on_load: Callable[[], None] | None = None,
+    users: int = DEMO_USERS, on_load: Callable[[], None] | None = None, history: bool = True,
 ) -> None:  # fmt: skip
-    """Fill the demo project of a running service: its events and its experiment, each only once.
+    """Fill the demo project of a running service: its events and its experiment, each only once; and, with
+    ``history``, the project of past experiments (:func:`seed_history`).
 
     Called by ``hoglab serve --demo`` (and ``hoglab demo``) when the service starts; a restart finds both
     already there and leaves them alone, so ids and results stay put. ``on_load`` is called just before the
@@ -62,7 +63,8 @@ def seed(
     if state.store.flags.get_by_key(project.id, DEMO_EXPERIMENT.feature_flag_key) is None:
         user = state.store.users.default()
         create_with_flag(state.store, project.id, user.id, DEMO_EXPERIMENT.create_body(end))
-    seed_history(state, end=end)
+    if history:
+        seed_history(state, end=end)
 
 
 def _load(engine: Engine, project_id: int, table: Any) -> LoadReport:

@@ -20,6 +20,7 @@ UI always sends it then).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -126,7 +127,11 @@ def resolve_experiment(
             "Launch it (PATCH a start_date) to analyse it.",
             attr="query__experiment_id",
         )
-    variants = tuple(str(v.get("key")) for v in flag.variants if v.get("key"))
+    # PostHog's runner analyses the flag's variants less the experiment's parameters.excluded_variants
+    parameters = record.parameters if isinstance(record.parameters, Mapping) else {}
+    excluded = parameters.get("excluded_variants")
+    dropped = {str(v) for v in excluded} if isinstance(excluded, list) else set()
+    variants = tuple(str(v.get("key")) for v in flag.variants if v.get("key") and str(v.get("key")) not in dropped)
     holdout = store.holdouts.get(project.id, record.holdout_id) if record.holdout_id is not None else None
     stop = end or record.end_date
     criteria = exposure_criteria or ExperimentExposureCriteria.model_validate(record.exposure_criteria or {})
