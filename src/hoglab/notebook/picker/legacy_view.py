@@ -79,7 +79,8 @@ def results_html(result: ExperimentResult, analysis: Analysis) -> str:
         f'<th colspan="2" style="text-align:center">frequentist ({level})</th>'
         f'<th colspan="2" style="text-align:center">Bayesian ({level})</th><th>PostHog</th></tr>'
         f"<tr><th>variant</th><th>units</th><th>{counted}</th><th>rate</th><th>lift</th>"
-        "<th>interval</th><th>p-value</th><th>interval</th><th>chance to win</th><th>P(best)</th></tr>"
+        '<th>interval</th><th style="white-space:nowrap">p-value</th><th>interval</th><th>chance to win</th>'
+        "<th>P(best)</th></tr>"
     )
     body = []
     for r in table.to_dict("records"):
