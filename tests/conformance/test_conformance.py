@@ -3,8 +3,9 @@
 Each case is a question PostHog answers, taken from PostHog's source (``functions.txt``: every function name of
 its HogQL lists; ``hogql.toml``: the assertions of ``posthog/hogql/test/test_query.py`` and the printer's tests;
 ``insights.toml``: query-runner tests whose fixtures are plain events and persons; ``experiments.toml``: the
-``ExperimentQuery`` runner's tests, their feature flag and experiment created through the API). Each is asked of a
-real hoglab service over HTTP (the session's service, real chDB) and classified:
+``ExperimentQuery`` and ``ExperimentExposureQuery`` runners' tests, their feature flag, experiment and actions
+created through the API). Each is asked of a real hoglab service over HTTP (the session's service, real chDB) and
+classified:
 
 * ``equal``: hoglab answers what PostHog answers;
 * ``different``: hoglab answers something else (the worst kind: a number, no warning);
@@ -268,7 +269,8 @@ class Service:
         return self.made[fixture, what, key]
 
     def experiment(self, case: Case) -> tuple[int, dict[str, Any]]:
-        """PostHog's ExperimentQuery on the case's experiment: its actions and experiment made first."""
+        """The case's query (an ``ExperimentQuery`` or ``ExperimentExposureQuery``) on its experiment, the
+        experiment (with its flag) and the actions it names made first."""
         ids = {name: self._make(case.fixture, "action", name, {"name": name, "steps": steps})
                for name, steps in case.actions.items()}  # fmt: skip
         key = case.experiment["feature_flag_key"]
@@ -363,8 +365,8 @@ def run_all(service: Service) -> dict[str, Outcome]:
             status, body = service.hogql(case.hogql, case.fixture, **case.request)
             answers[case.id] = ("ok", body.get("results"), []) if status == 200 else ("refused", _refusal(status, body))
         elif case.kind in ("insight", "experiment"):
-            ask = service.experiment(case) if case.kind == "experiment" else service.ask(case.request, case.fixture)
-            status, body = ask
+            status, body = (service.experiment(case) if case.kind == "experiment"
+                            else service.ask(case.request, case.fixture))  # fmt: skip
             answers[case.id] = ("ok", body, []) if status == 200 else ("refused", _refusal(status, body))
 
     for case in CASES:
