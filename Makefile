@@ -74,7 +74,7 @@ test: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench notebooks
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache  # the layer contracts of pyproject.toml [tool.importlinter]
-	$(BIN)/pytest -n 2 --dist loadgroup tests  # the notebooks too: tests/test_notebooks_any_day.py
+	$(BIN)/pytest -n 2 --dist loadgroup --durations=25 tests  # the notebooks too: tests/test_notebooks_any_day.py
 
 ## Re-run the tour notebooks in place (after changing them): their stored outputs are what nbval checks.
 notebooks: $(VENV)/.installed-dev
