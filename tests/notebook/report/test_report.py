@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from notebooktesting import Demo
+from novelty_oracle import assert_novelty_restated
 
 from hoglab.notebook.report import experiment_report
 from hoglab.server.demo import DEMO_EXPERIMENT
@@ -174,8 +175,6 @@ def test_the_recommendation_reconciles_the_report_signals(demo: Demo) -> None:
 
 def test_the_novelty_section_restates_pandas_and_statsmodels(demo: Demo, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each exposure day's difference (test − control conversion) from pandas, the trend from statsmodels' WLS."""
-    import numpy as np
-    import statsmodels.api as sm
 
     from hoglab.notebook.report import novelty as section
 
@@ -190,21 +189,7 @@ def test_the_novelty_section_restates_pandas_and_statsmodels(demo: Demo, monkeyp
     persons = _exposed_persons(demo.events)
     persons["day"] = ((persons["date"].max() - persons["date"]) / pd.Timedelta(days=1)).round().astype(int)
     cells = persons.groupby(["day", "variant"])["bought"].agg(["count", "mean", "var"]).unstack("variant")
-    n_t, n_c = cells[("count", "test")], cells[("count", "control")]
-    difference = cells[("mean", "test")] - cells[("mean", "control")]
-    se = np.sqrt(cells[("var", "test")] / n_t + cells[("var", "control")] / n_c)
-    days = novelty.to_frame()
-    assert days["day"].tolist() == cells.index.tolist()
-    np.testing.assert_allclose(days["difference"], difference, rtol=1e-9)
-    np.testing.assert_allclose(days["difference_se"], se, rtol=1e-9)
-    used = ((n_t >= MIN_UNITS) & (n_c >= MIN_UNITS)).to_numpy()
-    assert days["in_trend"].tolist() == used.tolist() and used.sum() >= 3
-    x = cells.index.to_numpy(dtype=float)[used]
-    fit = sm.WLS(difference.to_numpy()[used], sm.add_constant(x), weights=1 / se.to_numpy()[used] ** 2).fit()
-    [trend] = novelty.trends.to_dict("records")
-    assert trend["slope"] == pytest.approx(fit.params[1], rel=1e-9)
-    assert trend["slope_se"] == pytest.approx(fit.bse[1], rel=1e-9)
-    assert trend["p_value"] == pytest.approx(fit.pvalues[1], rel=1e-9)
+    fit, trend = assert_novelty_restated(novelty, cells, MIN_UNITS)
     assert [trend["slope_ci_low"], trend["slope_ci_high"]] == pytest.approx(fit.conf_int()[1].tolist(), rel=1e-9)
     verdict = "no trend" if fit.pvalues[1] >= 0.05 else ("growing" if fit.params[1] > 0 else "decaying")
     assert trend["verdict"] == verdict

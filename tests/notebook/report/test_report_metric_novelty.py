@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-import statsmodels.api as sm
+from novelty_oracle import assert_novelty_restated
 
 from hoglab.client import Client
 from hoglab.notebook import experiment_report
@@ -38,20 +38,7 @@ def test_the_metric_report_tests_the_first_primary_metric_for_a_trend(make_proje
     day = np.floor((as_of - units["first_exposure_time"]) / pd.Timedelta(days=1)).astype(int)
     cells = units.assign(day=day).groupby(["day", "variant"])["checkout → purchase"].agg(["count", "mean", "var"])
     cells = cells.unstack("variant")
-    n_t, n_c = cells[("count", "test")], cells[("count", "control")]
-    difference = cells[("mean", "test")] - cells[("mean", "control")]
-    se = np.sqrt(cells[("var", "test")] / n_t + cells[("var", "control")] / n_c)
-    days = novelty.to_frame()
-    assert days["day"].tolist() == cells.index.tolist()
-    np.testing.assert_allclose(days["difference"], difference, rtol=1e-9)
-    np.testing.assert_allclose(days["difference_se"], se, rtol=1e-9)
-    used = ((n_t >= MIN_UNITS) & (n_c >= MIN_UNITS)).to_numpy()
-    assert days["in_trend"].tolist() == used.tolist() and used.sum() >= 3
-    x = cells.index.to_numpy(dtype=float)[used]
-    fit = sm.WLS(difference.to_numpy()[used], sm.add_constant(x), weights=1 / se.to_numpy()[used] ** 2).fit()
-    [trend] = novelty.trends.to_dict("records")
-    assert trend["slope"] == pytest.approx(fit.params[1], rel=1e-9)
-    assert trend["p_value"] == pytest.approx(fit.pvalues[1], rel=1e-9)
+    fit, _ = assert_novelty_restated(novelty, cells, MIN_UNITS)
 
     text = report.summary()
     assert "Novelty (checkout → purchase): test's effect by days since first exposure" in text
