@@ -18,20 +18,13 @@ timing. The two alternate, medians of ``--runs`` after one warm-up; the ratio is
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
-import time
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
-from bench_insights import events_of, generate, query_asker, time_against_hand
-from bench_query import bench_arguments, bench_service
+from bench_insights import events_of, generated_service, resolved_bounds, time_against_hand
+from bench_query import bench_arguments
 
-from hoglab.server.engine.ddl import DATABASE
 from hoglab.server.query.runners.funnel_correlation import TOTAL, correlations
 from hoglab.server.query.runners.funnels_sql import PERSON_ROWS_SETTINGS
 
@@ -83,21 +76,10 @@ def check(answer: dict[str, Any], rows: list[list[Any]]) -> None:
 def main() -> None:
     parser = bench_arguments(__doc__, runs=5)
     args = parser.parse_args()
-    data_dir = Path(tempfile.mkdtemp(prefix="hoglab-bench-correlation-"))
-    service, team, other, key = bench_service(data_dir)
-    try:
-        engine = service.state.engine
-        start = time.perf_counter()
-        stats = generate(engine, team, other, args.events, datetime.now(UTC).replace(minute=0, second=0, microsecond=0))
-        mine = engine.execute(f"SELECT count() AS n FROM {DATABASE}.events WHERE team_id = {team}").to_pylist()[0]["n"]
-        print(f"{args.events:,} events generated in {time.perf_counter() - start:.1f} s ({mine:,} in the project, "
-              f"{stats['people']:,} persons)\n")  # fmt: skip
-        client = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"}, timeout=1200)
-        ask = query_asker(client, team)
+    with generated_service("correlation", args.events, timeout=1200) as made:
+        engine, team, ask = made.service.state.engine, made.team, made.ask
         first = ask(QUERY)
-        bounds = first["resolved_date_range"]
-        since = datetime.fromisoformat(bounds["date_from"]).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-        until = datetime.fromisoformat(bounds["date_to"]).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        since, until = resolved_bounds(first)
         compile_ms = sum(t["t"] for t in first["timings"] if t["k"] == "./compile") * 1000
         print(f"range {since} → {until}; answer: {[(e['event']['event'], e['success_count'], e['failure_count'], round(e['odds_ratio'], 4)) for e in first['results']['events']]}\n")  # noqa: E501
         sql = hand_correlation(team, since, until)
@@ -110,10 +92,6 @@ def main() -> None:
         print("|---|---:|---:|---:|---:|---:|")
         time_against_hand("funnel correlation: events, signup → purchase, 90 days", ask, QUERY, raw, check,
                           args.runs, compile_ms)  # fmt: skip
-        client.close()
-    finally:
-        service.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -22,23 +22,17 @@ HTTP side also computes the statistics and the verdict).
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
-import time
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 from typing import Any
 
-import httpx
 import orjson
 from bench_insights import (  # the same data (this script runs from bench/)
     events_of,
-    generate,
-    query_asker,
+    generated_service,
     time_against_hand,
 )
-from bench_query import bench_arguments, bench_service
+from bench_query import bench_arguments
 
 FLAG = "new-checkout"
 PRICE = {"kind": "EventsNode", "event": "purchase", "math": "sum", "math_property": "price"}
@@ -112,27 +106,20 @@ def main() -> None:
     parser = bench_arguments(__doc__, runs=3)
     args = parser.parse_args()
 
-    data_dir = Path(tempfile.mkdtemp(prefix="hoglab-bench-metrics-"))
-    service, team, other, key = bench_service(data_dir)
-    try:
-        from hoglab.server.experiments.rules import create_with_flag
+    from hoglab.server.experiments.rules import create_with_flag
 
-        engine, store = service.state.engine, service.state.store
-        end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-        start = time.perf_counter()
-        stats = generate(engine, team, other, args.events, end)
-        print(f"{args.events:,} events generated in {time.perf_counter() - start:.1f} s ({stats['people']:,} persons)")
+    with generated_service("metrics", args.events, timeout=900) as made:
+        engine, store = made.service.state.engine, made.service.state.store
+        team, ask, end = made.team, made.ask, made.end
         begin, stop = end - timedelta(days=101), end + timedelta(hours=1)
         experiment, _ = create_with_flag(store, team, store.users.default().id, {
             "name": "bench", "feature_flag_key": FLAG, "start_date": begin.isoformat(), "end_date": stop.isoformat(),
             "exposure_criteria": {"exposure_config": {"event": "$pageview", "properties": []}},
             "metrics": list(METRICS.values())})  # fmt: skip
         since, until = (d.strftime("%Y-%m-%d %H:%M:%S.%f") for d in (begin, stop))
-        client = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"}, timeout=900)
 
         print("\n| metric | by hand ms | end to end ms | ratio | endpoint's execute ms |")
         print("|---|---:|---:|---:|---:|")
-        ask = query_asker(client, team)
         for name, metric in METRICS.items():
             query = {"kind": "ExperimentQuery", "experiment_id": experiment.id, "metric": metric}
             sql = hand_sql(name, team, since, until)
@@ -144,10 +131,6 @@ def main() -> None:
                 same(answer, rows, name)
 
             time_against_hand(name, ask, query, raw, check, args.runs, None)
-        client.close()
-    finally:
-        service.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

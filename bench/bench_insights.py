@@ -36,7 +36,9 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -286,25 +288,57 @@ def time_against_hand(
           f"{max(http_ms):.0f}) | **{h / r:.2f}x** | {statistics.median(execute_ms):.0f} |{compiled}")  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Generated:
+    """A bench's service with ``generate``'s events in its project: the engine, the project, a client, the end."""
+
+    service: Any
+    team: int
+    client: httpx.Client
+    ask: Callable[[dict[str, Any]], dict[str, Any]]
+    people: int
+    end: datetime
+
+
+@contextmanager
+def generated_service(name: str, events: int, *, timeout: float = 600) -> Iterator[Generated]:
+    """The real service on a temporary data dir with ``events`` generated events (ending this hour), a query:read
+    client on it, the line saying what was made printed; everything stopped and removed afterwards."""
+    data_dir = Path(tempfile.mkdtemp(prefix=f"hoglab-bench-{name}-"))
+    service, team, other, key = bench_service(data_dir)
+    try:
+        engine = service.state.engine
+        end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+        start = time.perf_counter()
+        stats = generate(engine, team, other, events, end)
+        mine = engine.execute(f"SELECT count() AS n FROM {DATABASE}.events WHERE team_id = {team}").to_pylist()[0]["n"]
+        print(f"{events:,} events generated in {time.perf_counter() - start:.1f} s ({mine:,} in the project, "
+              f"{stats['people']:,} persons, {stats['people'] // 10:,} merged)\n")  # fmt: skip
+        with httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"}, timeout=timeout) as client:
+            yield Generated(service, team, client, query_asker(client, team), stats["people"], end)
+    finally:
+        service.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def resolved_bounds(answer: dict[str, Any]) -> tuple[str, str]:
+    """The answer's ``resolved_date_range`` as the engine's UTC literals: what hand-written SQL must use."""
+
+    def utc(text: str) -> str:
+        return datetime.fromisoformat(text).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    bounds = answer["resolved_date_range"]
+    return utc(bounds["date_from"]), utc(bounds["date_to"])
+
+
 def main() -> None:
     parser = bench_arguments(__doc__, runs=5)
     args = parser.parse_args()
 
-    data_dir = Path(tempfile.mkdtemp(prefix="hoglab-bench-insights-"))
-    service, team, other, key = bench_service(data_dir)
-    try:
-        engine = service.state.engine
-        start = time.perf_counter()
-        stats = generate(engine, team, other, args.events, datetime.now(UTC).replace(minute=0, second=0, microsecond=0))
-        mine = engine.execute(f"SELECT count() AS n FROM {DATABASE}.events WHERE team_id = {team}").to_pylist()[0]["n"]
-        print(f"{args.events:,} events generated in {time.perf_counter() - start:.1f} s ({mine:,} in the project, "
-              f"{stats['people']:,} persons, {stats['people'] // 10:,} merged)\n")  # fmt: skip
-        client = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"}, timeout=600)
-        ask = query_asker(client, team)
+    with generated_service("insights", args.events) as made:
+        engine, team, ask = made.service.state.engine, made.team, made.ask
         first = ask(TREND)  # also resolves the range the hand-written SQL must use
-        bounds = first["resolved_date_range"]
-        since = datetime.fromisoformat(bounds["date_from"]).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-        until = datetime.fromisoformat(bounds["date_to"]).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        since, until = resolved_bounds(first)
         print(f"range {since} → {until}\n")
         questions = [
             ("trend: 90-day DAU by $browser", TREND, hand_trend(team, since, until), {}, check_trend),
@@ -325,10 +359,6 @@ def main() -> None:
         engine.execute_json(reference)
         wf = statistics.median(timed(lambda: engine.execute_json(reference)) for _ in range(args.runs))
         print(f"\nreference: windowFunnel step counts only (ClickHouse's semantics, no times): {wf:.0f} ms")
-        client.close()
-    finally:
-        service.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -18,24 +18,18 @@ two paths alternate, medians of ``--runs`` after one warm-up; the ratio is end t
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 from bench_insights import (  # the same data set (this script runs from bench/)
     events_of,
-    generate,
-    query_asker,
+    generated_service,
     time_against_hand,
 )
-from bench_query import bench_arguments, bench_service
+from bench_query import bench_arguments
 
 from hoglab.server.engine.ddl import DATABASE
 from hoglab.server.query.runners.paths import reachable_edges
@@ -165,15 +159,8 @@ def main() -> None:
     parser = bench_arguments(__doc__, runs=5)
     args = parser.parse_args()
 
-    data_dir = Path(tempfile.mkdtemp(prefix="hoglab-bench-product-"))
-    service, team, other, key = bench_service(data_dir)
-    try:
-        engine = service.state.engine
-        start = time.perf_counter()
-        generate(engine, team, other, args.events, datetime.now(UTC).replace(minute=0, second=0, microsecond=0))
-        print(f"{args.events:,} events generated in {time.perf_counter() - start:.1f} s\n")
-        client = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {key}"}, timeout=600)
-        ask = query_asker(client, team)
+    with generated_service("product", args.events) as made:
+        engine, team, ask = made.service.state.engine, made.team, made.ask
         questions: list[tuple[str, dict[str, Any], Callable[[dict[str, Any]], str], Any]] = [
             ("retention: 8 daily cohorts", RETENTION, lambda a: hand_retention(team, a["resolved_date_range"]),
              check_retention),
@@ -193,10 +180,6 @@ def main() -> None:
                 return orjson.loads(engine.execute_json(sql, settings={"join_use_nulls": 1}).data)
 
             time_against_hand(name, ask, query, raw, check, args.runs, compile_ms)
-        client.close()
-    finally:
-        service.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
