@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..queries import funnel_metric, mean_metric
-from .tours import FedBefore, _project_token, _sdk, check_tour_target, fed_before, flag_value
+from .tours import FedBefore, _project_token, _sdk, check_tour_target, fed_before, feed_visits, flag_value
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -117,22 +117,17 @@ def feed_holdout_experiment(
     )  # fmt: skip
     token = _project_token(client)
     sdk, local = _sdk(token, client.host), _local_sdk(token, client.host, personal_api_key)
-    assigned: dict[str, str] = {}
     evaluated: dict[str, Any] = {}
-    sent = 0
     offsets = np.sort(rng.uniform(0, days * 86400 - 3600, size=users))
+    arrivals = ((f"holdout-user-{seed}-{i:05d}", start + timedelta(seconds=float(o))) for i, o in enumerate(offsets))
+
+    def evaluate_locally(user: str) -> None:
+        evaluated[user] = flag_value(local, flag_key, user, only_evaluate_locally=True)
+
     try:
         local.load_feature_flags()
-        for i, offset in enumerate(offsets):
-            user = f"holdout-user-{seed}-{i:05d}"
-            value = flag_value(sdk, flag_key, user)
-            evaluated[user] = flag_value(local, flag_key, user, only_evaluate_locally=True)
-            if not isinstance(value, str):
-                continue
-            assigned[user] = value
-            for event, at, properties in _visit(rng, start + timedelta(seconds=float(offset)), value, flag_key):
-                sdk.capture(event, distinct_id=user, timestamp=at, properties=properties)
-                sent += 1
+        assigned, sent = feed_visits(sdk, flag_key, arrivals, lambda at, value: _visit(rng, at, value, flag_key),
+                                     also=evaluate_locally)  # fmt: skip
     finally:
         sdk.flush()
         sdk.shutdown()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -48,8 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CUPED_FLAG_KEY", "CUPED_HOLDOUT_SHARE", "DEMO_PROJECT_NAME", "METRIC_FLAG_KEY", "WRITE_ANYWHERE_ENV", "FedBefore",
-    "MetricDemo", "check_tour_target", "cuped_experiment_metrics", "fed_before", "feed_cuped_experiment",
-    "feed_metric_experiment", "flag_value", "metric_experiment_metrics",
+    "MetricDemo", "Visit", "check_tour_target", "cuped_experiment_metrics", "fed_before", "feed_cuped_experiment",
+    "feed_metric_experiment", "feed_visits", "flag_value", "metric_experiment_metrics",
 ]  # fmt: skip
 
 # The name hoglab's demo gives its project (hoglab.server.store.bootstrap.DEMO_PROJECT_NAME; a test keeps the two
@@ -174,6 +175,38 @@ def _sdk(token: str, host: str) -> Any:
                            feature_flags_request_timeout_seconds=30, flush_at=500)  # fmt: skip
 
 
+Visit = list[tuple[str, datetime, dict[str, Any]]]
+"""A user's events after the flag answered: (event, timestamp, properties)."""
+
+
+def feed_visits(
+    sdk: Any,
+    flag_key: str,
+    arrivals: Iterable[tuple[str, datetime]],
+    visit: Callable[[datetime, str], Visit],
+    *,
+    also: Callable[[str], None] | None = None,
+) -> tuple[dict[str, str], int]:
+    """Ask the SDK each arriving user's value of ``flag_key`` and capture the visit that value gives.
+
+    Users without a variant (the flag off for them, a rollout below 100%) send nothing. ``also`` is called with each
+    user after the SDK answered (e.g. to evaluate the flag another way). Returns (user -> variant, events sent).
+    """
+    assigned: dict[str, str] = {}
+    sent = 0
+    for user, at in arrivals:
+        variant = flag_value(sdk, flag_key, user)
+        if also is not None:
+            also(user)
+        if not isinstance(variant, str):
+            continue
+        assigned[user] = variant
+        for event, when, properties in visit(at, variant):
+            sdk.capture(event, distinct_id=user, timestamp=when, properties=properties)
+            sent += 1
+    return assigned, sent
+
+
 def flag_value(sdk: Any, flag_key: str, user: str, *, only_evaluate_locally: bool = False) -> Any:
     """``user``'s value of ``flag_key`` by the SDK's current call (``evaluate_flags``, then ``get_flag``).
 
@@ -266,19 +299,10 @@ def feed_metric_experiment(
         description="Does the new checkout copy turn more checkouts into purchases? Fed by the posthog SDK.",
     )  # fmt: skip
     sdk = _sdk(_project_token(client), client.host)
-    assigned: dict[str, str] = {}
-    sent = 0
     offsets = np.sort(rng.uniform(0, days * 86400 - 3600, size=users))
+    arrivals = ((f"metric-user-{seed}-{i:05d}", start + timedelta(seconds=float(o))) for i, o in enumerate(offsets))
     try:
-        for i, offset in enumerate(offsets):
-            user = f"metric-user-{seed}-{i:05d}"
-            variant = flag_value(sdk, flag_key, user)
-            if not isinstance(variant, str):
-                continue  # not in the experiment (a flag off or a rollout below 100%)
-            assigned[user] = variant
-            for event, at, properties in _visit(rng, start + timedelta(seconds=float(offset)), variant, flag_key):
-                sdk.capture(event, distinct_id=user, timestamp=at, properties=properties)
-                sent += 1
+        assigned, sent = feed_visits(sdk, flag_key, arrivals, lambda at, variant: _visit(rng, at, variant, flag_key))
     finally:
         sdk.flush()
         sdk.shutdown()
@@ -371,20 +395,10 @@ def feed_cuped_experiment(
         description="Does a loyalty banner make shoppers spend more? CUPED reads each shopper's spending before.",
     )  # fmt: skip
     sdk = _sdk(_project_token(client), client.host)
-    assigned: dict[str, str] = {}
-    sent = 0
     offsets = np.sort(rng.uniform(3600, 7 * 86400, size=users))
+    arrivals = ((f"shopper-{seed}-{i:05d}", start + timedelta(seconds=float(o))) for i, o in enumerate(offsets))
     try:
-        for i, offset in enumerate(offsets):
-            user = f"shopper-{seed}-{i:05d}"
-            variant = flag_value(sdk, flag_key, user)
-            if not isinstance(variant, str):
-                continue
-            assigned[user] = variant
-            seen = start + timedelta(seconds=float(offset))
-            for event, at, properties in _shopper(rng, seen, variant, flag_key):
-                sdk.capture(event, distinct_id=user, timestamp=at, properties=properties)
-                sent += 1
+        assigned, sent = feed_visits(sdk, flag_key, arrivals, lambda at, variant: _shopper(rng, at, variant, flag_key))
     finally:
         sdk.flush()
         sdk.shutdown()
