@@ -70,7 +70,7 @@ def test_importing_hoglab_local_does_not_import_the_server():
 def test_demo_start_calls_the_demo_seed_hook_with_state_and_project(hoglab_service, monkeypatch):
     calls = []
 
-    def record(state, project, *, history):
+    def record(state, project, *, on_load, history):
         calls.append((state.store.data_dir, project.name, history))
 
     monkeypatch.setattr("hoglab.server.demo.seed", record)

@@ -190,9 +190,7 @@ def seed_demo_hook(
 
     def seed_demo(state: ServiceState) -> None:
         project = state.store.projects.get(project_id)
-        if project is not None and on_load is None:
-            demo.seed(state, project, history=history)
-        elif project is not None:
+        if project is not None:
             demo.seed(state, project, on_load=on_load, history=history)
 
     return seed_demo
